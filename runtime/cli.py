@@ -1,0 +1,3 @@
+"""placeholder"""
+def main() -> int:
+    return 0
