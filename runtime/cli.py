@@ -1,3 +1,286 @@
-"""placeholder"""
-def main() -> int:
+"""The ``kconnect`` command: ``broker``, ``worker`` and ``demo``.
+
+Exit statuses: 0 clean stop, 1 the worker could not start (broker unreachable, bad internal topic),
+2 invalid worker properties or command line. Errors are one line on stderr, naming the problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+EXIT_STARTUP = 1
+EXIT_CONFIG = 2
+
+
+def _fail(code: int, message: str) -> int:
+    print(f"kconnect: {message}", file=sys.stderr, flush=True)
+    return code
+
+
+# ============================================================================================= broker
+
+
+def cmd_broker(args: argparse.Namespace) -> int:
+    from kconnect.runtime import broker
+
+    data_dir = Path(args.data_dir) if args.data_dir else None
+    if data_dir:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    cmd = broker.command(args.port, args.host, args.storage_engine)
+    print(
+        f"kconnect: embedded broker on {args.host}:{args.port} (Tansu; data in memory unless "
+        f"--storage-engine says otherwise)",
+        file=sys.stderr,
+        flush=True,
+    )
+    log_target = open(data_dir / "broker.log", "ab") if data_dir else None  # noqa: SIM115
+    import subprocess
+
+    proc = subprocess.Popen(cmd, stdout=log_target or None, stderr=subprocess.STDOUT if log_target else None)
+
+    def _stop(_sig: int, _frame: FrameType | None) -> None:
+        proc.terminate()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    return proc.wait()
+
+
+# ============================================================================================= worker
+
+
+def load_worker_config(path: str) -> Any:
+    from kconnect.config.errors import ConfigError
+    from kconnect.config.properties import load_properties, substitute
+    from kconnect.config.worker import WorkerConfig, unknown_keys
+    from kconnect.runtime import logs
+
+    try:
+        props = substitute(load_properties(path), os.environ)
+        config = WorkerConfig.from_properties(props)
+    except OSError as exc:
+        raise ConfigError("<file>", path, f"a readable worker properties file ({exc.strerror})") from exc
+    for key in unknown_keys(props):
+        logs.get("kconnect.config").warning("unknown worker property (ignored)", key=key)
+    return config
+
+
+def serve_worker(config: Any, ready: threading.Event | None = None) -> int:
+    import uvicorn
+
+    from kconnect.rest.app import create_app
+    from kconnect.runtime.worker import StartupError, Worker
+
+    worker = Worker(config)
+    try:
+        worker.start()
+    except StartupError as exc:
+        return _fail(EXIT_STARTUP, str(exc))
+    host, port = _listen_address(config)
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(worker), host=host, port=port, log_level="warning", lifespan="off")
+    )
+    rest = threading.Thread(target=server.run, name="rest", daemon=True)
+    rest.start()
+    stop = threading.Event()
+
+    def _stop(_sig: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _stop)
+        signal.signal(signal.SIGINT, _stop)
+    if ready is not None:
+        ready.set()
+    while not stop.is_set():
+        stop.wait(0.5)
+        if not rest.is_alive():
+            worker.stop()
+            return _fail(EXIT_STARTUP, f"the REST server could not listen on {host}:{port}")
+    worker.stop()
+    server.should_exit = True
+    rest.join(timeout=5)
     return 0
+
+
+def _listen_address(config: Any) -> tuple[str, int]:
+    listener = config.listeners[0]
+    rest = listener.split("://", 1)[-1]
+    host, _, port = rest.rpartition(":")
+    return (host or "0.0.0.0"), int(port)
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from kconnect.config.errors import ConfigError
+    from kconnect.runtime import logs
+
+    logs.configure(args.log_level)
+    try:
+        config = load_worker_config(args.properties)
+    except ConfigError as exc:
+        return _fail(EXIT_CONFIG, str(exc))
+    return serve_worker(config)
+
+
+# =============================================================================================== demo
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Broker, three workers and a sample connector on loopback: the quick start's main job."""
+    import json
+    import subprocess
+
+    import httpx
+
+    from kconnect.runtime import broker
+
+    work = Path(tempfile.mkdtemp(prefix="kconnect-demo-"))
+    b = broker.start(log_path=work / "broker.log")
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        ports = [broker.free_port() for _ in range(args.workers)]
+        for i, port in enumerate(ports):
+            props = work / f"worker-{i}.properties"
+            props.write_text(
+                "\n".join(
+                    [
+                        f"bootstrap.servers={b.bootstrap}",
+                        "group.id=kconnect-demo",
+                        "config.storage.topic=demo-configs",
+                        "offset.storage.topic=demo-offsets",
+                        "status.storage.topic=demo-status",
+                        "config.storage.replication.factor=1",
+                        "offset.storage.replication.factor=1",
+                        "status.storage.replication.factor=1",
+                        "group.records.storage.replication.factor=1",
+                        f"listeners=http://127.0.0.1:{port}",
+                        "session.timeout.ms=6000",
+                        "heartbeat.interval.ms=1000",
+                        "key.converter=org.apache.kafka.connect.json.JsonConverter",
+                        "value.converter=org.apache.kafka.connect.json.JsonConverter",
+                    ]
+                )
+                + "\n"
+            )
+            log = open(work / f"worker-{i}.log", "ab")  # noqa: SIM115
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "kconnect.runtime.cli", "worker", str(props)],
+                    stdout=log,
+                    stderr=log,
+                )
+            )
+        urls = [f"http://127.0.0.1:{p}" for p in ports]
+        print(f"kconnect demo: broker {b.bootstrap}, workers {', '.join(urls)} (logs in {work})")
+        deadline = time.monotonic() + 90
+        view: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            try:
+                view = httpx.get(urls[0] + "/workers", timeout=5).json()
+                if len(view.get("members", [])) == args.workers and view.get("generation", -1) >= 0:
+                    break
+            except (httpx.HTTPError, ValueError):
+                pass
+            time.sleep(1)
+        else:
+            print("kconnect demo: the workers did not form one group within 90 s", file=sys.stderr)
+            return EXIT_STARTUP
+        source = work / "input.txt"
+        source.write_text("".join(f"line {n}\n" for n in range(100)))
+        body = {
+            "name": "demo-file-source",
+            "config": {
+                "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+                "file": str(source),
+                "topic": "demo-lines",
+                "tasks.max": "1",
+            },
+        }
+        for _ in range(60):
+            resp = httpx.post(urls[-1] + "/connectors", json=body, timeout=30)
+            if resp.status_code != 409:
+                break
+            time.sleep(1)
+        print(f"POST /connectors -> {resp.status_code}")
+        status: dict[str, Any] = {}
+        for _ in range(60):
+            status = httpx.get(urls[1 % len(urls)] + "/connectors/demo-file-source/status", timeout=5).json()
+            if status.get("connector", {}).get("state") == "RUNNING" and status.get("tasks"):
+                break
+            time.sleep(1)
+        print("GET /connectors/demo-file-source/status ->")
+        print(json.dumps(status, indent=2))
+        view = httpx.get(urls[0] + "/workers", timeout=5).json()
+        print("GET /workers ->")
+        print(
+            json.dumps(
+                {k: view[k] for k in ("group", "protocol", "generation", "leader_url", "members")}, indent=2
+            )
+        )
+        if args.keep_running:
+            print("kconnect demo: running; Ctrl-C stops it")
+            signal.sigwait({signal.SIGINT, signal.SIGTERM})
+        ok = status.get("connector", {}).get("state") == "RUNNING"
+        return 0 if ok else EXIT_STARTUP
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        b.stop()
+
+
+# =============================================================================================== main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kconnect", description="A Kafka-native, Connect-style worker runtime"
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("broker", help="run the embedded development broker (Tansu) in the foreground")
+    p.add_argument("--port", type=int, default=9092)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--data-dir", help="directory for the broker's log (its data is kept in memory)")
+    p.add_argument(
+        "--storage-engine", help="Tansu storage URL, e.g. postgres://user:pass@host (default memory)"
+    )
+    p.set_defaults(func=cmd_broker)
+
+    p = sub.add_parser("worker", help="run a distributed worker")
+    p.add_argument("properties", help="worker properties file (Apache Kafka Connect's format and keys)")
+    p.add_argument("--log-level", default=os.environ.get("KCONNECT_LOG_LEVEL", "INFO"))
+    p.set_defaults(func=cmd_worker)
+
+    p = sub.add_parser("demo", help="embedded broker, three workers and a sample connector")
+    p.add_argument("--workers", type=int, default=3)
+    p.add_argument("--keep-running", action="store_true")
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0) if exc.code in (0, None) else EXIT_CONFIG
+    result: int = args.func(args)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

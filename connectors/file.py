@@ -1,0 +1,393 @@
+"""FileStream source and sink connectors: lines of a file (or stdin/stdout) to and from a topic.
+
+They re-implement Apache Kafka Connect's ``org.apache.kafka.connect.file`` connectors, answer to the
+same class names and config keys, and store the same source offsets (partition
+``{"filename": path}``, offset ``{"position": n}``), so a config written for Java runs here and
+offsets survive a move between the two. Unlike Java, which counts decoded characters but skips bytes
+when resuming, ``position`` here is always a byte offset, so non-ASCII files resume at the right line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import select
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import IO, Any, ClassVar
+
+from kconnect.runtime import __version__
+from kconnect.runtime.config_def import (
+    NO_DEFAULT,
+    ConfigDef,
+    ConfigValidationError,
+    Importance,
+    NonEmptyString,
+    Type,
+)
+from kconnect.runtime.plugins import (
+    ConnectorError,
+    ExactlyOnceSupport,
+    SinkConnector,
+    SinkRecord,
+    SinkTask,
+    SourceConnector,
+    SourceRecord,
+    SourceTask,
+    Task,
+    TopicPartition,
+)
+
+log = logging.getLogger(__name__)
+
+FILE_CONFIG = "file"
+TOPIC_CONFIG = "topic"
+TASK_BATCH_SIZE_CONFIG = "batch.size"
+DEFAULT_TASK_BATCH_SIZE = 2000
+
+FILENAME_FIELD = "filename"
+POSITION_FIELD = "position"
+
+SOURCE_CONFIG_DEF = (
+    ConfigDef()
+    .define(
+        FILE_CONFIG,
+        Type.STRING,
+        None,
+        None,
+        Importance.HIGH,
+        "File to read lines from; when unset, standard input is read.",
+    )
+    .define(
+        TOPIC_CONFIG,
+        Type.STRING,
+        NO_DEFAULT,
+        NonEmptyString(),
+        Importance.HIGH,
+        "Topic the lines are written to.",
+    )
+    .define(
+        TASK_BATCH_SIZE_CONFIG,
+        Type.INT,
+        DEFAULT_TASK_BATCH_SIZE,
+        None,
+        Importance.LOW,
+        "Largest number of lines the task returns from one poll of the file.",
+    )
+)
+
+SINK_CONFIG_DEF = ConfigDef().define(
+    FILE_CONFIG,
+    Type.STRING,
+    None,
+    None,
+    Importance.HIGH,
+    "File the record values are appended to, one per line; when unset, standard output is used.",
+)
+
+
+def _filename(props: Mapping[str, str]) -> str | None:
+    """The configured file, or None for stdin/stdout: Java treats an empty value as unset too."""
+    return props.get(FILE_CONFIG) or None
+
+
+class FileStreamSourceConnector(SourceConnector):
+    """Reads one file (or stdin) into one topic; one stream, so always exactly one task."""
+
+    class_aliases = ("org.apache.kafka.connect.file.FileStreamSourceConnector",)
+
+    def __init__(self) -> None:
+        self._props: dict[str, str] = {}
+
+    def version(self) -> str:
+        return __version__
+
+    def config_def(self) -> ConfigDef:
+        return SOURCE_CONFIG_DEF
+
+    def start(self, props: dict[str, str]) -> None:
+        parsed = SOURCE_CONFIG_DEF.parse(props)
+        topic = parsed[TOPIC_CONFIG]
+        if "," in topic:
+            # A comma can never be part of a Kafka topic name: this is a list, which a source that
+            # writes each line once cannot honour. Java 3.9 only finds out when producing.
+            raise ConfigValidationError(TOPIC_CONFIG, topic, "must name a single topic, not a list")
+        self._props = dict(props)
+        log.info("Starting file source connector reading from %s", parsed[FILE_CONFIG] or "standard input")
+
+    def task_class(self) -> type[Task]:
+        return FileStreamSourceTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [dict(self._props)]
+
+    def stop(self) -> None:
+        """Nothing runs in the background, so there is nothing to stop."""
+
+    def exactly_once_support(self, props: Mapping[str, str]) -> ExactlyOnceSupport | None:
+        # A real file that is only appended to can be re-read from a committed position; stdin cannot.
+        return ExactlyOnceSupport.SUPPORTED if _filename(props) else ExactlyOnceSupport.UNSUPPORTED
+
+    def alter_offsets(
+        self, props: Mapping[str, str], offsets: Sequence[tuple[Mapping[str, Any], Mapping[str, Any] | None]]
+    ) -> bool:
+        if not _filename(props):
+            raise ConnectorError(
+                "Offsets cannot be modified if the 'file' configuration is unspecified. This is because "
+                "stdin is used for input and offsets are not tracked."
+            )
+        for partition, offset in offsets:
+            if offset is not None:
+                if POSITION_FIELD not in offset:
+                    raise ConnectorError("Offset objects should either be null or contain the key 'position'")
+                position = offset[POSITION_FIELD]
+                if not isinstance(position, int) or isinstance(position, bool):
+                    raise ConnectorError(
+                        "The value for the 'position' key in the offset is expected to be a Long value"
+                    )
+                if position < 0:
+                    raise ConnectorError(
+                        "The value for the 'position' key in the offset should be a non-negative value"
+                    )
+            if partition is None:
+                raise ConnectorError("Partition objects cannot be null")
+            if FILENAME_FIELD not in partition:
+                raise ConnectorError("Partition objects should contain the key 'filename'")
+        return True
+
+
+class FileStreamSinkConnector(SinkConnector):
+    """Appends the values of consumed records to a file (or stdout), one line each."""
+
+    class_aliases = ("org.apache.kafka.connect.file.FileStreamSinkConnector",)
+
+    def __init__(self) -> None:
+        self._props: dict[str, str] = {}
+
+    def version(self) -> str:
+        return __version__
+
+    def config_def(self) -> ConfigDef:
+        return SINK_CONFIG_DEF
+
+    def start(self, props: dict[str, str]) -> None:
+        SINK_CONFIG_DEF.parse(props)
+        self._props = dict(props)
+
+    def task_class(self) -> type[Task]:
+        return FileStreamSinkTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [dict(self._props) for _ in range(max_tasks)]
+
+    def stop(self) -> None:
+        """Nothing runs in the background, so there is nothing to stop."""
+
+    def alter_offsets(self, props: Mapping[str, str], offsets: Mapping[TopicPartition, int | None]) -> bool:
+        # The file holds no position of its own: consumer offsets are all there is, so any are fine.
+        return True
+
+
+class FileStreamSourceTask(SourceTask):
+    """Turns each line of the file into a record; resumes from the committed byte position."""
+
+    #: How long ``poll`` waits when there is nothing to read, so an idle task does not spin. ``stop``
+    #: cuts the wait short.
+    idle_wait_s: ClassVar[float] = 1.0
+    read_size: ClassVar[int] = 64 * 1024
+
+    def __init__(self) -> None:
+        self.filename: str | None = None
+        self.topic = ""
+        self.batch_size = DEFAULT_TASK_BATCH_SIZE
+        self._stream: IO[bytes] | None = None
+        self._buffer = bytearray()
+        #: Byte position just after the last line returned; None for stdin, where it means nothing.
+        self._position: int | None = None
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+
+    def version(self) -> str:
+        return __version__
+
+    def start(self, props: dict[str, str]) -> None:
+        self.filename = _filename(props)
+        topic = props.get(TOPIC_CONFIG)
+        if topic is None:
+            raise ConnectorError("FileStreamSourceTask config missing topic setting")
+        self.topic = topic
+        self.batch_size = max(1, int(props.get(TASK_BATCH_SIZE_CONFIG, DEFAULT_TASK_BATCH_SIZE)))
+        self._stopping.clear()
+        if self.filename is None:
+            self._stream = sys.stdin.buffer
+            self._position = None
+
+    def poll(self) -> list[SourceRecord] | None:
+        if self._stream is None and not self._open():
+            self._idle()
+            return None
+        records: list[SourceRecord] = []
+        try:
+            while len(records) < self.batch_size:
+                line = self._extract_line()
+                if line is not None:
+                    records.append(self._record(line))
+                    continue
+                chunk = self._read_available()
+                if not chunk:
+                    break
+                self._buffer += chunk
+        except (OSError, ValueError):
+            # The stream was closed under us by stop(); the runtime is shutting this task down.
+            return None
+        if not records:
+            self._idle()
+            return None
+        return records
+
+    def stop(self) -> None:
+        self._stopping.set()
+        with self._lock:
+            stream, self._stream = self._stream, None
+            if stream is not None and stream is not sys.stdin.buffer:
+                stream.close()
+
+    def _open(self) -> bool:
+        assert self.filename is not None
+        position = self._stored_position()
+        try:
+            stream = open(self.filename, "rb")  # noqa: SIM115 - held open across polls, closed by stop()
+        except FileNotFoundError:
+            log.warning(
+                "Couldn't find file %s for FileStreamSourceTask, waiting for it to be created", self.filename
+            )
+            return False
+        if position:
+            log.debug("Found previous offset, seeking to byte %d of %s", position, self.filename)
+            stream.seek(position)
+        with self._lock:
+            self._stream = stream
+        self._position = position or 0
+        self._buffer.clear()
+        return True
+
+    def _stored_position(self) -> int | None:
+        if self.context is None:
+            return None
+        offset = self.context.offset_storage_reader.offset({FILENAME_FIELD: self.filename})
+        if offset is None:
+            return None
+        position = offset.get(POSITION_FIELD)
+        if position is not None and (not isinstance(position, int) or isinstance(position, bool)):
+            raise ConnectorError("Offset position is the incorrect type")
+        return position
+
+    def _read_available(self) -> bytes:
+        stream = self._stream
+        if stream is None:
+            return b""
+        if stream is sys.stdin.buffer:
+            # Read only what is there: a blocking read would keep stop() from ending the task.
+            fd = stream.fileno()
+            ready, _, _ = select.select([fd], [], [], 0)
+            return os.read(fd, self.read_size) if ready else b""
+        return stream.read(self.read_size)
+
+    def _extract_line(self) -> str | None:
+        """Take the first complete line off the buffer; ``\\n``, ``\\r\\n`` and ``\\r`` all end one."""
+        buffer = self._buffer
+        newline = buffer.find(b"\n")
+        carriage = buffer.find(b"\r", 0, newline if newline >= 0 else len(buffer))
+        if carriage >= 0:
+            if carriage + 1 >= len(buffer):
+                return None  # a \r\n may be split across reads: wait for the next byte
+            until, next_start = carriage, carriage + (2 if buffer[carriage + 1] == 0x0A else 1)
+        elif newline >= 0:
+            until, next_start = newline, newline + 1
+        else:
+            return None
+        line = bytes(buffer[:until]).decode("utf-8", errors="replace")
+        del buffer[:next_start]
+        if self._position is not None:
+            self._position += next_start
+        return line
+
+    def _record(self, line: str) -> SourceRecord:
+        return SourceRecord(
+            source_partition={FILENAME_FIELD: self.filename},
+            source_offset={POSITION_FIELD: self._position},
+            topic=self.topic,
+            partition=None,
+            value=line,
+            timestamp=int(time.time() * 1000),
+        )
+
+    def _idle(self) -> None:
+        self._stopping.wait(self.idle_wait_s)
+
+
+def _java_string_of(value: Any) -> str:
+    """What Java's ``println(Object)`` writes for a record value, so sink files match Java's."""
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", errors="replace")
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{_java_string_of(k)}={_java_string_of(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_java_string_of(v) for v in value) + "]"
+    return str(value)
+
+
+class FileStreamSinkTask(SinkTask):
+    """Appends each record's value as a line; ``flush`` pushes the lines out to the file."""
+
+    def __init__(self, output: IO[str] | None = None) -> None:
+        #: An output stream given here (for tests or embedding) is used instead of the configured file.
+        self._given_output = output
+        self._output: IO[str] | None = output
+        self.filename: str | None = None
+
+    def version(self) -> str:
+        return __version__
+
+    def start(self, props: dict[str, str]) -> None:
+        parsed = SINK_CONFIG_DEF.parse(props)
+        if self._given_output is not None:
+            return
+        self.filename = parsed[FILE_CONFIG] or None
+        if self.filename is None:
+            self._output = sys.stdout
+            return
+        try:
+            self._output = open(self.filename, "a", encoding="utf-8")  # noqa: SIM115 - closed by stop()
+        except OSError as exc:
+            raise ConnectorError(
+                f"Couldn't find or create file '{self.filename}' for FileStreamSinkTask"
+            ) from exc
+
+    def put(self, records: Sequence[SinkRecord]) -> None:
+        output = self._require_output()
+        for record in records:
+            output.write(_java_string_of(record.value) + "\n")
+
+    def flush(self, current_offsets: Mapping[TopicPartition, int]) -> None:
+        self._require_output().flush()
+
+    def stop(self) -> None:
+        output, self._output = self._output, None
+        if output is not None and output is not sys.stdout and output is not self._given_output:
+            with contextlib.suppress(OSError):
+                output.close()
+
+    def _require_output(self) -> IO[str]:
+        if self._output is None:
+            raise ConnectorError("FileStreamSinkTask is not started")
+        return self._output

@@ -1,0 +1,380 @@
+"""The REST API, shaped as Apache Kafka Connect's: same paths, JSON bodies, status codes and errors.
+
+Handlers are thin: they parse, call the worker, and shape the answer. Writes that only the leader may
+do are forwarded to the leader, as Apache Kafka Connect's ``completeOrForwardRequest`` does; a request
+already forwarded once (``forward=false``) is not forwarded again, so two workers with different views
+of the leader cannot bounce a request between them forever.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from kconnect.runtime import __version__
+from kconnect.runtime.errors import (
+    BadRequestError,
+    ConnectError,
+    NotFoundError,
+    NotLeaderError,
+    RebalanceNeededError,
+)
+from kconnect.runtime.ids import TaskId
+from kconnect.runtime.protocol import ConnectAssignment, WorkerState
+from kconnect.runtime.worker import Worker
+
+FORWARD_TIMEOUT_S = 90.0
+
+
+def error(status: int, message: str) -> JSONResponse:
+    return JSONResponse(status_code=status, content={"error_code": status, "message": message})
+
+
+def create_app(worker: Worker) -> FastAPI:
+    app = FastAPI(title="kconnect", version=__version__, docs_url="/docs", openapi_url="/openapi.json")
+
+    def forward_http(method: str, leader_url: str, path: str, body: Any, headers: dict[str, str]) -> None:
+        resp = httpx.request(
+            method,
+            leader_url.rstrip("/") + path,
+            content=body if isinstance(body, bytes) else json.dumps(body).encode(),
+            headers={"Content-Type": "application/json", **headers},
+            params={"forward": "false"},
+            timeout=FORWARD_TIMEOUT_S,
+        )
+        if resp.status_code >= 400:
+            raise ConnectError(f"leader answered {resp.status_code}: {resp.text}")
+
+    worker.set_forwarder(forward_http)
+
+    @app.exception_handler(ConnectError)
+    async def _connect_error(_request: Request, exc: ConnectError) -> JSONResponse:
+        return error(exc.status, exc.message)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        reason = {404: "Not Found", 405: "Method Not Allowed"}.get(exc.status_code, str(exc.detail))
+        return error(exc.status_code, f"HTTP {exc.status_code} {reason}")
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        return error(400, f"Invalid request: {exc.errors()[0].get('msg', 'malformed')}")
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
+        return error(500, f"{type(exc).__name__}: {exc}")
+
+    async def json_body(request: Request) -> Any:
+        raw = await request.body()
+        if not raw.strip():
+            raise BadRequestError("Request body is empty; a JSON document was expected")
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise BadRequestError(f"Request body is not valid JSON: {exc}") from exc
+
+    def string_map(value: Any, what: str) -> dict[str, str]:
+        if not isinstance(value, dict):
+            raise BadRequestError(f"{what} must be a JSON object of string keys and values")
+        out: dict[str, str] = {}
+        for k, v in value.items():
+            if v is None or isinstance(v, dict | list):
+                raise BadRequestError(f"{what}: value of '{k}' must be a string, number or boolean")
+            out[str(k)] = str(v).lower() if isinstance(v, bool) else str(v)
+        return out
+
+    async def forward_or_raise(request: Request, exc: NotLeaderError, body: bytes | None = None) -> Response:
+        if request.query_params.get("forward") == "false":
+            raise ConnectError("Cannot complete request because worker is not leader and forwarding is off")
+        async with httpx.AsyncClient(timeout=FORWARD_TIMEOUT_S) as client:
+            resp = await client.request(
+                request.method,
+                exc.leader_url.rstrip("/") + request.url.path,
+                params={**dict(request.query_params), "forward": "false"},
+                content=body if body is not None else await request.body(),
+                headers={"Content-Type": "application/json"},
+            )
+        return Response(content=resp.content, status_code=resp.status_code, media_type="application/json")
+
+    # ------------------------------------------------------------------------------------- shapes
+
+    def connector_info(name: str) -> dict[str, Any]:
+        snap = worker.snapshot()
+        if not snap.contains(name):
+            raise NotFoundError(f"Connector {name} not found")
+        config = {k: v for k, v in (snap.connector_config(name) or {}).items() if v is not None}
+        return {
+            "name": name,
+            "config": config,
+            "tasks": [{"connector": t.connector, "task": t.task} for t in snap.tasks(name)],
+            "type": plugin_type(config),
+        }
+
+    def plugin_type(config: Mapping[str, str | None] | None) -> str:
+        try:
+            return str(worker.registry.find((config or {}).get("connector.class") or "").type)
+        except Exception:
+            return "unknown"
+
+    def status_entry(entry: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"state": entry.state, "worker_id": entry.worker_id}
+        if entry.trace:
+            out["trace"] = entry.trace
+        return out
+
+    def connector_status(name: str) -> dict[str, Any]:
+        snap = worker.snapshot()
+        if not snap.contains(name):
+            raise NotFoundError(f"No status found for connector {name}")
+        states = worker.status_state()
+        conn = states.connector_status(name)
+        tasks = []
+        for t in snap.tasks(name):
+            ts = states.task_status(t)
+            entry = {"id": t.task, **(status_entry(ts) if ts else {"state": "UNASSIGNED", "worker_id": ""})}
+            tasks.append(entry)
+        return {
+            "name": name,
+            "connector": status_entry(conn) if conn else {"state": "UNASSIGNED", "worker_id": ""},
+            "tasks": tasks,
+            "type": plugin_type(snap.connector_config(name)),
+        }
+
+    # ------------------------------------------------------------------------------------- routes
+
+    @app.get("/")
+    def root() -> dict[str, str]:
+        return {"version": __version__, "commit": "kconnect", "kafka_cluster_id": worker.kafka_cluster_id}
+
+    @app.get("/connectors")
+    def list_connectors(request: Request) -> Any:
+        snap = worker.snapshot()
+        names = snap.connectors()
+        expand = request.query_params.getlist("expand")
+        if not expand:
+            return names
+        out: dict[str, Any] = {}
+        for name in names:
+            entry: dict[str, Any] = {}
+            if "status" in expand:
+                entry["status"] = connector_status(name)
+            if "info" in expand:
+                entry["info"] = connector_info(name)
+            out[name] = entry
+        return out
+
+    @app.post("/connectors", status_code=201)
+    async def create_connector(request: Request) -> Response:
+        raw = await request.body()
+        body = await json_body(request)
+        if not isinstance(body, dict):
+            raise BadRequestError("Request body must be a JSON object with 'name' and 'config'")
+        name = body.get("name")
+        config = string_map(body.get("config"), "config") if body.get("config") is not None else None
+        if config is None:
+            raise BadRequestError("Connector config is missing ('config' field)")
+        if name is None:
+            name = config.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise BadRequestError("Connector name is missing or empty ('name' field)")
+        if "name" in config and config["name"] != name:
+            raise BadRequestError(
+                f"Connector name configuration ({config['name']}) doesn't match connector name "
+                f"in the URL ({name})"
+            )
+        initial_state = body.get("initial_state")
+        if initial_state is not None and initial_state not in ("RUNNING", "PAUSED", "STOPPED"):
+            raise BadRequestError(
+                f"Invalid initial state {initial_state}; must be one of RUNNING, PAUSED, STOPPED"
+            )
+        target = {"RUNNING": "STARTED"}.get(initial_state, initial_state) if initial_state else None
+        try:
+            worker.put_connector_config(name, config, allow_replace=False, initial_state=target)
+        except NotLeaderError as exc:
+            return await forward_or_raise(request, exc, raw)
+        return JSONResponse(
+            status_code=201, content=connector_info(name), headers={"Location": f"/connectors/{name}"}
+        )
+
+    @app.get("/connectors/{name}")
+    def get_connector(name: str) -> dict[str, Any]:
+        return connector_info(name)
+
+    @app.get("/connectors/{name}/config")
+    def get_config(name: str) -> dict[str, str]:
+        return dict(connector_info(name)["config"])
+
+    @app.put("/connectors/{name}/config")
+    async def put_config(name: str, request: Request) -> Response:
+        raw = await request.body()
+        config = string_map(await json_body(request), "Connector config")
+        if "name" in config and config["name"] != name:
+            raise BadRequestError(
+                f"Connector name configuration ({config['name']}) doesn't match connector name "
+                f"in the URL ({name})"
+            )
+        try:
+            created = worker.put_connector_config(name, config, allow_replace=True)
+        except NotLeaderError as exc:
+            return await forward_or_raise(request, exc, raw)
+        return JSONResponse(status_code=201 if created else 200, content=connector_info(name))
+
+    @app.get("/connectors/{name}/status")
+    def get_status(name: str) -> dict[str, Any]:
+        return connector_status(name)
+
+    @app.get("/connectors/{name}/tasks")
+    def get_tasks(name: str) -> list[dict[str, Any]]:
+        snap = worker.snapshot()
+        if not snap.contains(name):
+            raise NotFoundError(f"Connector {name} not found")
+        return [
+            {"id": {"connector": name, "task": i}, "config": dict(c)}
+            for i, c in enumerate(snap.task_configs(name))
+        ]
+
+    @app.get("/connectors/{name}/tasks/{task}/status")
+    def get_task_status(name: str, task: int) -> dict[str, Any]:
+        snap = worker.snapshot()
+        if not snap.contains(name) or task >= len(snap.task_configs(name)) or task < 0:
+            raise NotFoundError(f"No status found for task {name}-{task}")
+        ts = worker.status_state().task_status(TaskId(name, task))
+        return {"id": task, **(status_entry(ts) if ts else {"state": "UNASSIGNED", "worker_id": ""})}
+
+    @app.post("/connectors/{name}/tasks", include_in_schema=False)
+    async def put_task_configs(name: str, request: Request) -> Response:
+        """Internal: a connector's owner hands the leader its task configs (signed under sessioned)."""
+        raw = await request.body()
+        body = await json_body(request)
+        if not isinstance(body, list):
+            raise BadRequestError("Task configs must be a JSON array of objects")
+        configs = [string_map(c, "task config") for c in body]
+        worker.verify(raw, dict(request.headers))
+        try:
+            worker.write_task_configs(name, configs)
+        except NotLeaderError as exc:
+            return await forward_or_raise(request, exc, raw)
+        return Response(status_code=204)
+
+    @app.delete("/connectors/{name}", status_code=204)
+    async def delete_connector(name: str, request: Request) -> Response:
+        try:
+            worker.delete_connector(name)
+        except NotLeaderError as exc:
+            return await forward_or_raise(request, exc, b"")
+        return Response(status_code=204)
+
+    def member_entry(
+        member_id: str,
+        version: int | None,
+        state: WorkerState | None,
+        assignment: ConnectAssignment | None,
+        leader_id: str,
+    ) -> dict[str, Any]:
+        # Under the cooperative protocols an assignment lists only what is new; what a member owns is
+        # what it reported (its allocation) minus what was revoked plus what was assigned.
+        owned_c: set[str] = set()
+        owned_t: set[TaskId] = set()
+        if state is not None and state.allocation is not None and (assignment is None or assignment.version):
+            owned_c |= set(state.allocation.connectors)
+            owned_t |= set(state.allocation.tasks)
+        if assignment is not None:
+            owned_c -= set(assignment.revoked_connectors)
+            owned_t -= set(assignment.revoked_tasks)
+            owned_c |= set(assignment.connectors)
+            owned_t |= set(assignment.tasks)
+        return {
+            "id": member_id,
+            "url": state.url if state else None,
+            "leader": member_id == leader_id,
+            "metadata_version": version,
+            "config_offset": state.config_offset if state else None,
+            "assignment": {"connectors": sorted(owned_c), "tasks": [str(t) for t in sorted(owned_t)]},
+        }
+
+    def this_worker() -> dict[str, Any]:
+        with worker._lock:
+            group = worker.herder.group
+            owned_c = sorted(worker.herder.owned_connectors)
+            owned_t = [str(t) for t in sorted(worker.herder.owned_tasks)]
+            rebalancing = worker.herder.rebalancing
+        m = worker.metrics
+        return {
+            "id": worker.worker_id,
+            "member_id": group.member_id,
+            "url": worker.url,
+            "generation": group.generation,
+            "protocol": group.protocol,
+            "leader_url": group.leader_url,
+            "rebalancing": rebalancing,
+            "assignment": {"connectors": owned_c, "tasks": owned_t},
+            "rebalances_completed": m.rebalances_completed,
+            "rebalance_time_ms_total": round(m.rebalance_time_ms_total, 1),
+            "last_rebalance_ms": round(m.last_rebalance_ms, 1),
+            "scheduled_delay_ms": m.scheduled_delay_ms,
+        }
+
+    @app.get("/workers")
+    async def workers(request: Request) -> Any:
+        """The group's members: the leader answers from the metadata it assigned from; others forward.
+
+        A follower only knows its own assignment, and the group coordinator's DescribeGroups is the
+        fallback when the leader cannot answer (a Java leader has no such endpoint).
+        """
+        with worker._lock:
+            group = worker.herder.group
+            is_leader = worker.herder.is_leader
+        view = worker.leader_view
+        if is_leader and view is not None and view.leader_id == group.member_id:
+            members = [
+                member_entry(mid, version, state, view.assignments.get(mid), view.leader_id)
+                for mid, (version, state) in sorted(view.members.items())
+            ]
+            return {
+                "group": worker.config.group_id,
+                "generation": group.generation,
+                "protocol": view.protocol,
+                "leader": view.leader_id,
+                "leader_url": group.leader_url,
+                "source": "leader",
+                "members": members,
+                "this_worker": this_worker(),
+            }
+        if group.known and group.leader_url and request.query_params.get("forward") != "false":
+            try:
+                async with httpx.AsyncClient(timeout=10) as client:
+                    resp = await client.get(
+                        group.leader_url.rstrip("/") + "/workers", params={"forward": "false"}
+                    )
+                if resp.status_code == 200:
+                    body = resp.json()
+                    body["this_worker"] = this_worker()
+                    return body
+            except (httpx.HTTPError, ValueError):
+                pass
+        try:
+            desc = worker.describe_group()
+        except Exception as exc:
+            raise RebalanceNeededError(f"The group's members are not known yet: {exc}") from exc
+        return {
+            "group": worker.config.group_id,
+            "generation": group.generation,
+            "protocol": desc.protocol or group.protocol,
+            "leader": group.leader_id,
+            "leader_url": group.leader_url,
+            "source": "coordinator",
+            "members": [
+                member_entry(m.member_id, m.metadata_version, m.state, m.assignment, group.leader_id)
+                for m in sorted(desc.members, key=lambda m: m.member_id)
+            ],
+            "this_worker": this_worker(),
+        }
+
+    return app

@@ -1,0 +1,837 @@
+"""Records of the config topic and the cluster-config snapshot folded from them.
+
+The config topic is shared with Apache Kafka Connect: a Java worker and a kconnect worker in one group read
+and write the same records, so keys and values here are byte-compatible with what Connect 3.9 writes
+(``KafkaConfigBackingStore`` serialising Connect structs through its internal ``JsonConverter`` with
+``schemas.enable=false``; Jackson 2.16 underneath). The JSON writer and reader that make that true live
+here too, and the status and offset codecs reuse them.
+
+Everything in this module is pure: decoding never touches Kafka, and the fold :func:`apply` maps an
+immutable :class:`ConfigState` and one record to a new state. The I/O edge reads the topic, calls
+:func:`apply_raw` (or :func:`decode` and :func:`apply`), logs any :class:`CorruptRecord` it gets back, and
+hands ``state.snapshot()`` to the herder.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Any, TypeAlias, TypeVar
+
+from kconnect.runtime.ids import TaskId
+
+__all__ = [
+    "COMMIT_PREFIX",
+    "CONNECTOR_PREFIX",
+    "LOGGER_CLUSTER_PREFIX",
+    "RESTART_PREFIX",
+    "SESSION_KEY_KEY",
+    "TARGET_STATE_PREFIX",
+    "TASK_COUNT_PREFIX",
+    "TASK_PREFIX",
+    "ClusterConfigSnapshot",
+    "ConfigRecord",
+    "ConfigState",
+    "ConnectorConfig",
+    "ConnectorDeletion",
+    "CorruptRecord",
+    "LoggerLevel",
+    "PendingRestart",
+    "Properties",
+    "RestartRequest",
+    "SessionKeyRecord",
+    "TargetState",
+    "TargetStateDeletion",
+    "TargetStateRecord",
+    "TaskCommit",
+    "TaskConfig",
+    "TaskCountRecord",
+    "advance",
+    "apply",
+    "apply_raw",
+    "decode",
+    "encode",
+    "java_json_bytes",
+    "parse_json",
+    "parse_task_key",
+]
+
+# Key prefixes, as KafkaConfigBackingStore spells them (TARGET_STATE_PREFIX, CONNECTOR_PREFIX, ...).
+TARGET_STATE_PREFIX = "target-state-"
+CONNECTOR_PREFIX = "connector-"
+TASK_PREFIX = "task-"
+COMMIT_PREFIX = "commit-"
+RESTART_PREFIX = "restart-connector-"
+TASK_COUNT_PREFIX = "tasks-fencing-"
+SESSION_KEY_KEY = "session-key"
+LOGGER_CLUSTER_PREFIX = "logger-cluster-"
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+#: A connector's or task's configuration. Values may be null: Java's schema for the map is
+#: ``map(STRING, OPTIONAL_STRING)`` and a null value is not the same as an absent key to ConfigDef.
+Properties: TypeAlias = Mapping[str, str | None]
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+_EMPTY: Mapping[Any, Any] = MappingProxyType({})
+
+
+def _empty() -> Mapping[Any, Any]:
+    return _EMPTY
+
+
+class CorruptRecord(ValueError):
+    """A record that cannot be understood; the reader logs it and moves on, as Java's does.
+
+    ``advances_offset`` says whether Java would still count the record towards the config offset it
+    reports to the group: KafkaConfigBackingStore sets its offset for every record whose value the
+    converter accepted, before it looks at the key or the shape, and skips the offset only when the bytes
+    are not JSON at all. Reporting the same offset as Java workers matters because the group leader
+    compares members' config offsets.
+    """
+
+    def __init__(self, key: str, reason: str, *, advances_offset: bool = True) -> None:
+        super().__init__(f"config record '{key}': {reason}" if key else reason)
+        self.key = key
+        self.reason = reason
+        self.advances_offset = advances_offset
+
+
+# ---------------------------------------------------------------------------------------------------
+# JSON exactly as Connect's JsonConverter writes it
+# ---------------------------------------------------------------------------------------------------
+
+_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+# Jackson 2.16's UTF-8 generator escapes control characters (upper-case hex), '"' and '\', writes other
+# BMP characters raw, and writes each half of a surrogate pair as its own \uXXXX escape. Lone
+# surrogates (possible in a Python str) get the same escape, which also keeps the output valid UTF-8.
+_NEEDS_ESCAPE = re.compile('[\x00-\x1f"\\\\\ud800-\udfff\U00010000-\U0010ffff]')
+
+
+def _escape(match: re.Match[str]) -> str:
+    ch = match.group()
+    short = _SHORT_ESCAPES.get(ch)
+    if short is not None:
+        return short
+    cp = ord(ch)
+    if cp >= 0x10000:
+        cp -= 0x10000
+        return f"\\u{0xD800 + (cp >> 10):04X}\\u{0xDC00 + (cp & 0x3FF):04X}"
+    return f"\\u{cp:04X}"
+
+
+def _quote(text: str) -> str:
+    return '"' + _NEEDS_ESCAPE.sub(_escape, text) + '"'
+
+
+def _java_double(value: float) -> str:
+    """Format a double as ``Double.toString`` does, since Jackson writes doubles with it.
+
+    The digits are Python's shortest round-trip digits, which is what ``Double.toString`` produces from
+    JDK 19 on; JDK 17 and older occasionally print a longer digit string (1e23 as 9.999999999999999E22).
+    """
+    if not math.isfinite(value):
+        raise ValueError(f"{value!r} cannot be written: JSON has no representation for it")
+    if value == 0.0:
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    sign = "-" if value < 0 else ""
+    parsed = Decimal(repr(abs(value))).normalize().as_tuple()
+    digits = "".join(map(str, parsed.digits))
+    assert isinstance(parsed.exponent, int)
+    exponent = len(digits) - 1 + parsed.exponent
+    if 1e-3 <= abs(value) < 1e7:
+        if exponent >= 0:
+            whole = digits[: exponent + 1].ljust(exponent + 1, "0")
+            fraction = digits[exponent + 1 :] or "0"
+            return f"{sign}{whole}.{fraction}"
+        return f"{sign}0.{'0' * (-exponent - 1)}{digits}"
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exponent}"
+
+
+def _write(value: object, out: list[str]) -> None:
+    if value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, int):
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise ValueError(f"integer {value} does not fit in a Java long")
+        out.append(str(value))
+    elif isinstance(value, float):
+        out.append(_java_double(value))
+    elif isinstance(value, str):
+        out.append(_quote(value))
+    elif isinstance(value, Mapping):
+        out.append("{")
+        for i, (k, v) in enumerate(value.items()):
+            if not isinstance(k, str):
+                raise ValueError(f"JSON object keys must be strings, not {type(k).__name__}")
+            if i:
+                out.append(",")
+            out.append(_quote(k))
+            out.append(":")
+            _write(v, out)
+        out.append("}")
+    elif isinstance(value, list | tuple):
+        out.append("[")
+        for i, item in enumerate(value):
+            if i:
+                out.append(",")
+            _write(item, out)
+        out.append("]")
+    else:
+        raise ValueError(f"a {type(value).__name__} cannot be written as JSON")
+
+
+def java_json_bytes(value: object) -> bytes:
+    """Serialise as Connect's schemaless JsonConverter would: compact, keys in the mapping's order.
+
+    ``json.dumps(separators=(",", ":"), ensure_ascii=False)`` comes close but differs from Jackson in
+    how it escapes control characters (lower-case hex) and characters outside the BMP (raw instead of
+    escaped surrogate pairs), so a record written by it would not be byte-identical to Java's.
+    """
+    out: list[str] = []
+    _write(value, out)
+    return "".join(out).encode("utf-8")
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_json(key: str, raw: bytes) -> object:
+    """Parse a record value as Jackson would accept it, or raise a :class:`CorruptRecord`.
+
+    Empty bytes read as null, as JsonConverter reads them. Bytes that are not JSON are not counted
+    towards the config offset (Java's converter throws before the offset moves).
+    """
+    if not raw:
+        return None
+    try:
+        return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CorruptRecord(key, f"value is not valid JSON ({exc})", advances_offset=False) from exc
+
+
+def _type_name(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _object(key: str, value: object) -> dict[str, object]:
+    if not isinstance(value, dict):
+        raise CorruptRecord(key, f"value should be a JSON object but is {_type_name(value)}")
+    return value
+
+
+def _int_field(key: str, obj: Mapping[str, object], name: str, low: int, high: int) -> int:
+    value = obj.get(name)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise CorruptRecord(key, f"'{name}' should be an integer but is {_type_name(value)}")
+    if not low <= value <= high:
+        raise CorruptRecord(key, f"'{name}' is {value}, outside {low}..{high}")
+    return value
+
+
+def _str_field(key: str, obj: Mapping[str, object], name: str) -> str:
+    value = obj.get(name)
+    if not isinstance(value, str):
+        raise CorruptRecord(key, f"'{name}' should be a string but is {_type_name(value)}")
+    return value
+
+
+def _properties(key: str, value: object) -> Properties:
+    obj = _object(key, value)
+    props = obj.get("properties")
+    if not isinstance(props, dict):
+        raise CorruptRecord(key, f"'properties' should be a JSON object but is {_type_name(props)}")
+    checked: dict[str, str | None] = {}
+    for name, item in props.items():
+        if item is not None and not isinstance(item, str):
+            raise CorruptRecord(
+                key, f"property '{name}' should be a string or null but is {_type_name(item)}"
+            )
+        checked[name] = item
+    return MappingProxyType(checked)
+
+
+def _freeze(props: Properties) -> Properties:
+    return props if isinstance(props, MappingProxyType) else MappingProxyType(dict(props))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Records
+# ---------------------------------------------------------------------------------------------------
+
+
+class TargetState(StrEnum):
+    """The state a user asked a connector to be in (Java's ``TargetState``)."""
+
+    STARTED = "STARTED"
+    PAUSED = "PAUSED"
+    STOPPED = "STOPPED"
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectorConfig:
+    """``connector-<name>``: a connector's configuration, the one record that is the source of truth."""
+
+    connector: str
+    properties: Properties
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "properties", _freeze(self.properties))
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectorDeletion:
+    """``connector-<name>`` with a null value: the connector was deleted."""
+
+    connector: str
+
+
+@dataclass(frozen=True, slots=True)
+class TaskConfig:
+    """``task-<name>-<n>``: one task's configuration, invisible until a matching commit arrives."""
+
+    task: TaskId
+    properties: Properties
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "properties", _freeze(self.properties))
+
+
+@dataclass(frozen=True, slots=True)
+class TaskCommit:
+    """``commit-<name>``: applies the task configs written since the last commit, all at once."""
+
+    connector: str
+    tasks: int
+
+
+@dataclass(frozen=True, slots=True)
+class TargetStateRecord:
+    """``target-state-<name>``: pause, resume or stop."""
+
+    connector: str
+    state: TargetState
+
+
+@dataclass(frozen=True, slots=True)
+class TargetStateDeletion:
+    """``target-state-<name>`` with a null value, written right after a connector's deletion."""
+
+    connector: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionKeyRecord:
+    """``session-key``: the key that signs internal REST requests under the ``sessioned`` protocol.
+
+    ``key`` is kept as the record carries it, base64 text, so that a record read and written back is the
+    same bytes; :meth:`secret` gives the raw key.
+    """
+
+    key: str
+    algorithm: str
+    creation_timestamp: int
+
+    def secret(self) -> bytes:
+        """The raw key; Java's basic Base64 decoder accepts a missing padding, Python's wants it."""
+        return base64.b64decode(self.key + "=" * (-len(self.key) % 4), validate=True)
+
+    def __repr__(self) -> str:
+        # The key signs requests between workers; keep it out of logs and reprs.
+        return (
+            f"SessionKeyRecord(key=<redacted>, algorithm={self.algorithm!r}, "
+            f"creation_timestamp={self.creation_timestamp})"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RestartRequest:
+    """``restart-connector-<name>``: a REST restart request, forwarded to every worker through the log."""
+
+    connector: str
+    include_tasks: bool = False
+    only_failed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TaskCountRecord:
+    """``tasks-fencing-<name>``: how many task producers a reconfiguration must fence (KIP-618)."""
+
+    connector: str
+    task_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class LoggerLevel:
+    """``logger-cluster-<namespace>``: a cluster-wide log level (KIP-976)."""
+
+    namespace: str
+    level: str
+
+
+ConfigRecord: TypeAlias = (
+    ConnectorConfig
+    | ConnectorDeletion
+    | TaskConfig
+    | TaskCommit
+    | TargetStateRecord
+    | TargetStateDeletion
+    | SessionKeyRecord
+    | RestartRequest
+    | TaskCountRecord
+    | LoggerLevel
+)
+
+
+def _int_in(value: int, low: int, high: int, what: str) -> int:
+    if isinstance(value, bool) or not low <= value <= high:
+        raise ValueError(f"{what} {value!r} is outside {low}..{high}")
+    return value
+
+
+def encode(record: ConfigRecord) -> tuple[bytes, bytes | None]:
+    """The (key, value) bytes Java's KafkaConfigBackingStore would write for this record."""
+    key: str
+    value: object
+    match record:
+        case ConnectorConfig(connector, properties):
+            key, value = CONNECTOR_PREFIX + connector, {"properties": properties}
+        case ConnectorDeletion(connector):
+            key, value = CONNECTOR_PREFIX + connector, None
+        case TaskConfig(task, properties):
+            _int_in(task.task, 0, INT32_MAX, "task number")
+            key, value = f"{TASK_PREFIX}{task.connector}-{task.task}", {"properties": properties}
+        case TaskCommit(connector, tasks):
+            key, value = COMMIT_PREFIX + connector, {"tasks": _int_in(tasks, 0, INT32_MAX, "task count")}
+        case TargetStateRecord(connector, state):
+            # Workers older than 3.5 know only STARTED and PAUSED and read "state"; newer ones prefer
+            # "state.v2". Java therefore writes STOPPED as PAUSED in the old field.
+            legacy = TargetState.PAUSED if state is TargetState.STOPPED else state
+            key, value = TARGET_STATE_PREFIX + connector, {"state": legacy.value, "state.v2": state.value}
+        case TargetStateDeletion(connector):
+            key, value = TARGET_STATE_PREFIX + connector, None
+        case SessionKeyRecord(encoded_key, algorithm, created):
+            try:
+                record.secret()
+            except (binascii.Error, ValueError) as exc:
+                raise ValueError(f"session key is not base64: {exc}") from None
+            key = SESSION_KEY_KEY
+            value = {
+                "key": encoded_key,
+                "algorithm": algorithm,
+                "creation-timestamp": _int_in(created, INT64_MIN, INT64_MAX, "creation timestamp"),
+            }
+        case RestartRequest(connector, include_tasks, only_failed):
+            key = RESTART_PREFIX + connector
+            value = {"include-tasks": bool(include_tasks), "only-failed": bool(only_failed)}
+        case TaskCountRecord(connector, task_count):
+            key = TASK_COUNT_PREFIX + connector
+            value = {"task-count": _int_in(task_count, 0, INT32_MAX, "task count")}
+        case LoggerLevel(namespace, level):
+            key, value = LOGGER_CLUSTER_PREFIX + namespace, {"level": level}
+    return key.encode("utf-8"), None if value is None else java_json_bytes(value)
+
+
+def _java_split_dashes(text: str) -> list[str]:
+    """``text.split("-")`` with Java's semantics, which drop trailing empty strings."""
+    parts = text.split("-")
+    while parts and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
+_TASK_NUMBER = re.compile(r"\+?[0-9]+")
+
+
+def parse_task_key(key: str, skip: int) -> TaskId | None:
+    """Parse ``<skip dash-separated words>-<connector>-<n>`` as Java's parseTaskId does, or None."""
+    parts = _java_split_dashes(key)
+    if len(parts) < skip + 2 or not _TASK_NUMBER.fullmatch(parts[-1]):
+        return None
+    number = int(parts[-1])
+    connector = "-".join(parts[skip:-1])
+    if number > INT32_MAX or not connector:
+        return None
+    return TaskId(connector, number)
+
+
+def _name(key: str, prefix: str) -> str:
+    name = key[len(prefix) :]
+    if not name:
+        raise CorruptRecord(key, "the key names no connector")
+    return name
+
+
+def decode(key: bytes | None, value: bytes | None) -> ConfigRecord | None:
+    """Decode one config-topic record; None for a tombstone that means nothing for its key.
+
+    Java logs null values on ``task-``, ``commit-``, ``session-key``, ``restart-connector-``,
+    ``tasks-fencing-`` and ``logger-cluster-`` keys and otherwise ignores them. They are not corruption:
+    cleaning up a deleted connector's leftovers writes exactly such tombstones, so they are returned as
+    None, which :func:`apply` treats as "only the offset moves".
+    """
+    if key is None:
+        raise CorruptRecord("", "config record without a key", advances_offset=False)
+    # Java reads keys with StringDeserializer, which replaces malformed UTF-8.
+    text = key.decode("utf-8", errors="replace")
+    data = parse_json(text, value) if value is not None else None
+
+    # Same order as KafkaConfigBackingStore's consumer callback; the prefixes do not overlap.
+    if text.startswith(TARGET_STATE_PREFIX):
+        connector = _name(text, TARGET_STATE_PREFIX)
+        if data is None:
+            return TargetStateDeletion(connector)
+        return TargetStateRecord(connector, _target_state(text, _object(text, data)))
+    if text.startswith(CONNECTOR_PREFIX):
+        connector = _name(text, CONNECTOR_PREFIX)
+        if data is None:
+            return ConnectorDeletion(connector)
+        return ConnectorConfig(connector, _properties(text, data))
+    if text.startswith(TASK_PREFIX):
+        task = parse_task_key(text, 1)
+        if task is None:
+            raise CorruptRecord(text, "the key is not of the form task-<connector>-<task number>")
+        return None if data is None else TaskConfig(task, _properties(text, data))
+    if text.startswith(COMMIT_PREFIX):
+        connector = _name(text, COMMIT_PREFIX)
+        if data is None:
+            return None
+        return TaskCommit(connector, _int_field(text, _object(text, data), "tasks", 0, INT32_MAX))
+    if text.startswith(RESTART_PREFIX):
+        connector = _name(text, RESTART_PREFIX)
+        if data is None:
+            return None
+        obj = _object(text, data)
+        # Java defaults a missing or non-boolean flag to false rather than dropping the request.
+        include_tasks, only_failed = obj.get("include-tasks"), obj.get("only-failed")
+        return RestartRequest(
+            connector,
+            include_tasks=include_tasks if isinstance(include_tasks, bool) else False,
+            only_failed=only_failed if isinstance(only_failed, bool) else False,
+        )
+    if text.startswith(TASK_COUNT_PREFIX):
+        connector = _name(text, TASK_COUNT_PREFIX)
+        if data is None:
+            return None
+        return TaskCountRecord(connector, _int_field(text, _object(text, data), "task-count", 0, INT32_MAX))
+    if text == SESSION_KEY_KEY:
+        return None if data is None else _session_key(text, _object(text, data))
+    if text.startswith(LOGGER_CLUSTER_PREFIX):
+        namespace = _name(text, LOGGER_CLUSTER_PREFIX)
+        if data is None:
+            return None
+        return LoggerLevel(namespace, _str_field(text, _object(text, data), "level"))
+    raise CorruptRecord(text, "unknown key prefix")
+
+
+def _target_state(key: str, obj: Mapping[str, object]) -> TargetState:
+    # Prefer "state.v2" (3.5+); a non-string there falls back to "state", but an unknown name does not.
+    name = obj.get("state.v2")
+    if not isinstance(name, str):
+        name = obj.get("state")
+        if not isinstance(name, str):
+            raise CorruptRecord(key, f"'state' should be a string but is {_type_name(name)}")
+    try:
+        return TargetState(name)
+    except ValueError:
+        raise CorruptRecord(key, f"unknown target state '{name}'") from None
+
+
+def _session_key(key: str, obj: Mapping[str, object]) -> SessionKeyRecord:
+    record = SessionKeyRecord(
+        _str_field(key, obj, "key"),
+        _str_field(key, obj, "algorithm"),
+        _int_field(key, obj, "creation-timestamp", INT64_MIN, INT64_MAX),
+    )
+    try:
+        record.secret()
+    except (binascii.Error, ValueError) as exc:
+        raise CorruptRecord(key, f"'key' is not base64 ({exc})") from exc
+    return record
+
+
+# ---------------------------------------------------------------------------------------------------
+# Snapshot and fold
+# ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PendingRestart:
+    """The latest restart request for a connector and where it was read, so the herder acts once."""
+
+    offset: int
+    request: RestartRequest
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterConfigSnapshot:
+    """An immutable view of the config topic up to ``offset``, as Java's ClusterConfigState.
+
+    ``offset`` follows Java: the position *after* the last record read (record offset + 1), -1 before
+    any. It is what a worker reports as its config offset when it joins, and a leader compares it with
+    the other members', so it must mean the same thing on a Java worker and on ours.
+    """
+
+    offset: int = -1
+    session_key: SessionKeyRecord | None = None
+    connector_configs: Mapping[str, Properties] = field(default_factory=_empty)
+    target_states: Mapping[str, TargetState] = field(default_factory=_empty)
+    committed_task_counts: Mapping[str, int] = field(default_factory=_empty)
+    committed_task_configs: Mapping[str, tuple[Properties, ...]] = field(default_factory=_empty)
+    inconsistent: frozenset[str] = frozenset()
+    applied_connector_configs: Mapping[str, Properties] = field(default_factory=_empty)
+    task_count_records: Mapping[str, int] = field(default_factory=_empty)
+    task_config_generations: Mapping[str, int] = field(default_factory=_empty)
+    pending_fencing: frozenset[str] = frozenset()
+    restart_requests: Mapping[str, PendingRestart] = field(default_factory=_empty)
+    logger_levels: Mapping[str, str] = field(default_factory=_empty)
+
+    def connectors(self) -> list[str]:
+        return sorted(self.connector_configs)
+
+    def contains(self, connector: str) -> bool:
+        return connector in self.connector_configs
+
+    def connector_config(self, connector: str) -> Properties | None:
+        return self.connector_configs.get(connector)
+
+    def applied_connector_config(self, connector: str) -> Properties | None:
+        """The connector config in force when its current task configs were committed."""
+        return self.applied_connector_configs.get(connector)
+
+    def target_state(self, connector: str) -> TargetState | None:
+        """Always set for an existing connector (STARTED unless a record says otherwise).
+
+        A state can also exist for a connector without a config: the REST API may write an initial
+        state just before the config, and Java keeps it.
+        """
+        return self.target_states.get(connector)
+
+    def task_count(self, connector: str) -> int:
+        """The count of the latest commit, even an inconsistent one (0 if none), as Java reports it."""
+        return self.committed_task_counts.get(connector, 0)
+
+    def is_inconsistent(self, connector: str) -> bool:
+        return connector in self.inconsistent
+
+    def tasks(self, connector: str) -> list[TaskId]:
+        """The connector's tasks; none while it is inconsistent, so nothing runs half-updated configs."""
+        if connector in self.inconsistent:
+            return []
+        return [TaskId(connector, i) for i in range(self.task_count(connector))]
+
+    def task_configs(self, connector: str) -> list[Properties]:
+        if connector in self.inconsistent:
+            return []
+        return list(self.committed_task_configs.get(connector, ())[: self.task_count(connector)])
+
+    def task_config(self, task: TaskId) -> Properties | None:
+        committed = self.committed_task_configs.get(task.connector, ())
+        return committed[task.task] if 0 <= task.task < len(committed) else None
+
+    def task_counts(self) -> dict[str, int]:
+        """Connector -> number of tasks to assign; 0 for inconsistent ones, which the leader must repair."""
+        return {c: len(self.tasks(c)) for c in self.connectors()}
+
+    def task_count_record(self, connector: str) -> int | None:
+        return self.task_count_records.get(connector)
+
+    def is_pending_fencing(self, connector: str) -> bool:
+        """Whether task configs were committed after the last task-count record (KIP-618 fencing)."""
+        return connector in self.pending_fencing
+
+    def task_config_generation(self, connector: str) -> int | None:
+        return self.task_config_generations.get(connector)
+
+    def restart_request(self, connector: str) -> PendingRestart | None:
+        return self.restart_requests.get(connector)
+
+    def logger_level(self, namespace: str) -> str | None:
+        return self.logger_levels.get(namespace)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigState:
+    """What the fold carries: the visible snapshot plus task configs still waiting for their commit."""
+
+    view: ClusterConfigSnapshot = field(default_factory=ClusterConfigSnapshot)
+    #: connector -> task number -> config. A connector that ever had a task record keeps an (empty) entry
+    #: after its commit, as Java's map does; the task-config generation depends on that.
+    deferred: Mapping[str, Mapping[int, Properties]] = field(default_factory=_empty)
+
+    def snapshot(self) -> ClusterConfigSnapshot:
+        return self.view
+
+    @property
+    def offset(self) -> int:
+        return self.view.offset
+
+
+def _put(mapping: Mapping[_K, _V], key: _K, value: _V) -> Mapping[_K, _V]:
+    updated = dict(mapping)
+    updated[key] = value
+    return MappingProxyType(updated)
+
+
+def _drop(mapping: Mapping[_K, _V], key: _K) -> Mapping[_K, _V]:
+    if key not in mapping:
+        return mapping
+    updated = dict(mapping)
+    del updated[key]
+    return MappingProxyType(updated)
+
+
+def _remove_connector(state: ConfigState, connector: str) -> ConfigState:
+    """Java's processConnectorRemoval, plus dropping a pending restart that now has nothing to restart.
+
+    Target state, inconsistency, task-count records and generations survive, as in Java: the target
+    state goes with its own tombstone, and a re-created connector stays inconsistent until the leader
+    writes a complete set of task configs for it.
+    """
+    view = state.view
+    return ConfigState(
+        replace(
+            view,
+            connector_configs=_drop(view.connector_configs, connector),
+            committed_task_counts=_drop(view.committed_task_counts, connector),
+            committed_task_configs=_drop(view.committed_task_configs, connector),
+            applied_connector_configs=_drop(view.applied_connector_configs, connector),
+            restart_requests=_drop(view.restart_requests, connector),
+        ),
+        _drop(state.deferred, connector),
+    )
+
+
+def _commit(state: ConfigState, connector: str, count: int) -> ConfigState:
+    view = state.view
+    config = view.connector_configs.get(connector)
+    if config is None:
+        # Compaction can leave task records and a commit of a connector whose config (and tombstone)
+        # are gone; Java (KAFKA-16838) forgets everything about it instead of resurrecting its tasks.
+        return _remove_connector(state, connector)
+    deferred = state.deferred.get(connector)
+    pending = deferred if deferred is not None else _EMPTY
+    if all(i in pending for i in range(count)):
+        # Extra task records beyond the count are fine: compaction may keep an old higher-numbered one.
+        generation = view.task_config_generations.get(connector)
+        view = replace(
+            view,
+            committed_task_configs=_put(
+                view.committed_task_configs, connector, tuple(pending[i] for i in range(count))
+            ),
+            inconsistent=view.inconsistent - {connector},
+            applied_connector_configs=_put(view.applied_connector_configs, connector, config),
+            task_config_generations=(
+                view.task_config_generations
+                if deferred is None
+                else _put(
+                    view.task_config_generations, connector, 0 if generation is None else generation + 1
+                )
+            ),
+        )
+    else:
+        # Compaction removed some of the task records this commit covered (or a leader died mid-write):
+        # keep the old task configs but expose none, until a complete commit repairs it.
+        view = replace(view, inconsistent=view.inconsistent | {connector})
+    view = replace(
+        view,
+        committed_task_counts=_put(view.committed_task_counts, connector, count),
+        pending_fencing=view.pending_fencing | {connector},
+    )
+    # Deferred configs are dropped even when not applied: the next commit needs a fresh, complete set.
+    return ConfigState(view, state.deferred if deferred is None else _put(state.deferred, connector, _EMPTY))
+
+
+def apply(state: ConfigState, record: ConfigRecord | None, offset: int) -> ConfigState:
+    """Fold the record read at ``offset`` into the state (None: a no-op record that still counts)."""
+    view = state.view
+    match record:
+        case None:
+            pass
+        case ConnectorConfig(connector, properties):
+            view = replace(
+                view,
+                connector_configs=_put(view.connector_configs, connector, properties),
+                # Connectors created before target states existed start STARTED; a state written
+                # before the config (an explicit initial state) is kept.
+                target_states=(
+                    view.target_states
+                    if connector in view.target_states
+                    else _put(view.target_states, connector, TargetState.STARTED)
+                ),
+            )
+        case ConnectorDeletion(connector):
+            state = _remove_connector(state, connector)
+            view = state.view
+        case TaskConfig(task, properties):
+            tasks = state.deferred.get(task.connector, _EMPTY)
+            state = replace(
+                state, deferred=_put(state.deferred, task.connector, _put(tasks, task.task, properties))
+            )
+        case TaskCommit(connector, count):
+            state = _commit(state, connector, count)
+            view = state.view
+        case TargetStateRecord(connector, target):
+            view = replace(view, target_states=_put(view.target_states, connector, target))
+        case TargetStateDeletion(connector):
+            targets = _drop(view.target_states, connector)
+            if connector in view.connector_configs:
+                # Java restores the default so an existing connector always has a target state.
+                targets = _put(targets, connector, TargetState.STARTED)
+            view = replace(view, target_states=targets)
+        case SessionKeyRecord():
+            view = replace(view, session_key=record)
+        case RestartRequest(connector):
+            view = replace(
+                view, restart_requests=_put(view.restart_requests, connector, PendingRestart(offset, record))
+            )
+        case TaskCountRecord(connector, task_count):
+            view = replace(
+                view,
+                task_count_records=_put(view.task_count_records, connector, task_count),
+                pending_fencing=view.pending_fencing - {connector},
+            )
+        case LoggerLevel(namespace, level):
+            view = replace(view, logger_levels=_put(view.logger_levels, namespace, level))
+    return ConfigState(replace(view, offset=offset + 1), state.deferred)
+
+
+def advance(state: ConfigState, offset: int) -> ConfigState:
+    """Count a record that changed nothing (a corrupt one Java would still count) towards the offset."""
+    return apply(state, None, offset)
+
+
+def apply_raw(
+    state: ConfigState, key: bytes | None, value: bytes | None, offset: int
+) -> tuple[ConfigState, CorruptRecord | None]:
+    """Decode and fold one consumed record; a corrupt one comes back for the caller to log, not raised."""
+    try:
+        record = decode(key, value)
+    except CorruptRecord as corrupt:
+        return (advance(state, offset) if corrupt.advances_offset else state), corrupt
+    return apply(state, record, offset), None

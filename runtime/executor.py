@@ -1,0 +1,65 @@
+"""The narrow interface through which the herder starts and stops tasks.
+
+The data plane (tasks as PySpark jobs) is its own piece of work; the herder only needs to start a task
+with its config, stop it within a bound, and learn its state. ``HeldTasks`` is the implementation used
+until the data plane lands: it records which tasks this worker holds, and how often each was started
+and stopped (which the rebalancing tests count), and reports them UNASSIGNED, because nothing
+processes their records yet.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from kconnect.runtime.ids import TaskId
+
+
+@dataclass(frozen=True, slots=True)
+class TaskState:
+    state: str  # Apache Kafka Connect's task states: UNASSIGNED, RUNNING, PAUSED, FAILED, RESTARTING
+    trace: str | None = None
+
+
+class Executor(Protocol):
+    def start_task(self, task: TaskId, config: Mapping[str, str], target_state: str) -> TaskState: ...
+
+    def stop_task(self, task: TaskId, timeout_s: float) -> None: ...
+
+    def held(self) -> set[TaskId]: ...
+
+    def close(self, timeout_s: float) -> None: ...
+
+
+class HeldTasks:
+    """Holds tasks for the herder without running them (no data plane yet)."""
+
+    REASON = "no data plane runs tasks in this version of kconnect; the task is held by this worker"
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: dict[TaskId, Mapping[str, str]] = {}
+        self.starts: Counter[TaskId] = Counter()
+        self.stops: Counter[TaskId] = Counter()
+
+    def start_task(self, task: TaskId, config: Mapping[str, str], target_state: str) -> TaskState:
+        with self._lock:
+            self._held[task] = dict(config)
+            self.starts[task] += 1
+        return TaskState("UNASSIGNED", None)
+
+    def stop_task(self, task: TaskId, timeout_s: float) -> None:
+        with self._lock:
+            if self._held.pop(task, None) is not None:
+                self.stops[task] += 1
+
+    def held(self) -> set[TaskId]:
+        with self._lock:
+            return set(self._held)
+
+    def close(self, timeout_s: float) -> None:
+        for task in self.held():
+            self.stop_task(task, timeout_s)

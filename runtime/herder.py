@@ -1,0 +1,265 @@
+"""The herder: the one state machine that decides what this worker runs.
+
+It follows the sans-I/O style of h11: the worker shell feeds it events (a rebalance completed, the
+config topic moved on, the group is about to be rejoined, a connector produced task configs) and
+carries out the actions it returns (start or stop a connector or task, write a status, publish task
+configs, rejoin the group). It never touches a socket, a thread or a clock of its own, so a whole
+sequence of rebalances can be replayed in a unit test.
+
+Where a rebalance decision is made: the assignors (``assignor``) decide who owns what; the herder
+decides only how this worker moves from what it runs to what it owns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from kconnect.runtime import protocol
+from kconnect.runtime.config_log import ClusterConfigSnapshot, Properties, TargetState
+from kconnect.runtime.ids import TaskId
+from kconnect.runtime.protocol import ConnectAssignment
+
+# --------------------------------------------------------------------------------------------- actions
+
+
+@dataclass(frozen=True, slots=True)
+class StartConnector:
+    name: str
+    config: Properties
+    target_state: TargetState
+
+
+@dataclass(frozen=True, slots=True)
+class StopConnector:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class StartTask:
+    task: TaskId
+    config: Properties
+    target_state: TargetState
+
+
+@dataclass(frozen=True, slots=True)
+class StopTask:
+    task: TaskId
+
+
+@dataclass(frozen=True, slots=True)
+class PublishTaskConfigs:
+    """Task configs a connector owned here computed, differing from the committed ones."""
+
+    connector: str
+    configs: tuple[Mapping[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRejoin:
+    """Rejoin the group after ``delay_ms`` (0: at once)."""
+
+    reason: str
+    delay_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CatchUpConfig:
+    """Read the config topic to at least ``offset`` before anything else, then rejoin."""
+
+    offset: int
+
+
+Action = (
+    StartConnector | StopConnector | StartTask | StopTask | PublishTaskConfigs | RequestRejoin | CatchUpConfig
+)
+
+
+# --------------------------------------------------------------------------------------------- state
+
+
+@dataclass(frozen=True, slots=True)
+class GroupView:
+    """What this worker knows of the group after its last completed rebalance."""
+
+    generation: int = -1
+    member_id: str = ""
+    protocol: str | None = None
+    leader_id: str = ""
+    leader_url: str = ""
+    config_offset: int = -1
+
+    @property
+    def known(self) -> bool:
+        return self.generation >= 0
+
+
+@dataclass
+class Herder:
+    """State of one worker; methods take an event and return the actions it implies."""
+
+    worker_id: str
+    snapshot: ClusterConfigSnapshot
+    group: GroupView = field(default_factory=GroupView)
+    rebalancing: bool = True
+    owned_connectors: set[str] = field(default_factory=set)
+    owned_tasks: set[TaskId] = field(default_factory=set)
+    running_connectors: dict[str, Properties] = field(default_factory=dict)
+    running_tasks: dict[TaskId, Properties] = field(default_factory=dict)
+    rebalances_completed: int = 0
+
+    # -- queries ---------------------------------------------------------------------------------------
+
+    @property
+    def is_leader(self) -> bool:
+        return self.group.known and not self.rebalancing and self.group.leader_id == self.group.member_id
+
+    @property
+    def cooperative(self) -> bool:
+        return self.group.protocol is not None and protocol.version_for_protocol(self.group.protocol) >= 1
+
+    def current_allocation(self) -> ConnectAssignment | None:
+        """The assignment this worker reports when it rejoins (cooperative protocols only)."""
+        if not self.group.known:
+            return None
+        return ConnectAssignment(
+            version=protocol.version_for_protocol(self.group.protocol or "default"),
+            error=protocol.NO_ERROR,
+            leader=self.group.leader_id,
+            leader_url=self.group.leader_url,
+            config_offset=self.group.config_offset,
+            connectors=tuple(sorted(self.owned_connectors)),
+            tasks=tuple(sorted(self.owned_tasks)),
+        )
+
+    # -- events ----------------------------------------------------------------------------------------
+
+    def on_rejoin_preparing(self, member_lost: bool, selected_protocol: str | None) -> list[Action]:
+        """Before (re)joining: eager workers release everything; so does a member that lost its session.
+
+        A member whose session expired may have had its work given to others already, so keeping it
+        would break the rule that a task stops before another worker starts it.
+        """
+        self.rebalancing = True
+        eager = selected_protocol is None or protocol.version_for_protocol(selected_protocol) == 0
+        if (eager and self.group.known) or member_lost:
+            return self._release(set(self.owned_connectors), set(self.owned_tasks))
+        return []
+
+    def on_rebalanced(
+        self, generation: int, member_id: str, selected_protocol: str, assignment: ConnectAssignment
+    ) -> list[Action]:
+        if assignment.error != protocol.NO_ERROR:
+            # The leader was behind the group's newest config: catch up, then try again.
+            self.rebalancing = True
+            return [CatchUpConfig(assignment.config_offset), RequestRejoin("config mismatch")]
+        actions: list[Action] = []
+        version = protocol.version_for_protocol(selected_protocol)
+        if version == 0:
+            new_connectors = set(assignment.connectors)
+            new_tasks = set(assignment.tasks)
+            # Eager: everything was released before joining; anything still held and not reassigned goes.
+            actions += self._release(self.owned_connectors - new_connectors, self.owned_tasks - new_tasks)
+        else:
+            revoked_c = set(assignment.revoked_connectors) & self.owned_connectors
+            revoked_t = set(assignment.revoked_tasks) & self.owned_tasks
+            actions += self._release(revoked_c, revoked_t)
+            new_connectors = (self.owned_connectors - revoked_c) | set(assignment.connectors)
+            new_tasks = (self.owned_tasks - revoked_t) | set(assignment.tasks)
+        self.owned_connectors = new_connectors
+        self.owned_tasks = new_tasks
+        self.group = GroupView(
+            generation=generation,
+            member_id=member_id,
+            protocol=selected_protocol,
+            leader_id=assignment.leader,
+            leader_url=assignment.leader_url,
+            config_offset=assignment.config_offset,
+        )
+        self.rebalancing = False
+        self.rebalances_completed += 1
+        actions += self._converge()
+        if version >= 1 and (assignment.revoked_connectors or assignment.revoked_tasks):
+            actions.append(RequestRejoin("assignment revoked work"))
+        elif assignment.delay_ms > 0:
+            actions.append(RequestRejoin("scheduled rebalance delay", assignment.delay_ms))
+        return actions
+
+    def on_config(self, snapshot: ClusterConfigSnapshot) -> list[Action]:
+        """The config topic moved on: restart what changed here; rebalance when the work set changed."""
+        old, self.snapshot = self.snapshot, snapshot
+        actions: list[Action] = []
+        work_changed = set(old.connectors()) != set(snapshot.connectors()) or any(
+            old.task_configs(c) != snapshot.task_configs(c) for c in snapshot.connectors() if old.contains(c)
+        )
+        # Tasks whose committed configs changed stop now; the rebalance that follows hands them out again.
+        for task in sorted(self.owned_tasks):
+            if not snapshot.contains(task.connector) or (
+                old.task_configs(task.connector) != snapshot.task_configs(task.connector)
+            ):
+                actions += self._release(set(), {task})
+        for name in sorted(self.owned_connectors):
+            if not snapshot.contains(name):
+                actions += self._release({name}, set())
+        if not self.rebalancing:
+            actions += self._converge()
+        if work_changed:
+            actions.append(RequestRejoin("connectors or task configs changed"))
+        return actions
+
+    def on_task_configs(self, connector: str, configs: Sequence[Mapping[str, str]]) -> list[Action]:
+        """A connector running here computed its task configs; publish them only when they differ."""
+        if connector not in self.running_connectors or not self.snapshot.contains(connector):
+            return []
+        if list(self.snapshot.task_configs(connector)) == [dict(c) for c in configs]:
+            return []
+        return [PublishTaskConfigs(connector, tuple(dict(c) for c in configs))]
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _release(self, connectors: set[str], tasks: set[TaskId]) -> list[Action]:
+        actions: list[Action] = []
+        for t in sorted(tasks):
+            self.owned_tasks.discard(t)
+            if self.running_tasks.pop(t, None) is not None:
+                actions.append(StopTask(t))
+        for c in sorted(connectors):
+            self.owned_connectors.discard(c)
+            if self.running_connectors.pop(c, None) is not None:
+                actions.append(StopConnector(c))
+        return actions
+
+    def _converge(self) -> list[Action]:
+        """Start what is owned and configured but not running; restart what runs with a stale config."""
+        actions: list[Action] = []
+        snap = self.snapshot
+        for name in sorted(self.owned_connectors):
+            if not snap.contains(name):
+                continue
+            config = snap.connector_config(name)
+            if config is None:
+                continue
+            running = self.running_connectors.get(name)
+            if running is not None and dict(running) != dict(config):
+                actions.append(StopConnector(name))
+                running = None
+            if running is None:
+                self.running_connectors[name] = config
+                actions.append(StartConnector(name, config, snap.target_state(name) or TargetState.STARTED))
+        for task in sorted(self.owned_tasks):
+            if not snap.contains(task.connector) or snap.is_inconsistent(task.connector):
+                continue
+            configs = snap.task_configs(task.connector)
+            if task.task >= len(configs):
+                continue
+            tconfig = configs[task.task]
+            running_t = self.running_tasks.get(task)
+            if running_t is not None and dict(running_t) != dict(tconfig):
+                actions.append(StopTask(task))
+                running_t = None
+            if running_t is None:
+                self.running_tasks[task] = tconfig
+                actions.append(
+                    StartTask(task, tconfig, snap.target_state(task.connector) or TargetState.STARTED)
+                )
+        return actions

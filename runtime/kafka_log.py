@@ -1,0 +1,204 @@
+"""A read-to-end log over one compacted internal topic (Apache Kafka Connect's KafkaBasedLog).
+
+Every worker consumes the whole topic from the beginning on a background thread and hands each record
+to a callback; ``read_to_end`` is the barrier the herder uses before it trusts its view (before joining,
+before answering as leader). Writes go through an idempotent producer and are acknowledged by all
+in-sync replicas, so a record a caller was told is written survives a broker fail-over.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from kconnect.runtime import logs
+
+log = logs.get(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp_ms: int
+
+
+RecordCallback = Callable[[LogRecord], None]
+
+
+class KafkaLogError(RuntimeError):
+    """The log could not be read or written (broker unreachable, topic missing, write not acknowledged)."""
+
+
+class KafkaLog:
+    """Consumes ``topic`` from the beginning forever; ``on_record`` runs on the consuming thread."""
+
+    def __init__(
+        self,
+        topic: str,
+        bootstrap_servers: str,
+        on_record: RecordCallback,
+        client_id: str,
+        consumer_overrides: dict[str, str] | None = None,
+        producer_overrides: dict[str, str] | None = None,
+    ) -> None:
+        self.topic = topic
+        self._on_record = on_record
+        self._consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap_servers,
+                "group.id": f"{client_id}-{topic}-reader",  # required by the client; never used to commit
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "isolation.level": "read_committed",
+                "client.id": f"{client_id}-{topic}-reader",
+                "fetch.wait.max.ms": 100,
+                **(consumer_overrides or {}),
+            }
+        )
+        self._producer = Producer(
+            {
+                "bootstrap.servers": bootstrap_servers,
+                "client.id": f"{client_id}-{topic}-writer",
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 0,
+                # Java's producer places keyed records by murmur2 of the key; the status and offsets
+                # topics are shared with Java workers, so a key must land on the partition they expect.
+                "partitioner": "murmur2_random",
+                **(producer_overrides or {}),
+            }
+        )
+        # End offsets come from a consumer of their own: librdkafka blocks a watermark query on a
+        # consumer that another thread is inside consume() with.
+        self._probe = Consumer(
+            {
+                "bootstrap.servers": bootstrap_servers,
+                "group.id": f"{client_id}-{topic}-probe",
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+                "client.id": f"{client_id}-{topic}-probe",
+                **(consumer_overrides or {}),
+            }
+        )
+        self._positions: dict[int, int] = {}  # partition -> next offset to read
+        self._cond = threading.Condition()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._partitions: list[int] = []
+        self._error: BaseException | None = None
+
+    def start(self, timeout_s: float = 30.0) -> None:
+        md = self._consumer.list_topics(self.topic, timeout=timeout_s)
+        tmd = md.topics.get(self.topic)
+        if tmd is None or tmd.error is not None or not tmd.partitions:
+            raise KafkaLogError(f"internal topic '{self.topic}' does not exist or has no partitions")
+        self._partitions = sorted(tmd.partitions)
+        self._consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in self._partitions])
+        with self._cond:
+            self._positions = {p: 0 for p in self._partitions}
+        self._thread = threading.Thread(target=self._run, name=f"kafka-log-{self.topic}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                msgs = self._consumer.consume(num_messages=500, timeout=0.2)
+            except KafkaException as exc:  # pragma: no cover - client-level failure
+                log.warning("internal topic read failed", topic=self.topic, error=str(exc))
+                time.sleep(0.5)
+                continue
+            advanced = False
+            for msg in msgs:
+                err = msg.error()
+                if err is not None:
+                    if err.code() != KafkaError._PARTITION_EOF:
+                        log.warning("internal topic read error", topic=self.topic, error=str(err))
+                    continue
+                record = LogRecord(
+                    topic=msg.topic() or self.topic,
+                    partition=msg.partition() or 0,
+                    offset=msg.offset() or 0,
+                    key=msg.key(),
+                    value=msg.value(),
+                    timestamp_ms=msg.timestamp()[1],
+                )
+                try:
+                    self._on_record(record)
+                except Exception as exc:  # a bad record must never stop the log
+                    log.warning(
+                        "skipping internal record the worker could not apply",
+                        topic=self.topic,
+                        partition=record.partition,
+                        offset=record.offset,
+                        key=record.key.decode("utf-8", "replace") if record.key else None,
+                        error=str(exc),
+                    )
+                with self._cond:
+                    self._positions[record.partition] = record.offset + 1
+                advanced = True
+            if advanced:
+                with self._cond:
+                    self._cond.notify_all()
+
+    def end_offsets(self, timeout_s: float = 10.0) -> dict[int, int]:
+        ends: dict[int, int] = {}
+        for p in self._partitions:
+            try:
+                _low, high = self._probe.get_watermark_offsets(
+                    TopicPartition(self.topic, p), timeout=timeout_s, cached=False
+                )
+            except KafkaException as exc:
+                raise KafkaLogError(f"could not read the end offsets of '{self.topic}': {exc}") from exc
+            ends[p] = high
+        return ends
+
+    def read_to_end(self, timeout_s: float = 30.0) -> bool:
+        """Block until every record written before the call has been handed to the callback."""
+        deadline = time.monotonic() + timeout_s
+        ends = self.end_offsets(timeout_s)
+        with self._cond:
+            while any(self._positions.get(p, 0) < end for p, end in ends.items()):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(min(remaining, 0.2))
+        return True
+
+    def send(
+        self, key: bytes, value: bytes | None, timeout_s: float = 30.0, partition: int | None = None
+    ) -> int:
+        """Write one record and wait for its acknowledgement; returns its offset."""
+        result: dict[str, object] = {}
+
+        def delivered(err: KafkaError | None, msg: object) -> None:
+            result["err"] = err
+            result["msg"] = msg
+
+        kwargs: dict[str, object] = {"key": key, "value": value, "on_delivery": delivered}
+        if partition is not None:
+            kwargs["partition"] = partition
+        self._producer.produce(self.topic, **kwargs)  # type: ignore[arg-type]
+        remaining = self._producer.flush(timeout_s)
+        if remaining or "err" not in result:
+            raise KafkaLogError(f"write to '{self.topic}' was not acknowledged within {timeout_s:.0f} s")
+        if result["err"] is not None:
+            raise KafkaLogError(f"write to '{self.topic}' failed: {result['err']}")
+        return int(result["msg"].offset())  # type: ignore[attr-defined]
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        try:
+            self._producer.flush(5)
+        finally:
+            self._consumer.close()
+            self._probe.close()

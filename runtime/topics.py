@@ -1,0 +1,94 @@
+"""Creation and verification of the worker's compacted internal topics.
+
+A wrong internal topic corrupts a cluster silently (a multi-partition config topic reorders
+connector and task records; a deleting cleanup policy loses connectors), so a worker refuses to start
+on one, with an error that names the topic and the setting to fix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin._config import ConfigResource
+from confluent_kafka.admin._resource import ResourceType
+from confluent_kafka.cimpl import NewTopic
+
+from kconnect.runtime import logs
+
+log = logs.get(__name__)
+
+
+class TopicError(RuntimeError):
+    """An internal topic is missing, misconfigured or could not be created."""
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSpec:
+    """What a worker needs of one internal topic; -1 means "the broker's default" as in Kafka."""
+
+    name: str
+    purpose: str  # the worker property that names it, for error messages
+    partitions: int
+    replication_factor: int
+    single_partition: bool = False
+
+
+def ensure_topics(admin: AdminClient, specs: list[TopicSpec], timeout_s: float = 30.0) -> None:
+    """Create the topics that are missing (compacted), then verify every one of them."""
+    try:
+        existing = admin.list_topics(timeout=timeout_s).topics
+    except KafkaException as exc:
+        raise TopicError(f"could not list topics: {exc}") from exc
+    missing = [s for s in specs if s.name not in existing]
+    if missing:
+        new = [
+            NewTopic(
+                s.name,
+                num_partitions=s.partitions,
+                replication_factor=s.replication_factor,
+                config={"cleanup.policy": "compact"},
+            )
+            for s in missing
+        ]
+        for name, fut in admin.create_topics(new, request_timeout=timeout_s).items():
+            try:
+                fut.result(timeout=timeout_s)
+                log.info("created internal topic", topic=name)
+            except KafkaException as exc:
+                if exc.args and getattr(exc.args[0], "name", lambda: "")() == "TOPIC_ALREADY_EXISTS":
+                    continue  # another worker won the race
+                raise TopicError(f"could not create internal topic '{name}': {exc}") from exc
+    verify_topics(admin, specs, timeout_s)
+
+
+def verify_topics(admin: AdminClient, specs: list[TopicSpec], timeout_s: float = 30.0) -> None:
+    md = admin.list_topics(timeout=timeout_s).topics
+    for spec in specs:
+        tmd = md.get(spec.name)
+        if tmd is None or tmd.error is not None:
+            raise TopicError(f"internal topic '{spec.name}' ({spec.purpose}) does not exist")
+        if spec.single_partition and len(tmd.partitions) != 1:
+            raise TopicError(
+                f"internal topic '{spec.name}' ({spec.purpose}) has {len(tmd.partitions)} partitions;"
+                " it must have exactly 1 so that its records keep their order"
+            )
+    resources = [ConfigResource(ResourceType.TOPIC, s.name) for s in specs]
+    for spec, (_res, fut) in zip(
+        specs, admin.describe_configs(resources, request_timeout=timeout_s).items(), strict=True
+    ):
+        try:
+            configs = fut.result(timeout=timeout_s)
+        except KafkaException as exc:
+            raise TopicError(
+                f"could not read the configuration of internal topic '{spec.name}': {exc}"
+            ) from exc
+        policy_entry = configs.get("cleanup.policy")
+        policy = (policy_entry.value or "") if policy_entry is not None else ""
+        policies = {p.strip() for p in policy.split(",") if p.strip()}
+        if "compact" not in policies or "delete" in policies:
+            raise TopicError(
+                f"internal topic '{spec.name}' ({spec.purpose}) has cleanup.policy={policy or '<unset>'};"
+                " it must be 'compact' so that no connector configuration, status or offset is ever deleted"
+            )

@@ -1,0 +1,763 @@
+"""The worker process: the imperative shell around the herder.
+
+It owns the threads and the sockets: the internal-topic logs (each consumed on its own thread), the
+group member (kafka-python's IO thread), the herder thread that feeds events to the herder and carries
+out its actions, and the REST server. Requests from REST that write cluster state go to the config
+topic, and only the leader writes it: a follower answers ``NotLeaderError`` and the REST layer forwards.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import queue
+import secrets
+import threading
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from kconnect.config.worker import WorkerConfig
+from kconnect.runtime import assignor, config_log, logs, protocol, status_log, topics
+from kconnect.runtime.config_log import ClusterConfigSnapshot, Properties
+from kconnect.runtime.connector_config import validate_connector_config
+from kconnect.runtime.errors import (
+    AlreadyExistsError,
+    BadRequestError,
+    ForbiddenError,
+    NotFoundError,
+    NotLeaderError,
+    RebalanceNeededError,
+)
+from kconnect.runtime.executor import Executor, HeldTasks
+from kconnect.runtime.herder import (
+    Action,
+    CatchUpConfig,
+    Herder,
+    PublishTaskConfigs,
+    RequestRejoin,
+    StartConnector,
+    StartTask,
+    StopConnector,
+    StopTask,
+)
+from kconnect.runtime.ids import TaskId
+from kconnect.runtime.kafka_log import KafkaLog, KafkaLogError, LogRecord
+from kconnect.runtime.member import GroupDescription, MemberError, WorkerMember
+from kconnect.runtime.offset_log import OffsetState
+from kconnect.runtime.plugins import Connector, ConnectorContext, PluginRegistry, connector_type
+from kconnect.runtime.protocol import ConnectAssignment, WorkerState
+
+log = logs.get(__name__)
+
+SIGNATURE_HEADER = "X-Connect-Authorization"
+SIGNATURE_ALGORITHM_HEADER = "X-Connect-Request-Signature-Algorithm"
+
+
+class StartupError(RuntimeError):
+    """The worker cannot start; the message is the one line the CLI prints."""
+
+
+@dataclass
+class _RunningConnector:
+    instance: Connector
+    config: Properties
+
+
+@dataclass
+class _ReconfigureRequest:
+    connector: str
+
+
+@dataclass
+class _ConfigMoved:
+    pass
+
+
+@dataclass
+class WorkerMetrics:
+    rebalances_completed: int = 0
+    rebalance_time_ms_total: float = 0.0
+    rebalance_started_at: float | None = None
+    last_rebalance_ms: float = 0.0
+    scheduled_delay_ms: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderView:
+    """What the leader saw and decided in the last rebalance it led: the source of ``GET /workers``."""
+
+    leader_id: str
+    protocol: str
+    members: Mapping[str, tuple[int, WorkerState]]
+    assignments: Mapping[str, ConnectAssignment]
+
+
+class Worker:
+    def __init__(
+        self,
+        config: WorkerConfig,
+        registry: PluginRegistry | None = None,
+        executor: Executor | None = None,
+    ) -> None:
+        self.config = config
+        self.url = config.rest_url
+        self.worker_id = config.worker_id or _host_port(self.url)
+        self.registry = registry or PluginRegistry.discover(config.plugin_path)
+        self.executor: Executor = executor or HeldTasks()
+        self.metrics = WorkerMetrics()
+        self.leader_view: LeaderView | None = None
+        self._lock = threading.RLock()  # guards herder, config state, status state
+        self._config_state = config_log.ConfigState()
+        self._status_state = status_log.StatusState()
+        self._offset_state = OffsetState()
+        self.herder = Herder(self.worker_id, self._config_state.snapshot())
+        self._events: queue.Queue[object] = queue.Queue()
+        self._connectors: dict[str, _RunningConnector] = {}
+        self._rejoin_at: float | None = None
+        self._stopping = threading.Event()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.kafka_cluster_id: str = ""
+        self.started = threading.Event()
+        self._admin: AdminClient | None = None
+        self._config_log: KafkaLog | None = None
+        self._status_log: KafkaLog | None = None
+        self._offset_log: KafkaLog | None = None
+        self._member: WorkerMember | None = None
+        self._forwarder: Callable[[str, str, str, Any, dict[str, str]], None] | None = None
+        self.log = logs.get("kconnect.worker", worker=self.worker_id)
+
+    # =========================================================================================== startup
+
+    def start(self) -> None:
+        """Reach the cluster, create and verify the internal topics, read them, then join the group."""
+        cfg = self.config
+        bootstrap = ",".join(cfg.bootstrap_servers)
+        self._admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": f"{self.worker_id}-admin"})
+        timeout_s = max(5.0, cfg.request_timeout_ms / 1000 / 4)
+        try:
+            md = self._admin.list_topics(timeout=timeout_s)
+        except KafkaException as exc:
+            raise StartupError(
+                f"could not reach the Kafka cluster at bootstrap.servers={bootstrap} within {timeout_s:.0f} s"
+                f" ({exc.args[0] if exc.args else exc})"
+            ) from exc
+        self.kafka_cluster_id = md.cluster_id or ""
+        specs = [
+            topics.TopicSpec(
+                cfg.config_storage_topic,
+                "config.storage.topic",
+                1,
+                cfg.config_storage_replication_factor,
+                True,
+            ),
+            topics.TopicSpec(
+                cfg.offset_storage_topic,
+                "offset.storage.topic",
+                cfg.offset_storage_partitions,
+                cfg.offset_storage_replication_factor,
+            ),
+            topics.TopicSpec(
+                cfg.status_storage_topic,
+                "status.storage.topic",
+                cfg.status_storage_partitions,
+                cfg.status_storage_replication_factor,
+            ),
+            topics.TopicSpec(
+                cfg.group_records_storage_topic,
+                "group.records.storage.topic",
+                cfg.group_records_storage_partitions,
+                cfg.group_records_storage_replication_factor,
+            ),
+        ]
+        try:
+            topics.ensure_topics(self._admin, specs, timeout_s=timeout_s)
+        except topics.TopicError as exc:
+            raise StartupError(str(exc)) from exc
+
+        self._config_log = KafkaLog(
+            cfg.config_storage_topic, bootstrap, self._on_config_record, self.worker_id
+        )
+        self._status_log = KafkaLog(
+            cfg.status_storage_topic, bootstrap, self._on_status_record, self.worker_id
+        )
+        self._offset_log = KafkaLog(
+            cfg.offset_storage_topic, bootstrap, self._on_offset_record, self.worker_id
+        )
+        sync_s = cfg.worker_sync_timeout_ms / 1000
+        try:
+            for klog in (self._config_log, self._status_log, self._offset_log):
+                klog.start(timeout_s)
+            for klog in (self._config_log, self._status_log, self._offset_log):
+                if not klog.read_to_end(max(sync_s, timeout_s)):
+                    raise StartupError(f"could not read internal topic '{klog.topic}' to its end")
+        except KafkaLogError as exc:
+            raise StartupError(str(exc)) from exc
+        with self._lock:
+            self.herder.snapshot = self._config_state.snapshot()
+
+        self._member = WorkerMember(
+            bootstrap_servers=bootstrap,
+            group_id=cfg.group_id,
+            client_id=self.worker_id,
+            connect_protocol=cfg.connect_protocol,
+            session_timeout_ms=cfg.session_timeout_ms,
+            heartbeat_interval_ms=cfg.heartbeat_interval_ms,
+            rebalance_timeout_ms=cfg.rebalance_timeout_ms,
+            request_timeout_ms=cfg.request_timeout_ms,
+            retry_backoff_ms=cfg.retry_backoff_ms,
+            metadata=self._metadata,
+            assign=self._assign,
+        )
+        try:
+            self._member.connect(timeout_ms=int(timeout_s * 1000))
+        except MemberError as exc:
+            raise StartupError(str(exc)) from exc
+        self._thread = threading.Thread(target=self._run, name="herder", daemon=True)
+        self._thread.start()
+        self.log.info("worker started", url=self.url, group=cfg.group_id, protocol=cfg.connect_protocol)
+
+    # ======================================================================================= the loop
+
+    def _run(self) -> None:
+        logs.bind(worker=self.worker_id)
+        member = self._require_member()
+        while not self._stopping.is_set():
+            try:
+                self._tick(member)
+            except Exception as exc:  # the loop must survive anything a single tick hits
+                self.log.error("herder tick failed", error=str(exc), trace=traceback.format_exc())
+                time.sleep(0.5)
+        self._stopped.set()
+
+    def _tick(self, member: WorkerMember) -> None:
+        self._drain_events()
+        due = self._rejoin_at is not None and time.monotonic() >= self._rejoin_at
+        if due:
+            self._rejoin_at = None
+            member.request_rejoin()
+        if member.need_rejoin():
+            gen, _ = member.generation()
+            with self._lock:
+                lost = gen < 0 and self.herder.group.known
+                if not self.herder.rebalancing:
+                    self.metrics.rebalance_started_at = time.monotonic()
+                actions = self.herder.on_rejoin_preparing(lost, member.last_protocol)
+            self._execute(actions)
+            if self.metrics.rebalance_started_at is None:
+                self.metrics.rebalance_started_at = time.monotonic()
+            joined = member.ensure_active(timeout_ms=1000)
+        else:
+            joined = member.poll_joined()
+        if joined is not None:
+            self._on_joined(joined)
+        member.poll_heartbeat()
+        try:
+            event = self._events.get(timeout=0.1)
+            self._events.put(event)  # handled by the next _drain_events
+        except queue.Empty:
+            pass
+
+    def _drain_events(self) -> None:
+        config_moved = False
+        reconfigure: set[str] = set()
+        while True:
+            try:
+                event = self._events.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(event, _ConfigMoved):
+                config_moved = True
+            elif isinstance(event, _ReconfigureRequest):
+                reconfigure.add(event.connector)
+        if config_moved:
+            with self._lock:
+                snapshot = self._config_state.snapshot()
+                actions = self.herder.on_config(snapshot) if snapshot is not self.herder.snapshot else []
+            self._execute(actions)
+        for name in sorted(reconfigure):
+            self._reconfigure(name)
+
+    def _on_joined(self, joined: Any) -> None:
+        assignment: ConnectAssignment = joined.assignment
+        if assignment.error == protocol.NO_ERROR and assignment.config_offset > self._config_offset():
+            # The leader assigned from a newer config than we have read: read up to it first.
+            self._require(self._config_log).read_to_end(self.config.worker_sync_timeout_ms / 1000)
+            with self._lock:
+                self.herder.snapshot = self._config_state.snapshot()
+        with self._lock:
+            actions = self.herder.on_rebalanced(
+                joined.generation, joined.member_id, joined.protocol, assignment
+            )
+            group = self.herder.group
+        started = self.metrics.rebalance_started_at
+        if started is not None and assignment.error == protocol.NO_ERROR:
+            elapsed = (time.monotonic() - started) * 1000
+            self.metrics.rebalances_completed += 1
+            self.metrics.rebalance_time_ms_total += elapsed
+            self.metrics.last_rebalance_ms = elapsed
+            self.metrics.rebalance_started_at = None
+        self.metrics.scheduled_delay_ms = assignment.delay_ms
+        logs.bind(generation=joined.generation)
+        self.log.info(
+            "rebalance completed",
+            generation=joined.generation,
+            protocol=joined.protocol,
+            leader=group.leader_id,
+            leader_url=group.leader_url,
+            connectors=sorted(assignment.connectors),
+            tasks=[str(t) for t in assignment.tasks],
+            revoked_connectors=sorted(assignment.revoked_connectors),
+            revoked_tasks=[str(t) for t in assignment.revoked_tasks],
+            delay_ms=assignment.delay_ms,
+            error=assignment.error,
+        )
+        self._execute(actions)
+        if self.herder.is_leader and protocol.version_for_protocol(joined.protocol) >= 2:
+            self._ensure_session_key()
+        self.started.set()
+
+    # ================================================================================= action dispatch
+
+    def _execute(self, actions: list[Action]) -> None:
+        for action in actions:
+            try:
+                self._execute_one(action)
+            except Exception as exc:
+                self.log.error("action failed", action=repr(action), error=str(exc))
+
+    def _execute_one(self, action: Action) -> None:
+        gen = self.herder.group.generation
+        if isinstance(action, StartConnector):
+            self._start_connector(action.name, action.config, action.target_state, gen)
+        elif isinstance(action, StopConnector):
+            self._stop_connector(action.name, gen)
+        elif isinstance(action, StartTask):
+            state = self.executor.start_task(action.task, _strings(action.config), action.target_state)
+            self._put_status(
+                status_log.TaskStatus(
+                    action.task, status_log.State(state.state), state.trace, self.worker_id, gen
+                )
+            )
+            self.log.info("task started", connector=action.task.connector, task=action.task.task)
+        elif isinstance(action, StopTask):
+            self.executor.stop_task(action.task, self.config.task_shutdown_graceful_timeout_ms / 1000)
+            self.log.info("task stopped", connector=action.task.connector, task=action.task.task)
+        elif isinstance(action, PublishTaskConfigs):
+            self._publish_task_configs(action.connector, [dict(c) for c in action.configs])
+        elif isinstance(action, RequestRejoin):
+            if action.delay_ms > 0:
+                self._rejoin_at = time.monotonic() + action.delay_ms / 1000
+            else:
+                self._require_member().request_rejoin()
+        elif isinstance(action, CatchUpConfig):
+            self._require(self._config_log).read_to_end(self.config.worker_sync_timeout_ms / 1000)
+            with self._lock:
+                self.herder.snapshot = self._config_state.snapshot()
+
+    def _start_connector(self, name: str, config: Properties, target_state: str, gen: int) -> None:
+        clog = log.bind(connector=name)
+        try:
+            desc = self.registry.find(config.get("connector.class") or "")
+            instance = desc.cls()
+            if target_state == "STARTED":
+                instance.initialize(_Context(self, name))
+                instance.start(_strings(config))
+                state = "RUNNING"
+            else:
+                state = "PAUSED" if target_state == "PAUSED" else "STOPPED"
+            self._connectors[name] = _RunningConnector(instance, config)
+            self._put_status(
+                status_log.ConnectorStatus(name, status_log.State(state), None, self.worker_id, gen)
+            )
+            clog.info("connector started", state=state)
+            if target_state == "STARTED":
+                self._events.put(_ReconfigureRequest(name))
+        except Exception as exc:
+            clog.error("connector failed to start", error=str(exc))
+            self._put_status(
+                status_log.ConnectorStatus(
+                    name, status_log.State.FAILED, traceback.format_exc(), self.worker_id, gen
+                )
+            )
+
+    def _stop_connector(self, name: str, gen: int) -> None:
+        running = self._connectors.pop(name, None)
+        if running is None:
+            return
+        try:
+            running.instance.stop()
+        except Exception as exc:
+            log.warning("connector stop raised", connector=name, error=str(exc))
+        with self._lock:
+            still_exists = self._config_state.snapshot().contains(name)
+        if still_exists:
+            self._put_status(
+                status_log.ConnectorStatus(name, status_log.State.UNASSIGNED, None, self.worker_id, gen)
+            )
+        log.info("connector stopped", connector=name)
+
+    def _reconfigure(self, name: str) -> None:
+        running = self._connectors.get(name)
+        if running is None:
+            return
+        with self._lock:
+            snap = self._config_state.snapshot()
+        if not snap.contains(name) or snap.target_state(name) != "STARTED":
+            return
+        try:
+            max_tasks = int(running.config.get("tasks.max") or "1")
+            raw = running.instance.task_configs(max_tasks)
+            task_class = running.instance.task_class()
+            configs = []
+            for tc in raw:
+                full = dict(tc)
+                full["task.class"] = f"{task_class.__module__}.{task_class.__qualname__}"
+                if connector_type(type(running.instance)) == "sink":
+                    for key in ("topics", "topics.regex"):
+                        value = running.config.get(key)
+                        if value is not None:
+                            full[key] = value
+                configs.append(full)
+        except Exception as exc:
+            log.error("connector failed to compute task configs", connector=name, error=str(exc))
+            self._put_status(
+                status_log.ConnectorStatus(
+                    name,
+                    status_log.State.FAILED,
+                    traceback.format_exc(),
+                    self.worker_id,
+                    self.herder.group.generation,
+                )
+            )
+            return
+        with self._lock:
+            actions = self.herder.on_task_configs(name, configs)
+        self._execute(actions)
+
+    def _publish_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
+        """Only the leader writes task configs; a follower sends them to the leader, signed if sessioned."""
+        with self._lock:
+            is_leader = self.herder.is_leader
+            leader_url = self.herder.group.leader_url
+        if is_leader:
+            self.write_task_configs(name, configs)
+            return
+        if self._forwarder is None:
+            log.warning("no REST forwarder to send task configs to the leader", connector=name)
+            return
+        import json
+
+        body = json.dumps(configs).encode()
+        headers = self.sign(body)
+        try:
+            self._forwarder("POST", leader_url, f"/connectors/{name}/tasks", body, headers)
+        except Exception as exc:
+            log.warning(
+                "sending task configs to the leader failed; will retry", connector=name, error=str(exc)
+            )
+            threading.Timer(1.0, lambda: self._events.put(_ReconfigureRequest(name))).start()
+
+    # ================================================================================= config records
+
+    def _on_config_record(self, record: LogRecord) -> None:
+        with self._lock:
+            self._config_state, corrupt = config_log.apply_raw(
+                self._config_state, record.key, record.value, record.offset
+            )
+        if corrupt is not None:
+            log.warning(
+                "skipping corrupt config record", topic=record.topic, offset=record.offset, error=str(corrupt)
+            )
+        self._events.put(_ConfigMoved())
+
+    def _on_status_record(self, record: LogRecord) -> None:
+        try:
+            decoded = status_log.decode(record.key, record.value)
+        except status_log.CorruptRecord as exc:
+            log.warning(
+                "skipping corrupt status record", topic=record.topic, offset=record.offset, error=str(exc)
+            )
+            return
+        if decoded is None:
+            return
+        with self._lock:
+            self._status_state = status_log.apply(self._status_state, decoded)
+
+    def _on_offset_record(self, record: LogRecord) -> None:
+        from kconnect.runtime import offset_log
+
+        try:
+            decoded = offset_log.decode(record.key, record.value)
+        except offset_log.CorruptRecord as exc:
+            log.warning(
+                "skipping corrupt offset record", topic=record.topic, offset=record.offset, error=str(exc)
+            )
+            return
+        with self._lock:
+            self._offset_state = offset_log.apply(self._offset_state, decoded)
+
+    def _config_offset(self) -> int:
+        with self._lock:
+            return self._config_state.snapshot().offset
+
+    # ================================================================================ member callbacks
+
+    def _metadata(self) -> WorkerState:
+        with self._lock:
+            return WorkerState(
+                url=self.url,
+                config_offset=self._config_state.snapshot().offset,
+                allocation=self.herder.current_allocation(),
+            )
+
+    def _assign(
+        self, leader_id: str, protocol_name: str, members: Mapping[str, tuple[int, WorkerState]]
+    ) -> dict[str, ConnectAssignment]:
+        states = {mid: state for mid, (_v, state) in members.items()}
+        max_offset = max(s.config_offset for s in states.values())
+        if self._config_offset() < max_offset:
+            self._require(self._config_log).read_to_end(self.config.worker_sync_timeout_ms / 1000)
+        with self._lock:
+            snap = self._config_state.snapshot()
+        counts = snap.task_counts()
+        version = protocol.version_for_protocol(protocol_name)
+        if version == 0:
+            result = assignor.eager_assign(leader_id, states, snap.offset, counts)
+        else:
+            result = assignor.revoking_assign(leader_id, states, snap.offset, counts, version)
+        self.log.info(
+            "leader computed assignments",
+            members=len(states),
+            protocol=protocol_name,
+            config_offset=snap.offset,
+        )
+        self.leader_view = LeaderView(leader_id, protocol_name, dict(members), result)
+        return result
+
+    # ======================================================================================= statuses
+
+    def _put_status(self, status: status_log.ConnectorStatus | status_log.TaskStatus) -> None:
+        key, value = status_log.encode(status)
+        try:
+            self._require(self._status_log).send(key, value)
+        except KafkaLogError as exc:
+            log.warning("could not write a status record", error=str(exc))
+
+    # ================================================================================== session key
+
+    def _ensure_session_key(self) -> None:
+        with self._lock:
+            current = self._config_state.snapshot().session_key
+        ttl = self.config.inter_worker_key_ttl_ms
+        now_ms = int(time.time() * 1000)
+        if current is not None and current.creation_timestamp + ttl > now_ms:
+            return
+        size = (self.config.inter_worker_key_size or 256) // 8
+        record = config_log.SessionKeyRecord(
+            key=base64.b64encode(secrets.token_bytes(size)).decode(),
+            algorithm=self.config.inter_worker_key_generation_algorithm,
+            creation_timestamp=now_ms,
+        )
+        key, value = config_log.encode(record)
+        self._require(self._config_log).send(key, value)
+        log.info("leader wrote a new session key")
+
+    def sign(self, body: bytes) -> dict[str, str]:
+        with self._lock:
+            session = self._config_state.snapshot().session_key
+        if session is None:
+            return {}
+        digest = hmac.new(base64.b64decode(session.key), body, hashlib.sha256).digest()
+        return {SIGNATURE_HEADER: base64.b64encode(digest).decode(), SIGNATURE_ALGORITHM_HEADER: "HmacSHA256"}
+
+    def verify(self, body: bytes, headers: Mapping[str, str]) -> None:
+        """Internal requests under ``sessioned`` must carry a signature made with the current session key."""
+        group_protocol = self.herder.group.protocol
+        if group_protocol is None or protocol.version_for_protocol(group_protocol) < 2:
+            return
+        signature = headers.get(SIGNATURE_HEADER.lower()) or headers.get(SIGNATURE_HEADER)
+        if not signature:
+            raise BadRequestError("Internal request missing required signature")
+        expected = self.sign(body).get(SIGNATURE_HEADER)
+        if expected is None or not hmac.compare_digest(expected, signature):
+            raise ForbiddenError("Internal request contained invalid signature.")
+
+    # ==================================================================================== REST facade
+
+    def snapshot(self) -> ClusterConfigSnapshot:
+        with self._lock:
+            return self._config_state.snapshot()
+
+    def status_state(self) -> status_log.StatusState:
+        with self._lock:
+            return self._status_state
+
+    def _require_leader(self) -> None:
+        with self._lock:
+            group = self.herder.group
+            rebalancing = self.herder.rebalancing
+            is_leader = self.herder.is_leader
+        if is_leader:
+            return
+        if not group.known or not group.leader_url:
+            raise RebalanceNeededError(
+                "Cannot complete request momentarily due to no known leader URL, "
+                "likely because a rebalance was underway."
+            )
+        if rebalancing and group.leader_id == group.member_id:
+            raise RebalanceNeededError("Request cannot be completed because a rebalance is expected")
+        raise NotLeaderError(group.leader_url)
+
+    def validate(self, config: Mapping[str, str]) -> None:
+        infos = validate_connector_config(self.registry, dict(config))
+        if infos.error_count:
+            raise BadRequestError(infos.invalid_config_message())
+
+    def put_connector_config(
+        self, name: str, config: Mapping[str, str], allow_replace: bool, initial_state: str | None = None
+    ) -> bool:
+        """Create or replace a connector's config; returns True when it was created."""
+        self._require_leader()
+        exists = self.snapshot().contains(name)
+        if exists and not allow_replace:
+            raise AlreadyExistsError(f"Connector {name} already exists")
+        full = dict(config)
+        full["name"] = name
+        self.validate(full)
+        clog = self._require(self._config_log)
+        if not exists and initial_state is not None:
+            key, value = config_log.encode(
+                config_log.TargetStateRecord(name, config_log.TargetState(initial_state))
+            )
+            clog.send(key, value)
+        key, value = config_log.encode(config_log.ConnectorConfig(name, full))
+        offset = clog.send(key, value)
+        self._await_config(offset)
+        return not exists
+
+    def delete_connector(self, name: str) -> None:
+        self._require_leader()
+        if not self.snapshot().contains(name):
+            raise NotFoundError(f"Connector {name} not found")
+        clog = self._require(self._config_log)
+        key, value = config_log.encode(config_log.ConnectorDeletion(name))
+        clog.send(key, value)
+        key, value = config_log.encode(config_log.TargetStateDeletion(name))
+        offset = clog.send(key, value)
+        self._await_config(offset)
+        tombstones = [status_log.ConnectorStatusDeletion(name)] + [
+            status_log.TaskStatusDeletion(t.task) for t in self.status_state().task_statuses(name)
+        ]
+        for record in tombstones:
+            try:
+                skey, svalue = status_log.encode(record)
+                self._require(self._status_log).send(skey, svalue)
+            except KafkaLogError as exc:
+                log.warning("could not remove a status record", error=str(exc))
+
+    def write_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
+        """Leader only: task records first, then the commit that makes them visible together."""
+        self._require_leader()
+        if not self.snapshot().contains(name):
+            raise NotFoundError(f"Connector {name} not found")
+        clog = self._require(self._config_log)
+        for i, tc in enumerate(configs):
+            key, value = config_log.encode(config_log.TaskConfig(TaskId(name, i), tc))
+            clog.send(key, value)
+        key, value = config_log.encode(config_log.TaskCommit(name, len(configs)))
+        offset = clog.send(key, value)
+        self._await_config(offset)
+        log.info("task configs written", connector=name, tasks=len(configs))
+
+    def _await_config(self, offset: int, timeout_s: float = 30.0) -> None:
+        """Wait until the record written at ``offset`` is in our snapshot (its offset is the next one)."""
+        deadline = time.monotonic() + timeout_s
+        while self._config_offset() <= offset and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    def describe_group(self) -> GroupDescription:
+        return self._require_member().describe()
+
+    def set_forwarder(self, forwarder: Callable[[str, str, str, Any, dict[str, str]], None]) -> None:
+        self._forwarder = forwarder
+
+    # ===================================================================================== shutdown
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Stop work, leave the group (so others rebalance at once), close the logs."""
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        if self._thread is not None:
+            self._stopped.wait(timeout_s)
+        with self._lock:
+            actions = self.herder.on_rejoin_preparing(True, None)
+        self._execute(actions)
+        self.executor.close(self.config.task_shutdown_graceful_timeout_ms / 1000)
+        if self._member is not None:
+            self._member.leave(timeout_ms=5000)
+            self._member.close()
+        for klog in (self._config_log, self._status_log, self._offset_log):
+            if klog is not None:
+                try:
+                    klog.stop()
+                except Exception as exc:  # pragma: no cover - shutting down
+                    log.warning("closing an internal log failed", error=str(exc))
+        self.log.info("worker stopped")
+
+    # ======================================================================================= helpers
+
+    def _require_member(self) -> WorkerMember:
+        if self._member is None:
+            raise RuntimeError("worker not started")
+        return self._member
+
+    @staticmethod
+    def _require(klog: KafkaLog | None) -> KafkaLog:
+        if klog is None:
+            raise RuntimeError("worker not started")
+        return klog
+
+
+class _Context(ConnectorContext):
+    def __init__(self, worker: Worker, name: str) -> None:
+        self._worker = worker
+        self._name = name
+
+    def request_task_reconfiguration(self) -> None:
+        self._worker._events.put(_ReconfigureRequest(self._name))
+
+    def raise_error(self, exc: BaseException) -> None:
+        self._worker._put_status(
+            status_log.ConnectorStatus(
+                self._name,
+                status_log.State.FAILED,
+                "".join(traceback.format_exception(exc)),
+                self._worker.worker_id,
+                self._worker.herder.group.generation,
+            )
+        )
+
+
+def _strings(props: Properties) -> dict[str, str]:
+    """Plugins see configs without nulls (Java's null config values mean "unset")."""
+    return {k: v for k, v in props.items() if v is not None}
+
+
+def _host_port(url: str) -> str:
+    rest = url.split("://", 1)[-1]
+    return rest.rstrip("/")
+
+
+def pid() -> int:
+    return os.getpid()

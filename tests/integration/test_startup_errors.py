@@ -1,0 +1,92 @@
+"""A worker that cannot start says why in one line and exits non-zero."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kconnect.runtime.broker import EmbeddedBroker, free_port
+from tests.support.cluster import worker_properties
+
+pytestmark = pytest.mark.integration
+
+
+def run_worker(tmp_path: Path, props: dict[str, str], timeout: float = 60) -> tuple[int, list[str], float]:
+    path = tmp_path / f"{uuid.uuid4().hex[:6]}.properties"
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "kconnect.runtime.cli", "worker", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("kconnect:")]
+    return proc.returncode, errors, time.monotonic() - started
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        ({"group.id": None}, "group.id"),
+        ({"session.timeout.ms": "soon"}, "session.timeout.ms"),
+        ({"connect.protocol": "gossip"}, "connect.protocol"),
+        ({"scheduled.rebalance.max.delay.ms": "-5"}, "scheduled.rebalance.max.delay.ms"),
+        ({"key.converter": "com.example.NoSuchConverter"}, "key.converter"),
+        ({"listeners": "ftp://:8083"}, "listeners"),
+    ],
+)
+def test_bad_worker_properties_exit_2_with_one_line(
+    tmp_path: Path, change: dict[str, str | None], fragment: str
+) -> None:
+    props = worker_properties("127.0.0.1:1", "g-bad", free_port())
+    for key, value in change.items():
+        if value is None:
+            props.pop(key)
+        else:
+            props[key] = value
+    code, errors, _ = run_worker(tmp_path, props)
+    assert code == 2
+    assert len(errors) == 1, errors
+    assert fragment in errors[0]
+    for value in change.values():
+        if value is not None:
+            assert value in errors[0]
+
+
+def test_unreachable_broker_is_a_clear_error_not_a_hang(tmp_path: Path) -> None:
+    dead = f"127.0.0.1:{free_port()}"
+    props = worker_properties(dead, "g-unreachable", free_port(), request_timeout_ms=20000)
+    code, errors, elapsed = run_worker(tmp_path, props)
+    assert code == 1
+    assert len(errors) == 1 and "could not reach the Kafka cluster" in errors[0] and dead in errors[0]
+    assert elapsed < 45
+
+
+def test_config_topic_that_is_not_compacted_is_refused(tmp_path: Path, broker: EmbeddedBroker) -> None:
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    props = worker_properties(broker.bootstrap, group, free_port())
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    topic = props["config.storage.topic"]
+    admin.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "delete"})])[topic].result(30)
+    code, errors, _ = run_worker(tmp_path, props)
+    assert code == 1
+    assert len(errors) == 1
+    assert topic in errors[0] and "cleanup.policy=delete" in errors[0] and "compact" in errors[0]
+
+
+def test_config_topic_with_two_partitions_is_refused(tmp_path: Path, broker: EmbeddedBroker) -> None:
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    props = worker_properties(broker.bootstrap, group, free_port())
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    topic = props["config.storage.topic"]
+    admin.create_topics([NewTopic(topic, 2, 1, config={"cleanup.policy": "compact"})])[topic].result(30)
+    code, errors, _ = run_worker(tmp_path, props)
+    assert code == 1
+    assert len(errors) == 1 and topic in errors[0] and "2 partitions" in errors[0]

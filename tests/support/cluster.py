@@ -1,0 +1,150 @@
+"""Worker processes for integration tests: real ``kconnect worker`` processes on a real broker."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from kconnect.runtime.broker import free_port
+
+
+def topic_names(prefix: str) -> dict[str, str]:
+    return {
+        "config.storage.topic": f"{prefix}-configs",
+        "offset.storage.topic": f"{prefix}-offsets",
+        "status.storage.topic": f"{prefix}-status",
+        "group.records.storage.topic": f"{prefix}-group-records",
+    }
+
+
+def worker_properties(bootstrap: str, group: str, port: int, **extra: Any) -> dict[str, str]:
+    props = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        **topic_names(group),
+        "config.storage.replication.factor": "1",
+        "offset.storage.replication.factor": "1",
+        "status.storage.replication.factor": "1",
+        "group.records.storage.replication.factor": "1",
+        "offset.storage.partitions": "3",
+        "status.storage.partitions": "3",
+        "listeners": f"http://127.0.0.1:{port}",
+        # The test broker completes a generation about session.timeout.ms / 2 after the first JoinGroup.
+        "session.timeout.ms": "6000",
+        "heartbeat.interval.ms": "1000",
+        "rebalance.timeout.ms": "20000",
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+    }
+    props.update({k.replace("_", "."): str(v) for k, v in extra.items()})
+    return props
+
+
+class WorkerProcess:
+    def __init__(self, workdir: Path, props: dict[str, str], name: str | None = None) -> None:
+        self.name = name or f"w-{uuid.uuid4().hex[:6]}"
+        self.workdir = workdir
+        self.props = props
+        self.port = int(props["listeners"].rsplit(":", 1)[1])
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.props_path = workdir / f"{self.name}.properties"
+        self.log_path = workdir / f"{self.name}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> WorkerProcess:
+        self.props_path.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
+        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child
+        env = {**os.environ, "KCONNECT_LOG_LEVEL": "INFO"}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kconnect.runtime.cli", "worker", str(self.props_path)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+        return self
+
+    def get(self, path: str, **kw: Any) -> httpx.Response:
+        return httpx.get(self.url + path, timeout=30, **kw)
+
+    def request(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        return httpx.request(method, self.url + path, timeout=60, **kw)
+
+    def workers(self) -> dict[str, Any] | None:
+        try:
+            resp = self.get("/workers")
+        except httpx.HTTPError:
+            return None
+        return resp.json() if resp.status_code == 200 else None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self, timeout: float = 30) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                return self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise
+        return self.proc.returncode
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.25) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
+
+
+def start_cluster(
+    workdir: Path, bootstrap: str, count: int, group: str | None = None, **extra: Any
+) -> list[WorkerProcess]:
+    group = group or f"g-{uuid.uuid4().hex[:8]}"
+    workers = []
+    for i in range(count):
+        props = worker_properties(bootstrap, group, free_port(), **extra)
+        workers.append(WorkerProcess(workdir, props, name=f"{group}-w{i}").start())
+    return workers
+
+
+def stable_view(workers: list[WorkerProcess], expected_members: int) -> Callable[[], dict[str, Any] | None]:
+    """A predicate: every worker reports the same generation with ``expected_members`` members."""
+
+    def check() -> dict[str, Any] | None:
+        views = [w.workers() for w in workers]
+        if any(v is None for v in views):
+            return None
+        gens = {v["generation"] for v in views if v}
+        if len(gens) != 1 or -1 in gens:
+            return None
+        first = views[0]
+        assert first is not None
+        if len(first["members"]) != expected_members or first["state"] != "Stable":
+            return None
+        return first
+
+    return check
