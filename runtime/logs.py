@@ -7,6 +7,7 @@ with structlog's contextvars so that deep code does not have to thread it throug
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from typing import Any
 
@@ -44,6 +45,11 @@ def configure(level: str = "INFO", json_output: bool | None = None) -> None:
     root.setLevel(logging.WARNING)
     for noisy in ("kafka", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
+    # KCONNECT_CLIENT_LOG_LEVEL=DEBUG shows the group client's protocol exchanges when diagnosing.
+    client_level = os.environ.get("KCONNECT_CLIENT_LOG_LEVEL")
+    if client_level:
+        logging.getLogger("kafka").setLevel(client_level.upper())
+        root.setLevel(client_level.upper())
     _configured = True
 
 

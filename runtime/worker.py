@@ -602,21 +602,28 @@ class Worker:
         with self._lock:
             return self._status_state
 
-    def _require_leader(self) -> None:
-        with self._lock:
-            group = self.herder.group
-            rebalancing = self.herder.rebalancing
-            is_leader = self.herder.is_leader
-        if is_leader:
-            return
+    def _require_leader(self, settle_timeout_s: float = 30.0) -> None:
+        """Writes need a settled group: wait out a rebalance in progress (as Java's herder queues the
+        request until its next tick), then either proceed as leader or name the leader to forward to."""
+        deadline = time.monotonic() + settle_timeout_s
+        while True:
+            with self._lock:
+                group = self.herder.group
+                rebalancing = self.herder.rebalancing
+                is_leader = self.herder.is_leader
+            if is_leader:
+                return
+            if not rebalancing and group.known and group.leader_url:
+                raise NotLeaderError(group.leader_url)
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
         if not group.known or not group.leader_url:
             raise RebalanceNeededError(
                 "Cannot complete request momentarily due to no known leader URL, "
                 "likely because a rebalance was underway."
             )
-        if rebalancing and group.leader_id == group.member_id:
-            raise RebalanceNeededError("Request cannot be completed because a rebalance is expected")
-        raise NotLeaderError(group.leader_url)
+        raise RebalanceNeededError("Request cannot be completed because a rebalance is expected")
 
     def validate(self, config: Mapping[str, str]) -> None:
         infos = validate_connector_config(self.registry, dict(config))

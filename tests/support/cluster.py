@@ -138,12 +138,13 @@ def stable_view(workers: list[WorkerProcess], expected_members: int) -> Callable
         views = [w.workers() for w in workers]
         if any(v is None for v in views):
             return None
-        gens = {v["generation"] for v in views if v}
-        if len(gens) != 1 or -1 in gens:
+        mine = [v["this_worker"] for v in views if v]
+        gens = {m["generation"] for m in mine}
+        if len(gens) != 1 or -1 in gens or any(m["rebalancing"] for m in mine):
             return None
         first = views[0]
         assert first is not None
-        if len(first["members"]) != expected_members or first["state"] != "Stable":
+        if len(first["members"]) != expected_members or first["generation"] not in gens:
             return None
         return first
 
