@@ -1330,3 +1330,17 @@ def reference_markdown() -> str:
         "reported as unknown and ignored.",
     ]
     return "\n".join(lines) + "\n"
+
+
+PROPERTIES_DOC_HEADER = (
+    "# Worker properties\n\n"
+    "Generated from `config/worker.py` (`python -m kconnect.config.worker > config/PROPERTIES.md` "
+    "rewrites it; a test keeps it in sync). Keys, types and defaults follow Apache Kafka Connect 3.9 "
+    "where the names match.\n\n"
+)
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.stdout.write(PROPERTIES_DOC_HEADER + reference_markdown())

@@ -331,7 +331,8 @@ def create_app(worker: Worker) -> FastAPI:
         with worker._lock:
             group = worker.herder.group
             is_leader = worker.herder.is_leader
-        view = worker.leader_view
+            me = this_worker()  # one consistent reading of this worker's state for the whole answer
+            view = worker.leader_view
         if is_leader and view is not None and view.leader_id == group.member_id:
             members = [
                 member_entry(mid, version, state, view.assignments.get(mid), view.leader_id)
@@ -345,7 +346,7 @@ def create_app(worker: Worker) -> FastAPI:
                 "leader_url": group.leader_url,
                 "source": "leader",
                 "members": members,
-                "this_worker": this_worker(),
+                "this_worker": me,
             }
         if group.known and group.leader_url and request.query_params.get("forward") != "false":
             try:
@@ -355,7 +356,7 @@ def create_app(worker: Worker) -> FastAPI:
                     )
                 if resp.status_code == 200:
                     body = resp.json()
-                    body["this_worker"] = this_worker()
+                    body["this_worker"] = me
                     return body
             except (httpx.HTTPError, ValueError):
                 pass
@@ -374,7 +375,7 @@ def create_app(worker: Worker) -> FastAPI:
                 member_entry(m.member_id, m.metadata_version, m.state, m.assignment, group.leader_id)
                 for m in sorted(desc.members, key=lambda m: m.member_id)
             ],
-            "this_worker": this_worker(),
+            "this_worker": me,
         }
 
     return app

@@ -60,15 +60,26 @@ def cmd_broker(args: argparse.Namespace) -> int:
 
 def load_worker_config(path: str) -> Any:
     from kconnect.config.errors import ConfigError
-    from kconnect.config.properties import load_properties, substitute
+    from kconnect.config.properties import PropertiesSyntaxError, load_properties, substitute
     from kconnect.config.worker import WorkerConfig, unknown_keys
     from kconnect.runtime import logs
 
     try:
         props = substitute(load_properties(path), os.environ)
-        config = WorkerConfig.from_properties(props)
     except OSError as exc:
         raise ConfigError("<file>", path, f"a readable worker properties file ({exc.strerror})") from exc
+    except PropertiesSyntaxError as exc:
+        raise ConfigError("<file>", path, f"a valid Java properties file ({exc})") from exc
+    config = WorkerConfig.from_properties(props)
+    https = [
+        text
+        for text, lst in zip(config.listeners, config.rest_listeners, strict=True)
+        if lst.protocol == "https"
+    ]
+    if https:
+        raise ConfigError(
+            "listeners", ",".join(config.listeners), "http listeners (https is not supported yet)"
+        )
     for key in unknown_keys(props):
         logs.get("kconnect.config").warning("unknown worker property (ignored)", key=key)
     return config
@@ -113,10 +124,8 @@ def serve_worker(config: Any, ready: threading.Event | None = None) -> int:
 
 
 def _listen_address(config: Any) -> tuple[str, int]:
-    listener = config.listeners[0]
-    rest = listener.split("://", 1)[-1]
-    host, _, port = rest.rpartition(":")
-    return (host or "0.0.0.0"), int(port)
+    listener = config.rest_listeners[0]
+    return (listener.host or "0.0.0.0"), int(listener.port)
 
 
 def cmd_worker(args: argparse.Namespace) -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Mapping
 
@@ -352,16 +351,14 @@ def test_revoking_resolves_items_reported_by_several_members_in_one_round(
     assert_no_double_ownership(after)
 
 
-def test_revoking_scales_linearly() -> None:
-    # 1,000 workers x 100,000 tasks with every item misplaced: must stay well clear of quadratic work.
+def test_revoking_at_scale_revokes_every_misplaced_task() -> None:
+    # 1,000 workers x 100,000 tasks with every item misplaced (bench/assignor.py measures its time).
     ids = [f"connect-{i:04d}" for i in range(1000)]
     config = {f"conn-{c:04d}": 100 for c in range(1000)}
     target = eager_assign(ids[0], members_at(9, *ids), 9, config)
     shifted = {
         ids[i]: WorkerState(f"http://{ids[i]}/", 9, target[ids[(i + 1) % len(ids)]]) for i in range(len(ids))
     }
-    started = time.perf_counter()
     result = revoking_assign(ids[0], shifted, 9, config, V2)
-    elapsed = time.perf_counter() - started
     assert sum(len(a.revoked_tasks) for a in result.values()) == 100_000
-    assert elapsed < 10.0, f"revoking_assign took {elapsed:.1f} s"
+    assert not any(a.tasks for a in result.values())  # nothing moves before its owner released it

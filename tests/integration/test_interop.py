@@ -1,0 +1,188 @@
+"""Interop: Apache Kafka Connect 3.9 (Java) and kconnect workers in one group, with
+``connect.protocol=sessioned``, whichever side leads. Each side decodes the other's metadata and
+assignments; writes made through either side's REST reach the leader; both read the same config topic.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kconnect.runtime.broker import EmbeddedBroker, free_port
+from tests.support.cluster import WorkerProcess, wait_until, worker_properties
+from tests.support.reference import ReferenceWorker, reference_available
+
+_AVAILABLE, _WHY = reference_available()
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.interop,
+    pytest.mark.skipif(not _AVAILABLE, reason=f"reference worker unavailable: {_WHY}"),
+]
+
+SESSION_MS = 6000
+
+
+def _kconnect(tmp_path: Path, bootstrap: str, group: str) -> WorkerProcess:
+    props = worker_properties(bootstrap, group, free_port(), session_timeout_ms=SESSION_MS)
+    # The Java worker's topics are created with 1 partition each by the harness; use the same names.
+    props["offset.storage.partitions"] = "1"
+    props["status.storage.partitions"] = "1"
+    props["rebalance.timeout.ms"] = "60000"
+    return WorkerProcess(tmp_path, props, name=f"{group}-kconnect")
+
+
+def _java(bootstrap: str, group: str, log_path: Path) -> ReferenceWorker:
+    return ReferenceWorker(
+        bootstrap,
+        group_id=group,
+        config_topic=f"{group}-configs",
+        offset_topic=f"{group}-offsets",
+        status_topic=f"{group}-status",
+        log_path=log_path,
+        protocol="sessioned",
+        session_timeout_ms=SESSION_MS,
+        heartbeat_interval_ms=1000,
+    )
+
+
+def _two_members(kc: WorkerProcess) -> dict[str, Any] | None:
+    view = kc.workers()
+    if view is None or view["this_worker"]["rebalancing"] or view["this_worker"]["generation"] < 0:
+        return None
+    return view if len(view["members"]) == 2 and view["source"] == "leader" else None
+
+
+def _source_config(tmp_path: Path, topic: str) -> dict[str, str]:
+    source = tmp_path / f"{topic}.txt"
+    source.write_text("one\ntwo\n")
+    return {
+        "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+        "file": str(source),
+        "topic": topic,
+        "tasks.max": "1",
+    }
+
+
+def test_kconnect_leads_and_java_follows(tmp_path: Path, broker: EmbeddedBroker) -> None:
+    group = f"interop-{uuid.uuid4().hex[:6]}"
+    kc = _kconnect(tmp_path, broker.bootstrap, group).start()
+    started = time.monotonic()
+    try:
+        alone = wait_until(
+            lambda: (v := kc.workers()) and v["this_worker"]["generation"] >= 0 and v, 60, "kconnect"
+        )
+        assert alone["members"][0]["leader"]
+        with _java(broker.bootstrap, group, tmp_path / "java.log") as java:
+            view = wait_until(lambda: _two_members(kc), 90, "kconnect's view of a two-member group")
+            joined_s = time.monotonic() - started
+            urls = {m["url"] for m in view["members"]}
+            assert urls == {kc.url + "/", java.url.rstrip("/") + "/"}
+            assert view["protocol"] == "sessioned"
+            java_member = next(m for m in view["members"] if m["url"].startswith(java.url.rstrip("/")))
+            # kconnect decoded the Java worker's v2 subscription.
+            assert java_member["metadata_version"] == 2 and not java_member["leader"]
+            # The Java worker decoded kconnect's v2 assignment: it logs it, naming kconnect as leader.
+            got = java.wait_for_assignment(lambda a: a["leaderUrl"] == kc.url + "/", 60)
+            assert got["protocol_version"] == 2 and got["error"] == 0
+            assert got["leader"] == view["leader"]
+
+            # A connector created through the Java follower is forwarded to the kconnect leader,
+            # and both sides see it RUNNING from the shared status topic.
+            config = _source_config(tmp_path, "from-java")
+
+            def created() -> int | None:
+                resp = java.rest("POST", "/connectors", json={"name": "via-java", "config": config})
+                return resp.status_code if resp.status_code != 409 else None
+
+            assert wait_until(created, 60, "create via the Java worker") == 201
+            wait_until(lambda: kc.get("/connectors").json() == ["via-java"], 30, "kconnect sees it")
+
+            def running_on_both() -> bool:
+                k = kc.get("/connectors/via-java/status").json()
+                j = java.rest("GET", "/connectors/via-java/status").json()
+                return bool(
+                    k.get("connector", {}).get("state") == "RUNNING"
+                    and j.get("connector", {}).get("state") == "RUNNING"
+                    and len(j.get("tasks", [])) == 1
+                )
+
+            wait_until(running_on_both, 90, "the connector RUNNING as both sides report it")
+            print(f"interop (kconnect leads): two-member group formed {joined_s:.1f} s after start")
+    finally:
+        if kc.alive():
+            kc.stop()
+
+
+def test_java_leads_and_kconnect_follows(tmp_path: Path, broker: EmbeddedBroker) -> None:
+    group = f"interop-{uuid.uuid4().hex[:6]}"
+    started = time.monotonic()
+    with _java(broker.bootstrap, group, tmp_path / "java.log") as java:
+        first = java.wait_for_assignment(lambda a: a["error"] == 0, 60)
+        java_leader = first["leader"]
+        kc = _kconnect(tmp_path, broker.bootstrap, group).start()
+        try:
+
+            def following() -> dict[str, Any] | None:
+                view = kc.workers()
+                if view is None:
+                    return None
+                me = view["this_worker"]
+                ok = (
+                    me["generation"] >= 0
+                    and not me["rebalancing"]
+                    and me["leader_url"] == java.url.rstrip("/") + "/"
+                )
+                return view if ok else None
+
+            view = wait_until(following, 90, "kconnect following the Java leader")
+            joined_s = time.monotonic() - started
+            assert view["this_worker"]["protocol"] == "sessioned"
+            # The Java leader logged a two-member assignment round and kept leading.
+            later = java.wait_for_assignment(
+                lambda a: a["generation"] >= view["this_worker"]["generation"], 60
+            )
+            assert later["leader"] == java_leader
+
+            # A connector created through kconnect (a follower) is forwarded to the Java leader; the
+            # Java leader assigns it and its task, and kconnect applies what it is given.
+            config = _source_config(tmp_path, "from-kconnect")
+
+            def created() -> int | None:
+                resp = kc.request("POST", "/connectors", json={"name": "via-kc", "config": config})
+                return resp.status_code if resp.status_code != 409 else None
+
+            assert wait_until(created, 60, "create via kconnect") == 201
+            assert java.rest("GET", "/connectors").json() == ["via-kc"]
+
+            def both_assigned() -> dict[str, Any] | None:
+                status = java.rest("GET", "/connectors/via-kc/status").json()
+                if status.get("connector", {}).get("state") not in ("RUNNING", "UNASSIGNED"):
+                    return None
+                if len(status.get("tasks", [])) != 1:
+                    return None
+                me = kc.workers()
+                if me is None:
+                    return None
+                mine = me["this_worker"]["assignment"]
+                owners = {status["connector"]["worker_id"], status["tasks"][0]["worker_id"]}
+                kc_id = kc.url.split("://")[1]
+                # Whatever the Java leader gave kconnect, kconnect reports it as its own.
+                if kc_id in owners and not (mine["connectors"] or mine["tasks"]):
+                    return None
+                return {"status": status, "mine": mine}
+
+            result = wait_until(both_assigned, 90, "the Java leader's assignment applied on both sides")
+            java_says_kc_owns = {
+                "connectors": ["via-kc"]
+                if result["status"]["connector"]["worker_id"] == kc.url.split("://")[1]
+                else [],
+            }
+            assert result["mine"]["connectors"] == java_says_kc_owns["connectors"]
+            print(f"interop (Java leads): kconnect followed {joined_s:.1f} s after the Java worker started")
+        finally:
+            if kc.alive():
+                kc.stop()
