@@ -223,12 +223,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
         status: dict[str, Any] = {}
         for _ in range(60):
             status = httpx.get(urls[1 % len(urls)] + "/connectors/demo-file-source/status", timeout=5).json()
-            if status.get("connector", {}).get("state") == "RUNNING" and status.get("tasks"):
+            tasks = status.get("tasks") or [{}]
+            if status.get("connector", {}).get("state") == "RUNNING" and tasks[0].get("worker_id"):
                 break
             time.sleep(1)
         print("GET /connectors/demo-file-source/status ->")
         print(json.dumps(status, indent=2))
-        view = httpx.get(urls[0] + "/workers", timeout=5).json()
+        for _ in range(60):  # the leader's view, once the rebalance that handed out the task is over
+            view = httpx.get(urls[0] + "/workers", timeout=5).json()
+            owned = [t for m in view.get("members", []) for t in m["assignment"]["tasks"]]
+            if view.get("source") == "leader" and owned == ["demo-file-source-0"]:
+                break
+            time.sleep(1)
         print("GET /workers ->")
         print(
             json.dumps(
