@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -196,11 +197,15 @@ def create_app(worker: Worker) -> FastAPI:
             )
         target = {"RUNNING": "STARTED"}.get(initial_state, initial_state) if initial_state else None
         try:
-            worker.put_connector_config(name, config, allow_replace=False, initial_state=target)
+            await run_in_threadpool(
+                worker.put_connector_config, name, config, allow_replace=False, initial_state=target
+            )
         except NotLeaderError as exc:
             return await forward_or_raise(request, exc, raw)
         return JSONResponse(
-            status_code=201, content=connector_info(name), headers={"Location": f"/connectors/{name}"}
+            status_code=201,
+            content=connector_info(name),
+            headers={"Location": str(request.base_url).rstrip("/") + f"/connectors/{name}"},
         )
 
     @app.get("/connectors/{name}")
@@ -221,7 +226,7 @@ def create_app(worker: Worker) -> FastAPI:
                 f"in the URL ({name})"
             )
         try:
-            created = worker.put_connector_config(name, config, allow_replace=True)
+            created = await run_in_threadpool(worker.put_connector_config, name, config, allow_replace=True)
         except NotLeaderError as exc:
             return await forward_or_raise(request, exc, raw)
         return JSONResponse(status_code=201 if created else 200, content=connector_info(name))
@@ -231,7 +236,12 @@ def create_app(worker: Worker) -> FastAPI:
         return connector_status(name)
 
     @app.get("/connectors/{name}/tasks")
-    def get_tasks(name: str) -> list[dict[str, Any]]:
+    async def get_tasks(name: str, request: Request) -> Any:
+        """Answered by the leader, as in Apache Kafka Connect: it has read every committed task config."""
+        try:
+            await run_in_threadpool(worker.require_leader)
+        except NotLeaderError as exc:
+            return await forward_or_raise(request, exc, b"")
         snap = worker.snapshot()
         if not snap.contains(name):
             raise NotFoundError(f"Connector {name} not found")
@@ -258,7 +268,7 @@ def create_app(worker: Worker) -> FastAPI:
         configs = [string_map(c, "task config") for c in body]
         worker.verify(raw, dict(request.headers))
         try:
-            worker.write_task_configs(name, configs)
+            await run_in_threadpool(worker.write_task_configs, name, configs)
         except NotLeaderError as exc:
             return await forward_or_raise(request, exc, raw)
         return Response(status_code=204)
@@ -266,7 +276,7 @@ def create_app(worker: Worker) -> FastAPI:
     @app.delete("/connectors/{name}", status_code=204)
     async def delete_connector(name: str, request: Request) -> Response:
         try:
-            worker.delete_connector(name)
+            await run_in_threadpool(worker.delete_connector, name)
         except NotLeaderError as exc:
             return await forward_or_raise(request, exc, b"")
         return Response(status_code=204)
@@ -361,7 +371,7 @@ def create_app(worker: Worker) -> FastAPI:
             except (httpx.HTTPError, ValueError):
                 pass
         try:
-            desc = worker.describe_group()
+            desc = await run_in_threadpool(worker.describe_group)
         except Exception as exc:
             raise RebalanceNeededError(f"The group's members are not known yet: {exc}") from exc
         return {

@@ -11,14 +11,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import os
 import queue
 import secrets
 import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaException
@@ -88,7 +87,6 @@ class WorkerMetrics:
     rebalance_started_at: float | None = None
     last_rebalance_ms: float = 0.0
     scheduled_delay_ms: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -602,7 +600,7 @@ class Worker:
         with self._lock:
             return self._status_state
 
-    def _require_leader(self, settle_timeout_s: float = 30.0) -> None:
+    def require_leader(self, settle_timeout_s: float = 30.0) -> None:
         """Writes need a settled group: wait out a rebalance in progress (as Java's herder queues the
         request until its next tick), then either proceed as leader or name the leader to forward to."""
         deadline = time.monotonic() + settle_timeout_s
@@ -634,7 +632,7 @@ class Worker:
         self, name: str, config: Mapping[str, str], allow_replace: bool, initial_state: str | None = None
     ) -> bool:
         """Create or replace a connector's config; returns True when it was created."""
-        self._require_leader()
+        self.require_leader()
         exists = self.snapshot().contains(name)
         if exists and not allow_replace:
             raise AlreadyExistsError(f"Connector {name} already exists")
@@ -653,7 +651,7 @@ class Worker:
         return not exists
 
     def delete_connector(self, name: str) -> None:
-        self._require_leader()
+        self.require_leader()
         if not self.snapshot().contains(name):
             raise NotFoundError(f"Connector {name} not found")
         clog = self._require(self._config_log)
@@ -674,7 +672,7 @@ class Worker:
 
     def write_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
         """Leader only: task records first, then the commit that makes them visible together."""
-        self._require_leader()
+        self.require_leader()
         if not self.snapshot().contains(name):
             raise NotFoundError(f"Connector {name} not found")
         clog = self._require(self._config_log)
@@ -764,7 +762,3 @@ def _strings(props: Properties) -> dict[str, str]:
 def _host_port(url: str) -> str:
     rest = url.split("://", 1)[-1]
     return rest.rstrip("/")
-
-
-def pid() -> int:
-    return os.getpid()

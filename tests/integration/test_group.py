@@ -3,6 +3,7 @@ rebalance at once when a worker leaves cleanly."""
 
 from __future__ import annotations
 
+import signal
 import time
 from pathlib import Path
 
@@ -138,6 +139,36 @@ def test_connector_visible_everywhere_and_survives_full_restart(
             assert w.get("/connectors").json() == ["src"]
             assert w.get("/connectors/src/config").json()["topic"] == "lines"
         wait_until(running, 60, "connector RUNNING again after the restart")
+    finally:
+        for w in workers:
+            if w.alive():
+                w.stop()
+
+
+def test_worker_that_lost_its_session_releases_its_work_and_rejoins(
+    tmp_path: Path, broker: EmbeddedBroker
+) -> None:
+    """A frozen worker (SIGSTOP) is expelled after the session timeout; thawed, it finds its member id
+    unknown, releases what it held and joins again as a new member."""
+    workers = start_cluster(tmp_path, broker.bootstrap, 2)
+    try:
+        view = wait_until(stable_view(workers, 2), 90, "two workers in one stable generation")
+        follower = next(w for w in workers if w.url + "/" != view["leader_url"])
+        leader = next(w for w in workers if w is not follower)
+        old_member = follower.workers()["this_worker"]["member_id"]  # type: ignore[index]
+        assert follower.proc is not None
+        follower.proc.send_signal(signal.SIGSTOP)
+        try:
+            wait_until(
+                stable_view([leader], 1), 60, "the leader alone after the frozen worker's session expired"
+            )
+        finally:
+            follower.proc.send_signal(signal.SIGCONT)
+        again = wait_until(stable_view(workers, 2), 60, "the thawed worker back in the group")
+        me = follower.workers()
+        assert me is not None
+        assert me["this_worker"]["member_id"] != old_member
+        assert len(again["members"]) == 2
     finally:
         for w in workers:
             if w.alive():
