@@ -329,6 +329,7 @@ def create_app(worker: Worker) -> FastAPI:
             "rebalance_time_ms_total": round(m.rebalance_time_ms_total, 1),
             "last_rebalance_ms": round(m.last_rebalance_ms, 1),
             "scheduled_delay_ms": m.scheduled_delay_ms,
+            **worker.executor.counters(),
         }
 
     @app.get("/workers")

@@ -31,6 +31,10 @@ class Executor(Protocol):
 
     def held(self) -> set[TaskId]: ...
 
+    def counters(self) -> dict[str, int]:
+        """Totals since start (``task_starts``, ``task_stops``): what a rebalance cost this worker."""
+        ...
+
     def close(self, timeout_s: float) -> None: ...
 
 
@@ -59,6 +63,10 @@ class HeldTasks:
     def held(self) -> set[TaskId]:
         with self._lock:
             return set(self._held)
+
+    def counters(self) -> dict[str, int]:
+        with self._lock:
+            return {"task_starts": sum(self.starts.values()), "task_stops": sum(self.stops.values())}
 
     def close(self, timeout_s: float) -> None:
         for task in self.held():

@@ -70,8 +70,20 @@ class CatchUpConfig:
     offset: int
 
 
+@dataclass(frozen=True, slots=True)
+class ReadyToLeave:
+    """A leaving worker holds nothing any more: it can send LeaveGroup and exit."""
+
+
 Action = (
-    StartConnector | StopConnector | StartTask | StopTask | PublishTaskConfigs | RequestRejoin | CatchUpConfig
+    StartConnector
+    | StopConnector
+    | StartTask
+    | StopTask
+    | PublishTaskConfigs
+    | RequestRejoin
+    | CatchUpConfig
+    | ReadyToLeave
 )
 
 
@@ -107,6 +119,8 @@ class Herder:
     running_connectors: dict[str, Properties] = field(default_factory=dict)
     running_tasks: dict[TaskId, Properties] = field(default_factory=dict)
     rebalances_completed: int = 0
+    #: Graceful hand-over (kconnect's, beyond Apache Kafka Connect): the worker announced it is leaving.
+    leaving: bool = False
 
     # -- queries ---------------------------------------------------------------------------------------
 
@@ -178,12 +192,29 @@ class Herder:
         )
         self.rebalancing = False
         self.rebalances_completed += 1
+        if self.leaving:
+            return actions + self._leave_step(version, assignment)
         actions += self._converge()
         if version >= 1 and (assignment.revoked_connectors or assignment.revoked_tasks):
             actions.append(RequestRejoin("assignment revoked work"))
         elif assignment.delay_ms > 0:
             actions.append(RequestRejoin("scheduled rebalance delay", assignment.delay_ms))
         return actions
+
+    def _leave_step(self, version: int, assignment: ConnectAssignment) -> list[Action]:
+        """While leaving, start nothing; go once nothing is held.
+
+        A leader that does not know the flag (an Apache Kafka Connect leader, or the eager protocol)
+        revokes nothing: then release everything at once and go, as a plain shutdown would.
+        """
+        revoked = bool(assignment.revoked_connectors or assignment.revoked_tasks)
+        if version >= 1 and revoked:
+            # Rejoin once more, reporting nothing held, so the leader hands the work out in that round
+            # rather than after this worker is gone.
+            return [RequestRejoin("graceful hand-over: released revoked work")]
+        if self.owned_connectors or self.owned_tasks:
+            return [*self._release(set(self.owned_connectors), set(self.owned_tasks)), ReadyToLeave()]
+        return [ReadyToLeave()]
 
     def on_config(self, snapshot: ClusterConfigSnapshot) -> list[Action]:
         """The config topic moved on: restart what changed here; rebalance when the work set changed."""
@@ -206,6 +237,19 @@ class Herder:
         if work_changed:
             actions.append(RequestRejoin("connectors or task configs changed"))
         return actions
+
+    def begin_leave(self) -> list[Action]:
+        """Announce a planned departure: rejoin flagged as leaving, so the leader moves the work now.
+
+        Under the eager protocol (or before the first rebalance) there is nothing to hand over
+        cooperatively: release everything and go.
+        """
+        if not self.group.known or not self.cooperative:
+            return [*self._release(set(self.owned_connectors), set(self.owned_tasks)), ReadyToLeave()]
+        self.leaving = True
+        if not self.owned_connectors and not self.owned_tasks:
+            return [ReadyToLeave()]
+        return [RequestRejoin("graceful hand-over")]
 
     def on_task_configs(self, connector: str, configs: Sequence[Mapping[str, str]]) -> list[Action]:
         """A connector running here computed its task configs; publish them only when they differ."""
@@ -232,6 +276,8 @@ class Herder:
     def _converge(self) -> list[Action]:
         """Start what is owned and configured but not running; restart what runs with a stale config."""
         actions: list[Action] = []
+        if self.leaving:
+            return actions
         snap = self.snapshot
         for name in sorted(self.owned_connectors):
             if not snap.contains(name):

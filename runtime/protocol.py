@@ -160,6 +160,14 @@ class WorkerState:
     url: str
     config_offset: int
     allocation: ConnectAssignment | None = None
+    #: kconnect's graceful hand-over: the worker is about to leave and asks the leader to move its work
+    #: now rather than treat it as lost. Sent as a trailing flags field (v1+) only when set, so the
+    #: metadata of a worker that is not leaving is byte for byte what Java sends; Java ignores it.
+    leaving: bool = False
+
+
+#: Bits of kconnect's trailing INT16 flags field in v1+ metadata.
+FLAG_LEAVING = 0x0001
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -256,10 +264,12 @@ def encode_metadata(state: WorkerState, version: int) -> bytes:
     )
     if version == V0:
         return head
+    flags = FLAG_LEAVING if state.leaving else 0
+    tail = _I16.pack(flags) if flags else b""
     if state.allocation is None:
-        return head + _NULL_I32
+        return head + _NULL_I32 + tail
     allocation = _encode_assignment(state.allocation, version)
-    return b"".join((head, _I32.pack(len(allocation)), allocation))
+    return b"".join((head, _I32.pack(len(allocation)), allocation, tail))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -279,6 +289,9 @@ class _Reader:
 
     def at_end(self) -> bool:
         return self.pos >= self._end
+
+    def remaining(self) -> int:
+        return max(0, self._end - self.pos)
 
     def _need(self, n: int, what: str) -> None:
         left = self._end - self.pos
@@ -430,7 +443,10 @@ def decode_metadata(data: bytes) -> tuple[int, WorkerState]:
             allocation = _decode_assignment(
                 _Reader(data, start, start + size, "allocation in worker metadata")
             )
-    return version, WorkerState(url, config_offset, allocation)
+    flags = 0
+    if version >= V1 and r.remaining() >= 2:
+        flags = r.int16("kconnect's flags")
+    return version, WorkerState(url, config_offset, allocation, leaving=bool(flags & FLAG_LEAVING))
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -41,6 +41,7 @@ from kconnect.runtime.herder import (
     CatchUpConfig,
     Herder,
     PublishTaskConfigs,
+    ReadyToLeave,
     RequestRejoin,
     StartConnector,
     StartTask,
@@ -77,6 +78,11 @@ class _ReconfigureRequest:
 
 @dataclass
 class _ConfigMoved:
+    pass
+
+
+@dataclass
+class _BeginLeave:
     pass
 
 
@@ -122,6 +128,7 @@ class Worker:
         self._connectors: dict[str, _RunningConnector] = {}
         self._rejoin_at: float | None = None
         self._stopping = threading.Event()
+        self._ready_to_leave = threading.Event()
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
         self.kafka_cluster_id: str = ""
@@ -277,6 +284,11 @@ class Worker:
                 config_moved = True
             elif isinstance(event, _ReconfigureRequest):
                 reconfigure.add(event.connector)
+            elif isinstance(event, _BeginLeave):
+                with self._lock:
+                    actions = self.herder.begin_leave()
+                self.log.info("leaving the group: handing work over first")
+                self._execute(actions)
         if config_moved:
             with self._lock:
                 snapshot = self._config_state.snapshot()
@@ -357,6 +369,8 @@ class Worker:
                 self._rejoin_at = time.monotonic() + action.delay_ms / 1000
             else:
                 self._require_member().request_rejoin()
+        elif isinstance(action, ReadyToLeave):
+            self._ready_to_leave.set()
         elif isinstance(action, CatchUpConfig):
             self._require(self._config_log).read_to_end(self.config.worker_sync_timeout_ms / 1000)
             with self._lock:
@@ -516,6 +530,7 @@ class Worker:
                 url=self.url,
                 config_offset=self._config_state.snapshot().offset,
                 allocation=self.herder.current_allocation(),
+                leaving=self.herder.leaving,
             )
 
     def _assign(
@@ -698,13 +713,22 @@ class Worker:
 
     # ===================================================================================== shutdown
 
-    def stop(self, timeout_s: float = 30.0) -> None:
-        """Stop work, leave the group (so others rebalance at once), close the logs."""
+    def stop(self, graceful: bool = True) -> None:
+        """Hand work over (cooperative protocols), leave the group so that others rebalance at once,
+        close the logs. The hand-over is bounded by ``rebalance.timeout.ms``: past it the worker
+        releases what it still holds and leaves anyway."""
         if self._stopping.is_set():
             return
+        started = time.monotonic()
+        if graceful and self._thread is not None and self._thread.is_alive():
+            self._events.put(_BeginLeave())
+            if self._ready_to_leave.wait(self.config.rebalance_timeout_ms / 1000):
+                self.log.info("work handed over", seconds=round(time.monotonic() - started, 2))
+            else:
+                self.log.warning("hand-over did not finish in rebalance.timeout.ms; leaving anyway")
         self._stopping.set()
         if self._thread is not None:
-            self._stopped.wait(timeout_s)
+            self._stopped.wait(30)
         with self._lock:
             actions = self.herder.on_rejoin_preparing(True, None)
         self._execute(actions)
@@ -718,7 +742,7 @@ class Worker:
                     klog.stop()
                 except Exception as exc:  # pragma: no cover - shutting down
                     log.warning("closing an internal log failed", error=str(exc))
-        self.log.info("worker stopped")
+        self.log.info("worker stopped", seconds=round(time.monotonic() - started, 2))
 
     # ======================================================================================= helpers
 

@@ -266,3 +266,44 @@ def test_property_any_membership_sequence_is_exclusive_and_converges(
     rounds: list[set[str]], connectors: dict[str, int], seed: int
 ) -> None:
     replay(rounds, connectors, seed)
+
+
+# ------------------------------------------------------------------------------------ graceful leave
+
+
+def test_graceful_leave_hands_work_over_through_the_leader() -> None:
+    h = Herder("w1", snapshot({"a": 2}))
+    h.on_rebalanced(1, "m2", "sessioned", assignment(2, ("a",), (A0, A1)))
+    assert h.begin_leave() == [RequestRejoin("graceful hand-over")]
+    assert h.leaving  # the next metadata carries the flag
+    # A kconnect leader revokes everything the leaving worker holds...
+    actions = h.on_rebalanced(
+        2, "m2", "sessioned", assignment(2, revoked_connectors=("a",), revoked_tasks=(A0, A1))
+    )
+    assert kinds(actions) == [
+        ("StopTask", "a-0"),
+        ("StopTask", "a-1"),
+        ("StopConnector", "a"),
+        ("RequestRejoin", ""),
+    ]
+    # ...and once it has reported holding nothing, it gets nothing and may go.
+    actions = h.on_rebalanced(3, "m2", "sessioned", assignment(2))
+    assert kinds(actions) == [("ReadyToLeave", "")]
+
+
+def test_graceful_leave_under_a_leader_that_ignores_the_flag_releases_and_goes() -> None:
+    h = Herder("w1", snapshot({"a": 1, "b": 1}))
+    h.on_rebalanced(1, "m2", "sessioned", assignment(2, ("a",), (A0,)))
+    h.begin_leave()
+    # An Apache Kafka Connect leader revokes nothing (and may even assign more): nothing new starts.
+    actions = h.on_rebalanced(2, "m2", "sessioned", assignment(2, ("b",), (B0,)))
+    assert kinds(actions) == [("StopTask", "a-0"), ("StopConnector", "a"), ("ReadyToLeave", "")]
+    assert not h.running_tasks and not h.running_connectors
+
+
+def test_graceful_leave_under_eager_is_a_plain_release() -> None:
+    h = Herder("w1", snapshot({"a": 1}))
+    h.on_rebalanced(1, "m2", "default", assignment(0, ("a",), (A0,)))
+    actions = h.begin_leave()
+    assert kinds(actions) == [("StopTask", "a-0"), ("StopConnector", "a"), ("ReadyToLeave", "")]
+    assert not h.leaving

@@ -582,3 +582,34 @@ def test_java_rejects_what_we_reject(java_decoder: list[str]) -> None:
             decode_assignment(data)
     answers = _java_decode(java_decoder, [f"assignment {d.hex()}" for d in bad])
     assert all(a.startswith("ERR ") for a in answers), answers
+
+
+@pytest.mark.parametrize("version", [V1, V2])
+@pytest.mark.parametrize("allocation", [None, ConnectAssignment(2, 0, "l", "http://l/", 3, ("c",), ())])
+def test_leaving_flag_trails_the_java_fields_and_round_trips(
+    version: int, allocation: ConnectAssignment | None
+) -> None:
+    staying = WorkerState("http://w:8083/", 3, allocation)
+    leaving = WorkerState("http://w:8083/", 3, allocation, leaving=True)
+    plain = encode_metadata(staying, version)
+    flagged = encode_metadata(leaving, version)
+    # A worker that is not leaving sends exactly Java's bytes; the flag only appends two bytes.
+    assert flagged == plain + b"\x00\x01"
+    assert decode_metadata(flagged)[1].leaving
+    assert not decode_metadata(plain)[1].leaving
+    assert decode_metadata(flagged)[1].allocation == decode_metadata(plain)[1].allocation
+    # v0 has no room for it: an eager group never hears of a graceful leave.
+    assert encode_metadata(leaving, V0) == encode_metadata(staying, V0)
+
+
+@pytest.mark.interop
+def test_java_decodes_metadata_that_carries_the_leaving_flag(java_decoder: list[str]) -> None:
+    allocation = ConnectAssignment(2, 0, "l", "http://l/", 3, ("c",), (TaskId("c", 0),))
+    cases = [WorkerState("http://w:8083/", 3, a, leaving=True) for a in (None, allocation)]
+    lines = [f"metadata {encode_metadata(s, v).hex()}" for s in cases for v in (V1, V2)]
+    answers = _java_decode(java_decoder, lines)
+    assert all(a.startswith("OK ") for a in answers), answers
+    for answer in answers:
+        # What Java re-encodes is the same worker without our trailing field.
+        again = decode_metadata(bytes.fromhex(answer.split(" ")[1]))[1]
+        assert again.url == "http://w:8083/" and not again.leaving
