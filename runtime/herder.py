@@ -169,6 +169,9 @@ class Herder:
             return [CatchUpConfig(assignment.config_offset), RequestRejoin("config mismatch")]
         actions: list[Action] = []
         version = protocol.version_for_protocol(selected_protocol)
+        # KIP-415's downgrade: the first eager generation after a cooperative one is the leader's empty
+        # round; a second rebalance must follow for the real eager assignment.
+        downgraded = version == 0 and self.group.known and self.cooperative
         if version == 0:
             new_connectors = set(assignment.connectors)
             new_tasks = set(assignment.tasks)
@@ -195,7 +198,9 @@ class Herder:
         if self.leaving:
             return actions + self._leave_step(version, assignment)
         actions += self._converge()
-        if version >= 1 and (assignment.revoked_connectors or assignment.revoked_tasks):
+        if downgraded:
+            actions.append(RequestRejoin("protocol downgraded to eager"))
+        elif version >= 1 and (assignment.revoked_connectors or assignment.revoked_tasks):
             actions.append(RequestRejoin("assignment revoked work"))
         elif assignment.delay_ms > 0:
             actions.append(RequestRejoin("scheduled rebalance delay", assignment.delay_ms))

@@ -119,6 +119,8 @@ class Worker:
         self.executor: Executor = executor or HeldTasks()
         self.metrics = WorkerMetrics()
         self.leader_view: LeaderView | None = None
+        self._leader_state = assignor.CooperativeState()  # the leader's memory between rebalances
+        self._rejoin_after_join = False
         self._lock = threading.RLock()  # guards herder, config state, status state
         self._config_state = config_log.ConfigState()
         self._status_state = status_log.StatusState()
@@ -330,8 +332,13 @@ class Worker:
             revoked_tasks=[str(t) for t in assignment.revoked_tasks],
             delay_ms=assignment.delay_ms,
             error=assignment.error,
+            rebalance_ms=round(self.metrics.last_rebalance_ms, 1),
+            rebalances_completed=self.metrics.rebalances_completed,
         )
         self._execute(actions)
+        if self._rejoin_after_join:
+            self._rejoin_after_join = False
+            self._require_member().request_rejoin()
         if self.herder.is_leader and protocol.version_for_protocol(joined.protocol) >= 2:
             self._ensure_session_key()
         self.started.set()
@@ -543,11 +550,25 @@ class Worker:
         with self._lock:
             snap = self._config_state.snapshot()
         counts = snap.task_counts()
-        version = protocol.version_for_protocol(protocol_name)
-        if version == 0:
-            result = assignor.eager_assign(leader_id, states, snap.offset, counts)
-        else:
-            result = assignor.revoking_assign(leader_id, states, snap.offset, counts, version)
+        with self._lock:
+            last_generation = self.herder.group.generation
+            last_protocol = self.herder.group.protocol
+        result, self._leader_state = assignor.leader_assign(
+            self._leader_state,
+            selected_protocol=protocol_name,
+            leader_id=leader_id,
+            members=states,
+            leader_config_offset=snap.offset,
+            connectors=counts,
+            now_ms=int(time.monotonic() * 1000),
+            max_delay_ms=self.config.scheduled_rebalance_max_delay_ms,
+            generation=self._require_member().coordinator._generation.generation_id,
+            leaving=frozenset(mid for mid, st in states.items() if st.leaving),
+            last_completed_generation=last_generation if last_generation >= 0 else None,
+            last_protocol=last_protocol,
+        )
+        # After KIP-415's empty downgrade round the leader itself asks for the real eager round.
+        self._rejoin_after_join = self._leader_state.downgrade_round
         self.log.info(
             "leader computed assignments",
             members=len(states),
