@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kconnect.runtime import broker as embedded
 from kconnect.runtime.broker import free_port
-from tests.support.cluster import WorkerProcess, stable_view, start_cluster, wait_until
+from tests.support.cluster import WorkerProcess, stable_view, start_cluster, wait_nudging, wait_until
 
 TASKS = 30
 DELAY_MS = 10000
@@ -35,7 +35,7 @@ def holdings(workers: list[WorkerProcess]) -> dict[str, dict[str, Any]] | None:
     out: dict[str, dict[str, Any]] = {}
     for w in workers:
         view = w.workers()
-        if view is None or view["this_worker"]["rebalancing"]:
+        if view is None or view["this_worker"]["rebalancing"] or view["this_worker"]["scheduled_delay_ms"]:
             return None
         me = view["this_worker"]
         out[w.url] = {
@@ -71,7 +71,13 @@ def run(protocol: str, bootstrap: str, work: Path) -> list[tuple[str, int, float
             nonlocal before
             t0 = time.monotonic()
             act()
-            after = wait_until(lambda: holdings(everyone), 180, name)
+            # The embedded broker needs a nudge where Kafka would rebalance by itself (wait_nudging).
+            after = wait_nudging(
+                lambda: holdings(everyone),
+                lambda: everyone[0].request("PUT", "/connectors/s/config", json=config),
+                180,
+                name,
+            )
             elapsed = time.monotonic() - t0
             stops = sum(after[w.url]["stops"] - before[w.url]["stops"] for w in staying)
             results.append((name, stops, elapsed))

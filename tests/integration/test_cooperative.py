@@ -13,23 +13,22 @@ from typing import Any
 import pytest
 
 from kconnect.runtime.broker import EmbeddedBroker
-from tests.support.cluster import WorkerProcess, stable_view, start_cluster, wait_until
+from tests.support.cluster import WorkerProcess, stable_view, start_cluster, wait_nudging, wait_until
 
 pytestmark = pytest.mark.integration
 
 TASKS = 30
 DELAY_MS = 20000
+SINK = {
+    "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+    "topics": "coop-in",
+    "tasks.max": str(TASKS),
+}
 
 
 def _sink(workers: list[WorkerProcess]) -> None:
-    config = {
-        "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
-        "topics": "coop-in",
-        "tasks.max": str(TASKS),
-    }
-
     def created() -> int | None:
-        resp = workers[0].request("POST", "/connectors", json={"name": "sink", "config": config})
+        resp = workers[0].request("POST", "/connectors", json={"name": "sink", "config": SINK})
         return resp.status_code if resp.status_code != 409 else None
 
     assert wait_until(created, 60, "the sink connector created") == 201
@@ -67,13 +66,23 @@ def _balanced(workers: list[WorkerProcess]) -> dict[str, dict[str, Any]] | None:
     return h
 
 
+def _settle(workers: list[WorkerProcess], timeout: float, what: str) -> dict[str, dict[str, Any]]:
+    """Wait until every task is held once and no delay runs, nudging the test broker (see wait_nudging)."""
+
+    def nudge() -> None:
+        workers[0].request("PUT", "/connectors/sink/config", json=SINK)
+
+    result: dict[str, dict[str, Any]] = wait_nudging(lambda: _balanced(workers), nudge, timeout, what)
+    return result
+
+
 def _cluster(tmp_path: Path, broker: EmbeddedBroker) -> list[WorkerProcess]:
     workers = start_cluster(
         tmp_path, broker.bootstrap, 3, scheduled_rebalance_max_delay_ms=DELAY_MS, connect_protocol="sessioned"
     )
     wait_until(stable_view(workers, 3), 90, "three workers in one group")
     _sink(workers)
-    wait_until(lambda: _balanced(workers), 90, f"{TASKS} tasks held once each")
+    _settle(workers, 90, f"{TASKS} tasks held once each")
     return workers
 
 
@@ -91,11 +100,8 @@ def test_a_fourth_worker_takes_a_quarter_and_a_clean_stop_hands_over_at_once(
         props["listeners"] = f"http://127.0.0.1:{port}"
         fourth = WorkerProcess(tmp_path, props, name="fourth").start()
         workers.append(fourth)
-        after = wait_until(
-            lambda: (h := _balanced(workers)) and len(h[fourth.url]["tasks"]) > 0 and h,
-            120,
-            "the fourth worker's share",
-        )
+        wait_until(lambda: fourth.workers() is not None, 60, "the fourth worker's REST")
+        after = _settle(workers, 120, "the fourth worker's share")
         moved = len(after[fourth.url]["tasks"])
         assert 6 <= moved <= 9, moved  # about a quarter of 30
         for w in workers[:3]:
@@ -109,7 +115,7 @@ def test_a_fourth_worker_takes_a_quarter_and_a_clean_stop_hands_over_at_once(
         stopping_at = time.monotonic()
         assert fourth.stop() == 0
         workers.remove(fourth)
-        back = wait_until(lambda: _balanced(workers), 60, "the handed-over tasks running elsewhere")
+        back = _settle(workers, 60, "the handed-over tasks running elsewhere")
         elapsed = time.monotonic() - stopping_at
         assert elapsed < DELAY_MS / 1000, f"hand-over took {elapsed:.1f} s: it waited for the delay"
         for w in workers:
@@ -134,9 +140,21 @@ def test_a_bounce_within_the_delay_gets_its_work_back_and_a_death_beyond_it_is_s
         victim = workers[1]
         lost = before[victim.url]["tasks"]
         victim.kill()
+        # The seed's "worker bounces": the group first rebalances without it and its work waits out the
+        # delay; then it returns. (Restarting before the coordinator expires the dead member would, on
+        # the test broker, put the dead member into the next generation: it completes a generation
+        # session.timeout.ms / 2 after the first JoinGroup, before the dead member's session expires.)
+        survivors = [workers[0], workers[2]]
+
+        def waiting() -> bool:
+            h = _holdings(survivors)
+            return bool(h) and all(v["delay"] > 0 for v in h.values())  # type: ignore[union-attr]
+
+        wait_until(waiting, 60, "the survivors holding the lost work back for the delay")
         reborn = WorkerProcess(tmp_path, victim.props, name=victim.name + "-again").start()
         workers[1] = reborn
-        after = wait_until(lambda: _balanced(workers), 120, "the bounced worker holding work again")
+        wait_until(lambda: reborn.workers() is not None, 60, "the bounced worker's REST")
+        after = _settle(workers, 120, "the bounced worker holding work again")
         assert after[reborn.url]["tasks"] == lost, "the bounced worker gets back exactly what it had"
         for w in (workers[0], workers[2]):
             assert after[w.url]["stops"] == before[w.url]["stops"], "nobody else is touched"
@@ -148,7 +166,7 @@ def test_a_bounce_within_the_delay_gets_its_work_back_and_a_death_beyond_it_is_s
         killed_at = time.monotonic()
         victim.kill()
         survivors = [workers[0], workers[1]]
-        spread = wait_until(lambda: _balanced(survivors), 120, "the lost tasks spread after the delay")
+        spread = _settle(survivors, 120, "the lost tasks spread after the delay")
         elapsed = time.monotonic() - killed_at
         assert elapsed >= DELAY_MS / 1000, f"lost tasks moved after {elapsed:.1f} s, before the delay ran out"
         for w in survivors:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -117,6 +118,32 @@ def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval
         if last:
             return last
         time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
+
+
+def wait_nudging(
+    predicate: Callable[[], Any], nudge: Callable[[], Any], timeout: float, what: str, every: float = 4.0
+) -> Any:
+    """``wait_until`` that calls ``nudge`` every ``every`` seconds while the predicate is false.
+
+    The test broker starts no new generation when members rejoin with unchanged metadata, not even when
+    the leader rejoins (Apache Kafka always rebalances then), so a scheduled delay that runs out, or a
+    leader's back-off, waits forever there. A nudge that rewrites an unchanged connector config moves the
+    config offset in every member's metadata, the broker starts a generation, and the leader decides as
+    it would have on Kafka; nothing restarts.
+    """
+    deadline = time.monotonic() + timeout
+    last_nudge = time.monotonic()
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        if time.monotonic() - last_nudge > every:
+            last_nudge = time.monotonic()
+            with contextlib.suppress(httpx.HTTPError):
+                nudge()
+        time.sleep(0.25)
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
 
 
