@@ -150,6 +150,19 @@ def create_app(worker: Worker) -> FastAPI:
 
     # ------------------------------------------------------------------------------------- routes
 
+    @app.middleware("http")
+    async def starting_up(request: Request, call_next: Any) -> Response:
+        # Until the worker has joined and read its config, only liveness-style endpoints answer.
+        if not worker.started.is_set() and request.url.path not in ("/", "/health", "/openapi.json", "/docs"):
+            return error(503, "Request cannot be completed because the worker is still starting up")
+        response: Response = await call_next(request)
+        return response
+
+    @app.get("/health")
+    def health() -> JSONResponse:
+        status, body = worker.health()
+        return JSONResponse(status_code=status, content=body)
+
     @app.get("/")
     def root() -> dict[str, str]:
         return {"version": __version__, "commit": "kconnect", "kafka_cluster_id": worker.kafka_cluster_id}

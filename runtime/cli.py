@@ -92,16 +92,18 @@ def serve_worker(config: Any, ready: threading.Event | None = None) -> int:
     from kconnect.runtime.worker import StartupError, Worker
 
     worker = Worker(config)
-    try:
-        worker.start()
-    except StartupError as exc:
-        return _fail(EXIT_STARTUP, str(exc))
     host, port = _listen_address(config)
     server = uvicorn.Server(
         uvicorn.Config(create_app(worker), host=host, port=port, log_level="warning", lifespan="off")
     )
+    # REST answers from the start (GET /health says 503 until the worker has joined), as Java's does.
     rest = threading.Thread(target=server.run, name="rest", daemon=True)
     rest.start()
+    try:
+        worker.start()
+    except StartupError as exc:
+        worker.startup_error = str(exc)
+        return _fail(EXIT_STARTUP, str(exc))
     stop = threading.Event()
 
     def _stop(_sig: int, _frame: FrameType | None) -> None:

@@ -134,7 +134,9 @@ class Worker:
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
         self.kafka_cluster_id: str = ""
-        self.started = threading.Event()
+        self.started = threading.Event()  # joined the group and read the config topic: healthy
+        self.last_tick = time.monotonic()
+        self.startup_error: str | None = None
         self._admin: AdminClient | None = None
         self._config_log: KafkaLog | None = None
         self._status_log: KafkaLog | None = None
@@ -247,6 +249,7 @@ class Worker:
         self._stopped.set()
 
     def _tick(self, member: WorkerMember) -> None:
+        self.last_tick = time.monotonic()
         self._drain_events()
         due = self._rejoin_at is not None and time.monotonic() >= self._rejoin_at
         if due:
@@ -627,6 +630,27 @@ class Worker:
             raise ForbiddenError("Internal request contained invalid signature.")
 
     # ==================================================================================== REST facade
+
+    #: A herder loop that has not come round for this long is reported unhealthy (Java waits 10 s for
+    #: a no-op herder request; our loop may block a little longer inside a join or a config catch-up).
+    UNHEALTHY_AFTER_S = 15.0
+
+    def health(self) -> tuple[int, dict[str, str]]:
+        """KIP-1017's ``GET /health``: 503 while starting, 200 once joined, 500 when the loop is stuck."""
+        if self.startup_error is not None:
+            return 500, {"status": "unhealthy", "message": f"Worker failed to start: {self.startup_error}"}
+        if not self.started.is_set():
+            return 503, {"status": "starting", "message": "Worker is still starting up."}
+        stalled = time.monotonic() - self.last_tick
+        if stalled > self.UNHEALTHY_AFTER_S and not self._stopping.is_set():
+            return 500, {
+                "status": "unhealthy",
+                "message": f"Worker's herder loop has not completed a tick in {stalled:.0f} s.",
+            }
+        return 200, {
+            "status": "healthy",
+            "message": "Worker has completed startup and is ready to handle requests.",
+        }
 
     def snapshot(self) -> ClusterConfigSnapshot:
         with self._lock:

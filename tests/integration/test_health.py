@@ -1,0 +1,58 @@
+"""GET /health as Apache Kafka Connect 3.9 has it (KIP-1017): 503 while starting, 200 once joined."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+
+from kconnect.runtime.broker import EmbeddedBroker, free_port
+from tests.support.cluster import WorkerProcess, wait_until, worker_properties
+from tests.support.reference import ReferenceWorker, reference_available
+
+pytestmark = pytest.mark.integration
+
+
+def _health(url: str) -> tuple[int, dict[str, str]] | None:
+    try:
+        resp = httpx.get(url + "/health", timeout=5)
+    except httpx.HTTPError:
+        return None
+    return resp.status_code, resp.json()
+
+
+def test_health_is_503_until_the_worker_has_joined_then_200(tmp_path: Path, broker: EmbeddedBroker) -> None:
+    group = f"health-{uuid.uuid4().hex[:6]}"
+    worker = WorkerProcess(tmp_path, worker_properties(broker.bootstrap, group, free_port())).start()
+    try:
+        # The REST server answers before the worker has joined (the test broker takes at least
+        # session.timeout.ms / 2 to complete the first generation).
+        first = wait_until(lambda: _health(worker.url), 30, "the REST server")
+        assert first == (503, {"status": "starting", "message": "Worker is still starting up."})
+        early = httpx.get(worker.url + "/connectors", timeout=5)
+        assert early.status_code == 503 and early.json()["error_code"] == 503
+        ready = wait_until(lambda: (h := _health(worker.url)) and h[0] == 200 and h, 60, "a healthy worker")
+        assert ready[1] == {
+            "status": "healthy",
+            "message": "Worker has completed startup and is ready to handle requests.",
+        }
+        if reference_available()[0]:
+            # The same body, key for key, as the Java worker's.
+            with ReferenceWorker(
+                broker.bootstrap,
+                group_id=f"{group}-java",
+                config_topic=f"{group}-java-configs",
+                offset_topic=f"{group}-java-offsets",
+                status_topic=f"{group}-java-status",
+                log_path=tmp_path / "java.log",
+            ) as java:
+                java_health = wait_until(
+                    lambda: (r := java.rest("GET", "/health")).status_code == 200 and r.json(),
+                    60,
+                    "Java health",
+                )
+                assert java_health == ready[1]
+    finally:
+        worker.stop()
