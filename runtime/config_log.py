@@ -48,6 +48,8 @@ __all__ = [
     "Properties",
     "RestartRequest",
     "SessionKeyRecord",
+    "StaticAssignmentDeletion",
+    "StaticAssignmentRecord",
     "TargetState",
     "TargetStateDeletion",
     "TargetStateRecord",
@@ -73,6 +75,9 @@ RESTART_PREFIX = "restart-connector-"
 TASK_COUNT_PREFIX = "tasks-fencing-"
 SESSION_KEY_KEY = "session-key"
 LOGGER_CLUSTER_PREFIX = "logger-cluster-"
+#: kconnect's own (KIP-987 over REST): an operator's static-assignment override for one worker id.
+#: Java's config store logs a key it does not know and skips it, so mixed clusters are unaffected.
+STATIC_ASSIGNMENT_PREFIX = "static-assignment-"
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -394,6 +399,23 @@ class LoggerLevel:
     level: str
 
 
+@dataclass(frozen=True, slots=True)
+class StaticAssignmentRecord:
+    """``static-assignment-<worker id>``: the static connectors and tasks an operator set for a worker
+    over REST; it wins over the worker's ``static.connectors``/``static.tasks`` while it exists."""
+
+    worker_id: str
+    connectors: tuple[str, ...]
+    tasks: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StaticAssignmentDeletion:
+    """A tombstone for ``static-assignment-<worker id>``: the worker's properties apply again."""
+
+    worker_id: str
+
+
 ConfigRecord: TypeAlias = (
     ConnectorConfig
     | ConnectorDeletion
@@ -405,6 +427,8 @@ ConfigRecord: TypeAlias = (
     | RestartRequest
     | TaskCountRecord
     | LoggerLevel
+    | StaticAssignmentRecord
+    | StaticAssignmentDeletion
 )
 
 
@@ -454,6 +478,11 @@ def encode(record: ConfigRecord) -> tuple[bytes, bytes | None]:
             value = {"task-count": _int_in(task_count, 0, INT32_MAX, "task count")}
         case LoggerLevel(namespace, level):
             key, value = LOGGER_CLUSTER_PREFIX + namespace, {"level": level}
+        case StaticAssignmentRecord(worker_id, connectors, tasks):
+            key = STATIC_ASSIGNMENT_PREFIX + worker_id
+            value = {"connectors": list(connectors), "tasks": list(tasks)}
+        case StaticAssignmentDeletion(worker_id):
+            key, value = STATIC_ASSIGNMENT_PREFIX + worker_id, None
     return key.encode("utf-8"), None if value is None else java_json_bytes(value)
 
 
@@ -546,7 +575,22 @@ def decode(key: bytes | None, value: bytes | None) -> ConfigRecord | None:
         if data is None:
             return None
         return LoggerLevel(namespace, _str_field(text, _object(text, data), "level"))
+    if text.startswith(STATIC_ASSIGNMENT_PREFIX):
+        worker_id = _name(text, STATIC_ASSIGNMENT_PREFIX)
+        if data is None:
+            return StaticAssignmentDeletion(worker_id)
+        obj = _object(text, data)
+        return StaticAssignmentRecord(
+            worker_id, _str_list(text, obj, "connectors"), _str_list(text, obj, "tasks")
+        )
     raise CorruptRecord(text, "unknown key prefix")
+
+
+def _str_list(key: str, obj: Mapping[str, object], field_name: str) -> tuple[str, ...]:
+    items = obj.get(field_name, [])
+    if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+        raise CorruptRecord(key, f"'{field_name}' should be a list of strings but is {_type_name(items)}")
+    return tuple(items)
 
 
 def _target_state(key: str, obj: Mapping[str, object]) -> TargetState:
@@ -610,6 +654,7 @@ class ClusterConfigSnapshot:
     pending_fencing: frozenset[str] = frozenset()
     restart_requests: Mapping[str, PendingRestart] = field(default_factory=_empty)
     logger_levels: Mapping[str, str] = field(default_factory=_empty)
+    static_overrides: Mapping[str, StaticAssignmentRecord] = field(default_factory=_empty)
 
     def connectors(self) -> list[str]:
         return sorted(self.connector_configs)
@@ -818,6 +863,10 @@ def apply(state: ConfigState, record: ConfigRecord | None, offset: int) -> Confi
             )
         case LoggerLevel(namespace, level):
             view = replace(view, logger_levels=_put(view.logger_levels, namespace, level))
+        case StaticAssignmentRecord(worker_id):
+            view = replace(view, static_overrides=_put(view.static_overrides, worker_id, record))
+        case StaticAssignmentDeletion(worker_id):
+            view = replace(view, static_overrides=_drop(view.static_overrides, worker_id))
     return ConfigState(replace(view, offset=offset + 1), state.deferred)
 
 

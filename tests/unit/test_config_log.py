@@ -677,3 +677,28 @@ def test_folding_decoded_bytes_equals_folding_records(history: list[cl.ConfigRec
         via_bytes, error = cl.apply_raw(via_bytes, *cl.encode(record), offset)
         assert error is None
     assert via_bytes.snapshot() == direct.snapshot()
+
+
+# ------------------------------------------------------------------------- kconnect's static overrides
+
+
+def test_static_assignment_override_round_trips_folds_and_is_deleted_by_a_tombstone() -> None:
+    record = cl.StaticAssignmentRecord("10.0.0.7:8083", ("orders",), ("orders-0", "orders-2"))
+    key, value = cl.encode(record)
+    assert key == b"static-assignment-10.0.0.7:8083"
+    assert value == b'{"connectors":["orders"],"tasks":["orders-0","orders-2"]}'
+    assert cl.decode(key, value) == record
+    state = cl.apply(cl.ConfigState(), record, 0)
+    assert state.snapshot().static_overrides == {"10.0.0.7:8083": record}
+    gone = cl.apply(state, cl.decode(key, None), 1)
+    assert cl.decode(key, None) == cl.StaticAssignmentDeletion("10.0.0.7:8083")
+    assert gone.snapshot().static_overrides == {} and gone.snapshot().offset == 2
+
+
+@pytest.mark.parametrize(
+    "value",
+    [b'{"connectors": "orders"}', b'{"tasks": [1, 2]}', b"[]"],
+)
+def test_malformed_static_assignment_overrides_are_corrupt_records(value: bytes) -> None:
+    with pytest.raises(cl.CorruptRecord, match="static-assignment-w1"):
+        cl.decode(b"static-assignment-w1", value)
