@@ -6,8 +6,9 @@
     apply their assignments (eager: release everything before every join; cooperative: stop only what is
     revoked) and rejoin as Kafka Connect workers do (at once after revocations, after the scheduled
     delay otherwise), until nothing moves.
-(b) Assignor wall time and peak traced memory for 1,000 workers x 100,000 tasks (1,000 connectors x 100).
-(c) Encoded JoinGroup subscription size for a worker holding 10,000 tasks.
+(b) Assignor wall time and peak traced memory for 1,000 workers x 100,000 tasks (1,000 connectors x 100),
+    cooperative and static (KIP-987: no static workers; 100 static workers listing one connector each).
+(c) Encoded JoinGroup subscription size for a worker holding 10,000 tasks (v3: listing them as well).
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from kconnect.runtime.assignor import CooperativeState, cooperative_assign, eager_assign
+from kconnect.runtime.assignor import CooperativeState, cooperative_assign, eager_assign, static_assign
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.protocol import NO_ERROR, V1, V2, ConnectAssignment, WorkerState, encode_metadata
+from kconnect.runtime.protocol import NO_ERROR, V1, V2, V3, ConnectAssignment, WorkerState, encode_metadata
 
 MAX_DELAY = 300_000
 _R = TypeVar("_R")
@@ -308,6 +309,39 @@ def scale() -> list[tuple[str, float, float, str]]:
     eager_join, t, mem = timed(lambda: eager_assign(ids[0], joined, 9, config))
     rows.append(("eager, 1 worker joins", t, mem, "all 100,000 tasks restart"))
     del eager_join
+
+    def static_initial(
+        members: dict[str, WorkerState],
+    ) -> tuple[dict[str, ConnectAssignment], CooperativeState]:
+        return static_assign(
+            CooperativeState(),
+            leader_id=ids[0],
+            members=members,
+            leader_config_offset=9,
+            connectors=config,
+            now_ms=0,
+            max_delay_ms=MAX_DELAY,
+            generation=1,
+        )
+
+    (plain, _), t, mem = timed(lambda: static_initial(fresh))
+    rows.append(
+        ("static, no static workers", t, mem, f"{sum(len(a.tasks) for a in plain.values()):,} tasks assigned")
+    )
+    # Workers 900-999 each list one connector and its 100 tasks (conn-0000 ... conn-0099).
+    with_static = dict(fresh)
+    for i, m in enumerate(ids[900:]):
+        name = f"conn-{i:04d}"
+        with_static[m] = WorkerState(
+            f"http://{m}:8083/",
+            9,
+            worker_id=m,
+            static_connectors=(name,),
+            static_tasks=tuple(TaskId(name, n) for n in range(100)),
+        )
+    (mixed, _), t, mem = timed(lambda: static_initial(with_static))
+    on_static = sum(len(mixed[m].tasks) for m in ids[900:])
+    rows.append(("static, 100 static workers", t, mem, f"{on_static:,} tasks on the static workers"))
     return rows
 
 
@@ -315,7 +349,7 @@ def scale() -> list[tuple[str, float, float, str]]:
 # (c) subscription size
 
 
-def subscription_sizes() -> list[tuple[str, int, int]]:
+def subscription_sizes() -> list[tuple[str, int, int, int]]:
     shapes = {
         "100 connectors x 100 tasks": {f"connector-{c:04d}": 100 for c in range(100)},
         "1 connector x 10,000 tasks": {"connector-0000": 10_000},
@@ -328,7 +362,15 @@ def subscription_sizes() -> list[tuple[str, int, int]]:
             V2, NO_ERROR, "connect-0001", "http://connect-0001:8083/", 42, (), tasks
         )
         state = WorkerState("http://connect-0002:8083/", 42, allocation)
-        rows.append((name, len(encode_metadata(state, V1)), len(encode_metadata(state, V2))))
+        listing = WorkerState(state.url, 42, allocation, worker_id="connect-0002", static_tasks=tasks)
+        rows.append(
+            (
+                name,
+                len(encode_metadata(state, V1)),
+                len(encode_metadata(state, V2)),
+                len(encode_metadata(listing, V3)),
+            )
+        )
     return rows
 
 
@@ -366,9 +408,10 @@ def main() -> None:
         print(f"    {name:30} {t:>7.3f} {mem:>9.1f}  {note}")
 
     print("\n(c) JoinGroup subscription of a worker holding 10,000 tasks; target < 1 MB")
-    print(f"    {'shape':30} {'v1 bytes':>9} {'v2 bytes':>9}  (v1 and v2 differ only in the version field)")
-    for name, v1, v2 in subscription_sizes():
-        print(f"    {name:30} {v1:>9,} {v2:>9,}")
+    print("    (v1 and v2 differ only in the version field; v3: a static worker that also lists them)")
+    print(f"    {'shape':30} {'v1 bytes':>9} {'v2 bytes':>9} {'v3 bytes':>9}")
+    for name, v1, v2, v3 in subscription_sizes():
+        print(f"    {name:30} {v1:>9,} {v2:>9,} {v3:>9,}")
 
 
 if __name__ == "__main__":

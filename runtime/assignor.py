@@ -9,6 +9,9 @@ table test. The leader calls :func:`leader_assign` in onLeaderElected and encode
 * :func:`cooperative_assign` is KIP-415's incremental cooperative assignor ("compatible", "sessioned"), as
   Apache Kafka 3.9's IncrementalCooperativeAssignor behaves: deferred resolution of imbalance, with the
   leader's memory between rounds kept in an immutable :class:`CooperativeState`.
+* :func:`static_assign` is KIP-987's static assignment ("static", kconnect's; no Apache release has it):
+  static jobs go to the workers that list them, and the cooperative algorithm deals the rest out among
+  the workers without a static assignment.
 * :func:`leader_assign` picks one of them from the selected protocol and handles KIP-415's downgrade.
 * :func:`revoking_assign` is the simpler cooperative assignor that served before this one landed (same
   target as eager, in at most two rounds, no delay); it stays for comparison until the worker switches.
@@ -32,6 +35,7 @@ from kconnect.runtime.protocol import (
     NO_ERROR,
     V0,
     V1,
+    V3,
     ConnectAssignment,
     WorkerState,
     version_for_protocol,
@@ -39,7 +43,15 @@ from kconnect.runtime.protocol import (
 
 _T = TypeVar("_T")
 
-__all__ = ["CooperativeState", "cooperative_assign", "eager_assign", "leader_assign", "revoking_assign"]
+__all__ = [
+    "STATIC_UNASSIGNED_REASON",
+    "CooperativeState",
+    "cooperative_assign",
+    "eager_assign",
+    "leader_assign",
+    "revoking_assign",
+    "static_assign",
+]
 
 
 def _java_order(s: str) -> bytes:
@@ -244,6 +256,10 @@ class CooperativeState:
     #: The last round was KIP-415's empty downgrade round: the leader must rejoin so that the real
     #: eager assignment follows (members that never ran cooperatively have no reason to).
     downgrade_round: bool = False
+    #: :func:`static_assign` only: the jobs this round left on no worker because no live worker may run
+    #: them (see :data:`STATIC_UNASSIGNED_REASON`); the herder reports them UNASSIGNED. Empty otherwise.
+    unassigned_connectors: frozenset[str] = frozenset()
+    unassigned_tasks: frozenset[TaskId] = frozenset()
 
 
 # Java's ExponentialBackoff for successive revoking rebalances: initial 1 ms, multiplier 40, no jitter,
@@ -263,6 +279,7 @@ def _revoking_backoff_ms(attempts: int, max_delay_ms: int) -> int:
 def _inherit_delay(
     state: CooperativeState,
     members: Mapping[str, WorkerState],
+    scope: _Scope,
     connectors: Mapping[str, int],
     now_ms: int,
     max_delay_ms: int,
@@ -276,6 +293,8 @@ def _inherit_delay(
     left of their delay in ``allocation.delay_ms``, an upper bound when they report it as received (as
     Java workers do). With no delay running, unaccounted work is new and is assigned at once ("leader
     leaves"). Java 3.9 has no such heuristic: its new leader assigns everything unaccounted at once.
+
+    "Everything" is the work of ``scope``: under :func:`static_assign`, the wildcard jobs.
     """
     fresh = CooperativeState(previous_version=state.previous_version)
     if max_delay_ms <= 0:
@@ -288,11 +307,13 @@ def _inherit_delay(
     if not reported:
         return fresh
     delay = min(min(reported), max_delay_ms)
+    ex_c, ex_t = scope.excluded_connectors, scope.excluded_tasks
+    tasks = (TaskId(c, n) for c, count in connectors.items() for n in range(count))
     return replace(
         fresh,
-        previous_members=frozenset(members),
-        previous_connectors=frozenset(connectors),
-        previous_tasks=frozenset(TaskId(c, n) for c, count in connectors.items() for n in range(count)),
+        previous_members=frozenset(scope.group),
+        previous_connectors=frozenset(c for c in connectors if c not in ex_c),
+        previous_tasks=frozenset(t for t in tasks if t not in ex_t) if ex_t else frozenset(tasks),
         scheduled_rebalance_ms=now_ms + delay,
         delay_ms=delay,
     )
@@ -368,6 +389,48 @@ def _balance_revocations(total: int, order: Sequence[str], loads: Mapping[str, i
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """The part of the group one run of the cooperative algorithm deals with.
+
+    For :func:`cooperative_assign`, every member and every configured job. For :func:`static_assign`
+    (KIP-987 steps 7 and 8), the wildcard workers plus every leaving member, and the wildcard jobs.
+    """
+
+    #: The members that give up and receive work in this run, in Java order (leaving ones included).
+    member_ids: Sequence[str]
+    #: Every member of the group: departures since the last round are judged against it, and the next
+    #: round remembers it.
+    group: AbstractSet[str]
+    #: Configured jobs outside the scope (the static jobs; existing ones only). A member of the scope
+    #: that runs one gives it up as it gives up work no longer configured (step 3), and the leader's
+    #: memory of one is never lost work.
+    excluded_connectors: AbstractSet[str] = frozenset()
+    excluded_tasks: AbstractSet[TaskId] = frozenset()
+    #: Jobs in scope that members outside it stop in this round (wildcard jobs on static workers, step 5):
+    #: they count for balance, but are neither lost nor free to assign before the next round.
+    releasing_connectors: AbstractSet[str] = frozenset()
+    releasing_tasks: AbstractSet[TaskId] = frozenset()
+
+
+@dataclass(slots=True)
+class _Moves:
+    """One member's part of a round: what it starts, and what it stops first."""
+
+    new_c: list[str]
+    new_t: list[TaskId]
+    revoke_c: list[str]
+    revoke_t: list[TaskId]
+
+
+def _checked_names(connectors: Mapping[str, int]) -> list[str]:
+    names = sorted(connectors, key=_java_order)
+    for name in names:
+        if connectors[name] < 0:
+            raise ValueError(f"connector {name!r} has a negative task count {connectors[name]}")
+    return names
+
+
 def cooperative_assign(
     state: CooperativeState,
     *,
@@ -419,24 +482,79 @@ def cooperative_assign(
     # The work below comes from the leader's snapshot: announce its offset when it is ahead, so that every
     # member reads at least that far before acting (Java does this when it had to refresh its snapshot).
     config_offset = max(frame.config_offset, leader_config_offset)
-    names = sorted(connectors, key=_java_order)
-    for name in names:
-        if connectors[name] < 0:
-            raise ValueError(f"connector {name!r} has a negative task count {connectors[name]}")
-    rank = {name: i for i, name in enumerate(names)}
+    names = _checked_names(connectors)
     member_ids = sorted(members, key=_java_order)
+    completed = generation - 1 if last_completed_generation is None else last_completed_generation
+    moves, delay, new_state = _cooperative_round(
+        state,
+        _Scope(member_ids, members.keys()),
+        members,
+        connectors,
+        names,
+        leaving=leaving,
+        now_ms=now_ms,
+        max_delay_ms=max_delay_ms,
+        generation=generation,
+        completed=completed,
+        version=version,
+    )
+    out = {
+        m: ConnectAssignment(
+            version,
+            NO_ERROR,
+            frame.leader,
+            frame.leader_url,
+            config_offset,
+            tuple(mv.new_c),
+            tuple(mv.new_t),
+            tuple(mv.revoke_c),
+            tuple(mv.revoke_t),
+            delay,
+        )
+        for m, mv in moves.items()
+    }
+    return out, new_state
+
+
+def _cooperative_round(
+    state: CooperativeState,
+    scope: _Scope,
+    members: Mapping[str, WorkerState],
+    connectors: Mapping[str, int],
+    names: Sequence[str],
+    *,
+    leaving: AbstractSet[str],
+    now_ms: int,
+    max_delay_ms: int,
+    generation: int,
+    completed: int,
+    version: int,
+) -> tuple[dict[str, _Moves], int, CooperativeState]:
+    """The body of :func:`cooperative_assign`, limited to ``scope``: each scope member's moves (in Java
+    order), the delay every member of the group is sent, and the leader's next state.
+
+    ``names`` are all configured connectors in Java order (tasks of excluded connectors may be in scope).
+    """
+    rank = {name: i for i, name in enumerate(names)}
+    member_ids = list(scope.member_ids)
     gone = frozenset(m for m in member_ids if m in leaving)
     staying = [m for m in member_ids if m not in gone]
+    staying_set = frozenset(staying)
+    ex_c, ex_t = scope.excluded_connectors, scope.excluded_tasks
+    rel_c, rel_t = scope.releasing_connectors, scope.releasing_tasks
+    scope_names = [c for c in names if c not in ex_c] if ex_c else list(names)
 
-    completed = generation - 1 if last_completed_generation is None else last_completed_generation
     if state.previous_generation != completed:
-        state = _inherit_delay(state, members, connectors, now_ms, max_delay_ms)
+        state = _inherit_delay(state, members, scope, connectors, now_ms, max_delay_ms)
 
     def task_key(t: TaskId) -> tuple[int, int]:
         return (rank[t.connector], t.task)
 
-    def configured(t: TaskId) -> bool:
-        return 0 <= t.task < connectors.get(t.connector, 0)
+    def dealt_c(c: str) -> bool:
+        return c in connectors and c not in ex_c
+
+    def dealt_t(t: TaskId) -> bool:
+        return 0 <= t.task < connectors.get(t.connector, 0) and not (ex_t and t in ex_t)
 
     # What members run now.
     owned_c: dict[str, tuple[str, ...]] = {}
@@ -456,29 +574,37 @@ def cooperative_assign(
     if not (state.revoked_connectors.isdisjoint(active_c) and state.revoked_tasks.isdisjoint(active_t)):
         prev_c, prev_t = active_c, active_t
 
-    # Deleted: what the leader remembers or members run that is no longer configured. (Java looks at its
-    # memory only, so a new leader would let a member run a deleted task for one more round.)
-    deleted_c = {c for c in active_c if c not in connectors} | {c for c in prev_c if c not in connectors}
-    deleted_t = {t for t in active_t if not configured(t)} | {t for t in prev_t if not configured(t)}
+    # Deleted: what the leader remembers or members run that is no longer configured, or out of scope.
+    # (Java looks at its memory only, so a new leader would let a member run a deleted task for one more
+    # round.)
+    deleted_c = {c for c in active_c if not dealt_c(c)} | {c for c in prev_c if not dealt_c(c)}
+    deleted_t = {t for t in active_t if not dealt_t(t)} | {t for t in prev_t if not dealt_t(t)}
     prev_only_t = prev_t - active_t
     lost_c = set(prev_c) - active_c - deleted_c
     lost_t = prev_only_t - deleted_t
-    created_c = [c for c in names if c not in active_c and c not in prev_c]
-    total_tasks = sum(connectors.values())
+    if rel_c:
+        lost_c -= rel_c
+    if rel_t:
+        lost_t -= rel_t
+    created_c = [c for c in scope_names if c not in active_c and c not in prev_c and c not in rel_c]
+    total_tasks = sum(connectors.values()) - len(ex_t)
     known_tasks = len(active_t) + len(prev_only_t) - len(deleted_t)
+    if rel_t:
+        known_tasks += len(rel_t - active_t - prev_only_t)
     created_t: list[TaskId] = []
     if known_tasks < total_tasks:
         have: dict[str, set[int]] = {}
-        for group in (active_t, prev_only_t):
+        for group in (active_t, prev_only_t, rel_t):
             for t in group:
                 have.setdefault(t.connector, set()).add(t.task)
         for name in names:
             numbers = have.get(name)
             count = connectors[name]
             if numbers is None:
-                created_t.extend(TaskId(name, n) for n in range(count))
+                fresh = [TaskId(name, n) for n in range(count)]
             else:
-                created_t.extend(TaskId(name, n) for n in range(count) if n not in numbers)
+                fresh = [TaskId(name, n) for n in range(count) if n not in numbers]
+            created_t.extend([t for t in fresh if t not in ex_t] if ex_t else fresh)
 
     # Revocations that are not about balance: deleted and duplicated work, and all of a leaving member's.
     removed_c = deleted_c | dup_c
@@ -517,11 +643,11 @@ def cooperative_assign(
     lost_sorted_t = sorted(lost_t, key=task_key)
     if not lost_c and not lost_t and not revoked_in_previous:
         scheduled, delay, candidates = 0, 0, []
-    elif (scheduled <= 0 and state.previous_members <= members.keys()) or max_delay_ms == 0:
+    elif (scheduled <= 0 and state.previous_members <= scope.group) or max_delay_ms == 0:
         # Nobody left since the last round (the work went missing some other way), or delays are off.
         reassign_c, reassign_t = lost_sorted_c, lost_sorted_t
     elif scheduled > 0 and now_ms >= scheduled:
-        picked = [m for m in candidates if m in members and m not in gone]
+        picked = [m for m in candidates if m in staying_set]
         if picked:
             for i, c in enumerate(lost_sorted_c):
                 new_c[picked[i % len(picked)]].append(c)
@@ -541,8 +667,8 @@ def cooperative_assign(
     if delay == 0:
         loads_c = {m: len(keep_c[m]) + len(new_c[m]) for m in staying}
         loads_t = {m: len(keep_t[m]) + len(new_t[m]) for m in staying}
-        if names and any(loads_c[m] or loads_t[m] for m in staying):
-            over_c = _balance_revocations(len(names), staying, loads_c)
+        if (scope_names or total_tasks) and any(loads_c[m] or loads_t[m] for m in staying):
+            over_c = _balance_revocations(len(scope_names), staying, loads_c)
             over_t = _balance_revocations(total_tasks, staying, loads_t)
         else:
             over_c, over_t = {}, {}
@@ -582,21 +708,7 @@ def cooperative_assign(
     _level(staying, loads_c, created_c + reassign_c, new_c)
     _level(staying, loads_t, created_t + reassign_t, new_t)
 
-    out = {
-        m: ConnectAssignment(
-            version,
-            NO_ERROR,
-            frame.leader,
-            frame.leader_url,
-            config_offset,
-            tuple(new_c[m]),
-            tuple(new_t[m]),
-            tuple(revoke_c[m]),
-            tuple(revoke_t[m]),
-            delay,
-        )
-        for m in member_ids
-    }
+    moves = {m: _Moves(new_c[m], new_t[m], revoke_c[m], revoke_t[m]) for m in member_ids}
 
     # Remember what is assigned after this round, plus the lost work still held back.
     all_revoked_c = {c for m in member_ids for c in revoke_c[m]}
@@ -606,7 +718,7 @@ def cooperative_assign(
     next_t = next_t.union(*new_t.values(), lost_t)
     new_state = CooperativeState(
         previous_generation=generation,
-        previous_members=frozenset(members) - gone,
+        previous_members=frozenset(scope.group) - gone,
         previous_connectors=frozenset(next_c),
         previous_tasks=frozenset(next_t),
         revoked_connectors=frozenset(all_revoked_c),
@@ -617,6 +729,239 @@ def cooperative_assign(
         delay_ms=delay,
         candidates=tuple(candidates),
         previous_version=version,
+    )
+    return moves, delay, new_state
+
+
+# ---------------------------------------------------------------------------------------------------
+# KIP-987: static assignments
+
+
+#: Why :func:`static_assign` leaves a job in ``CooperativeState.unassigned_*``, for its status.
+STATIC_UNASSIGNED_REASON = (
+    "no live worker lists it in its static assignment (static.connectors, static.tasks), and every live "
+    "worker has a static assignment"
+)
+
+
+def _static_tie_key(member_id: str, state: WorkerState) -> tuple[bytes, bytes]:
+    # worker.id first: it survives restarts, so the same workers win ties after a restart. The url stands
+    # in for a worker that sent none; the member id breaks what is left (two members of one worker id).
+    name = state.worker_id if state.worker_id is not None else state.url
+    return _java_order(name), _java_order(member_id)
+
+
+def static_assign(
+    state: CooperativeState,
+    *,
+    leader_id: str,
+    members: Mapping[str, WorkerState],
+    leader_config_offset: int,
+    connectors: Mapping[str, int],
+    now_ms: int,
+    max_delay_ms: int,
+    generation: int,
+    leaving: AbstractSet[str] = frozenset(),
+    last_completed_generation: int | None = None,
+    version: int = V3,
+) -> tuple[dict[str, ConnectAssignment], CooperativeState]:
+    """One round of KIP-987's static assignment, for a group whose members all speak ``static`` (v3).
+
+    The seed's eight steps; each member's static assignment is ``WorkerState.static_connectors`` and
+    ``static_tasks``:
+
+    1. Members listing at least one job are static workers, the others wildcard workers. A leaving
+       member (graceful hand-over) is neither: its static assignment no longer counts, it gives up
+       everything, and the cooperative part below treats it as a leaving member.
+    2. Existing jobs that at least one static worker lists are static jobs, the others wildcard jobs.
+       Jobs listed but not configured are ignored; a static task needs no static connector.
+    3. A wildcard worker running a static job gives it up (the cooperative part, in which static jobs are
+       out of scope, revokes it like work no longer configured).
+    4. A static worker running a static job it does not list gives it up; so does each but one static
+       worker running the same static job (two workers list it): the first in tie-break order keeps it.
+    5. A static worker running a wildcard job (or a job no longer configured) gives it up.
+    6. Each static job that no member runs goes to a static worker listing it: the least loaded (jobs it
+       runs after this round, connectors and tasks together), ties to the smallest ``worker_id`` (the url
+       if none) in Java string order, then member id. Static connectors are handed out first, then static
+       tasks, each in (connector, task number) order. A static job still running somewhere is given to
+       its static worker in the next round, after the old owner released it, so no job ever runs on two
+       members.
+    7-8. :func:`cooperative_assign`'s algorithm (KIP-415, with its scheduled delay for lost work and its
+       balancing revocations) over the wildcard workers and the wildcard jobs only. Wildcard jobs that
+       static workers give up in this round count towards the balance but are assigned in the next round.
+
+    Consequences: a static group with no static worker is assigned exactly as ``sessioned`` would assign
+    it. When a static worker vanishes, what only it listed becomes wildcard work that it ran: lost work,
+    held back for ``max_delay_ms`` (the worker coming back within the delay takes it again at once) and
+    then handed to the wildcard workers; a static job another live static worker lists moves to that
+    worker at once. When the group's live workers are all static workers, the wildcard jobs can run
+    nowhere: they are assigned to no one and listed in the returned state's ``unassigned_connectors`` and
+    ``unassigned_tasks`` (reason: :data:`STATIC_UNASSIGNED_REASON`), so that their status can say so.
+
+    The returned state is the cooperative leader's memory (the same type ``cooperative_assign`` keeps, so
+    a group can move between ``sessioned`` and ``static`` without losing it): it remembers the static jobs
+    placed on static workers as assigned, which is how a static worker's departure is told from new work.
+    Arguments are those of :func:`cooperative_assign`; ``version`` (3 or later) is the assignments'.
+    Every member is sent the cooperative part's delay.
+    """
+    if version < V3:
+        raise ValueError(f"static_assign serves protocol versions >= 3, not version {version}")
+    if max_delay_ms < 0:
+        raise ValueError(f"scheduled rebalance max delay {max_delay_ms} ms is negative")
+    if not members:
+        return {}, state
+    frame = _frame(leader_id, members, leader_config_offset)
+    if frame.mismatch:
+        return _mismatch(frame, members, version), state
+    config_offset = max(frame.config_offset, leader_config_offset)
+    names = _checked_names(connectors)
+    rank = {name: i for i, name in enumerate(names)}
+    member_ids = sorted(members, key=_java_order)
+
+    def existing(t: TaskId) -> bool:
+        return 0 <= t.task < connectors.get(t.connector, 0)
+
+    # Step 1: static workers (in tie-break order) and the others, which the cooperative part deals with.
+    static_workers = sorted(
+        (m for m in member_ids if m not in leaving and members[m].is_static),
+        key=lambda m: _static_tie_key(m, members[m]),
+    )
+    static_set = frozenset(static_workers)
+    scope_ids = [m for m in member_ids if m not in static_set]
+
+    # Step 2: static jobs, each with the static workers listing it (in tie-break order).
+    listers_c: dict[str, list[str]] = {}
+    listers_t: dict[TaskId, list[str]] = {}
+    for m in static_workers:
+        for c in members[m].static_connectors:
+            if c in connectors:
+                listers_c.setdefault(c, []).append(m)
+        for t in members[m].static_tasks:
+            if existing(t):
+                listers_t.setdefault(t, []).append(m)
+
+    # Steps 4 and 5: a static worker keeps only static jobs it lists, one copy of each.
+    moves: dict[str, _Moves] = {}
+    holder_c: dict[str, str] = {}
+    holder_t: dict[TaskId, str] = {}
+    releasing_c: set[str] = set()  # wildcard jobs static workers stop now (step 5)
+    releasing_t: set[TaskId] = set()
+    load: dict[str, int] = {}
+    for m in static_workers:
+        a = members[m].allocation
+        revoke_c: list[str] = []
+        revoke_t: list[TaskId] = []
+        kept = 0
+        for c in a.connectors if a is not None else ():
+            if c not in holder_c and m in listers_c.get(c, ()):
+                holder_c[c] = m
+                kept += 1
+            else:
+                revoke_c.append(c)
+                if c in connectors and c not in listers_c:
+                    releasing_c.add(c)
+        for t in a.tasks if a is not None else ():
+            if t not in holder_t and m in listers_t.get(t, ()):
+                holder_t[t] = m
+                kept += 1
+            else:
+                revoke_t.append(t)
+                if existing(t) and t not in listers_t:
+                    releasing_t.add(t)
+        moves[m] = _Moves([], [], revoke_c, revoke_t)
+        load[m] = kept
+
+    # Step 6: static jobs nobody runs, to the least loaded static worker listing them.
+    running_c: set[str] = set()
+    running_t: set[TaskId] = set()
+    for s in members.values() if listers_c or listers_t else ():
+        if s.allocation is not None:
+            running_c.update(s.allocation.connectors)
+            running_t.update(s.allocation.tasks)
+    for c in names:
+        listers = listers_c.get(c)
+        if listers is None or c in running_c:
+            continue
+        pick = min(listers, key=load.__getitem__)  # the first of equals: tie-break order
+        moves[pick].new_c.append(c)
+        holder_c[c] = pick
+        load[pick] += 1
+    for t in sorted(listers_t, key=lambda t: (rank[t.connector], t.task)):
+        if t in running_t:
+            continue
+        listers = listers_t[t]
+        pick = min(listers, key=load.__getitem__)
+        moves[pick].new_t.append(t)
+        holder_t[t] = pick
+        load[pick] += 1
+
+    # Steps 7 and 8: the cooperative algorithm over wildcard workers (and leaving members) and jobs.
+    completed = generation - 1 if last_completed_generation is None else last_completed_generation
+    if scope_ids:
+        scope = _Scope(
+            scope_ids,
+            members.keys(),
+            frozenset(listers_c),
+            frozenset(listers_t),
+            frozenset(releasing_c),
+            frozenset(releasing_t),
+        )
+        coop_moves, delay, coop_state = _cooperative_round(
+            state,
+            scope,
+            members,
+            connectors,
+            names,
+            leaving=leaving,
+            now_ms=now_ms,
+            max_delay_ms=max_delay_ms,
+            generation=generation,
+            completed=completed,
+            version=version,
+        )
+        moves.update(coop_moves)
+    else:  # every member is a static worker: no wildcard work can run, nothing to hold back for anyone
+        delay = 0
+        coop_state = CooperativeState(
+            previous_generation=generation, previous_members=frozenset(members), previous_version=version
+        )
+
+    unassigned_c: frozenset[str] = frozenset()
+    unassigned_t: frozenset[TaskId] = frozenset()
+    if static_workers and all(m in leaving for m in scope_ids):
+        unassigned_c = frozenset(c for c in names if c not in listers_c)
+        every_task = (TaskId(c, n) for c in names for n in range(connectors[c]))
+        unassigned_t = frozenset(t for t in every_task if t not in listers_t)
+
+    out = {
+        m: ConnectAssignment(
+            version,
+            NO_ERROR,
+            frame.leader,
+            frame.leader_url,
+            config_offset,
+            tuple(moves[m].new_c),
+            tuple(moves[m].new_t),
+            tuple(moves[m].revoke_c),
+            tuple(moves[m].revoke_t),
+            delay,
+        )
+        for m in member_ids
+    }
+    if not static_workers:  # nothing to add: exactly the cooperative round ("sessioned")
+        return out, coop_state
+    # Remember the static jobs on static workers as assigned (their loss is lost work), and every
+    # revocation of this round.
+    static_revoked_c = {c for m in static_workers for c in moves[m].revoke_c}
+    static_revoked_t = {t for m in static_workers for t in moves[m].revoke_t}
+    new_state = replace(
+        coop_state,
+        previous_connectors=coop_state.previous_connectors.union(holder_c),
+        previous_tasks=coop_state.previous_tasks.union(holder_t),
+        revoked_connectors=coop_state.revoked_connectors.union(static_revoked_c),
+        revoked_tasks=coop_state.revoked_tasks.union(static_revoked_t),
+        unassigned_connectors=unassigned_c,
+        unassigned_tasks=unassigned_t,
     )
     return out, new_state
 
@@ -646,10 +991,26 @@ def leader_assign(
       under the cooperative protocol. Every member first gets a v0 assignment with nothing in it, so
       that it releases everything; regular eager assignments follow from the next round on.
     * "compatible" (v1) and "sessioned" (v2): :func:`cooperative_assign` in that version.
+    * "static" (v3): :func:`static_assign`. The broker selects it only when every member speaks it; when
+      any member does not, it selects "sessioned" and static assignments play no part.
 
     Raises ValueError for a protocol name kconnect does not know.
     """
     version = version_for_protocol(selected_protocol)
+    if version >= V3:
+        return static_assign(
+            state,
+            leader_id=leader_id,
+            members=members,
+            leader_config_offset=leader_config_offset,
+            connectors=connectors,
+            now_ms=now_ms,
+            max_delay_ms=max_delay_ms,
+            generation=generation,
+            leaving=leaving,
+            last_completed_generation=last_completed_generation,
+            version=version,
+        )
     if version >= V1:
         return cooperative_assign(
             state,

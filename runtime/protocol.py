@@ -18,6 +18,36 @@ Facts about the Java side that shape this module (measured on the 3.9.0 classes)
   sorted by connector name, task numbers ascending, so equal assignments always encode to equal bytes.
 * The allocation in a v1/v2 subscription carries the subscription's version in its own header, whatever
   version the assignment was received with.
+
+Version 3, protocol name ``static`` (kconnect's KIP-987 static assignments; no Apache Kafka release has it),
+appends to the v2 subscription, in Kafka's types (INT16/INT32/INT64 big-endian; STRING = INT16 length +
+UTF-8; NULLABLE_STRING = STRING with length -1 for null; NULLABLE_BYTES = INT32 length, -1 null; ARRAY =
+INT32 count, read as empty when -1)::
+
+    version             INT16 = 3
+    url                 STRING
+    config_offset       INT64
+    allocation          NULLABLE_BYTES     the worker's current assignment, a v3 assignment (see below)
+    --- appended by v3 ---
+    flags               INT16              kconnect's flags (bit 0: leaving), always written in v3
+    worker_id           NULLABLE_STRING    ``worker.id``: a stable name, unlike the group member id
+    static_connectors   ARRAY of STRING    ``static.connectors``, sorted, unique
+    static_tasks        ARRAY of (connector STRING, tasks ARRAY of INT32 >= 0)
+                                           ``static.tasks`` grouped by connector like assignment entries
+                                           (sorted by name, numbers ascending; no -1 entries)
+
+The flags field sits where v1/v2 metadata carries it when a worker is leaving, right after the
+allocation: a reader of v1/v2 (Java, or kconnect before v3) stops after the allocation or, if it knows the
+flags, reads them there, and ignores the rest; so the graceful hand-over works whichever of the two
+decodes the bytes. In v1/v2 the flags are written only when set (so a worker that is not leaving sends
+Java's exact bytes); in v3 always, because fields follow them. A v3 reader defaults every v3 field the
+buffer ends before (flags 0, no worker id, empty static assignment), like Java with missing trailing fields,
+and ignores bytes after the static tasks (a later version's fields). The static fields travel only under
+"static": the same worker's v2/v1/v0 metadata (for "sessioned", "compatible", "default") never carries them,
+as the seed wants static assignments ignored unless every member speaks ``static``.
+
+Assignment version 3 has exactly the v1/v2 layout (the static protocol changes who gets what, not how it is
+sent), so a Java worker, which reads every assignment with the v1 schema, decodes it too.
 """
 
 from __future__ import annotations
@@ -37,9 +67,11 @@ __all__ = [
     "DEFAULT",
     "NO_ERROR",
     "SESSIONED",
+    "STATIC",
     "V0",
     "V1",
     "V2",
+    "V3",
     "ConnectAssignment",
     "ProtocolError",
     "WorkerState",
@@ -61,16 +93,15 @@ CONFIG_MISMATCH = 1
 V0 = 0  # eager, protocol name "default"
 V1 = 1  # incremental cooperative, "compatible"
 V2 = 2  # incremental cooperative with session keys (KIP-507), "sessioned"
+V3 = 3  # sessioned plus worker id and static assignment (KIP-987, kconnect's), "static"
 
 #: Protocol names as advertised in JoinGroup.
 DEFAULT = "default"
 COMPATIBLE = "compatible"
 SESSIONED = "sessioned"
+STATIC = "static"
 
-# Extension point: the "static" protocol (KIP-987) adds its name here with the next version, appends its
-# fields in the encoders/decoders below, and heads the ladder of a `connect.protocol=static` worker:
-#   _VERSION_BY_NAME["static"] = V3; _LADDERS["static"] = ("static", SESSIONED, COMPATIBLE, DEFAULT)
-_VERSION_BY_NAME: dict[str, int] = {DEFAULT: V0, COMPATIBLE: V1, SESSIONED: V2}
+_VERSION_BY_NAME: dict[str, int] = {DEFAULT: V0, COMPATIBLE: V1, SESSIONED: V2, STATIC: V3}
 
 # `connect.protocol` value -> protocol names it advertises, most preferred first. A worker offers every
 # older protocol too so that a rolling upgrade (or downgrade) keeps one group: the broker picks a name
@@ -79,6 +110,7 @@ _LADDERS: dict[str, tuple[str, ...]] = {
     "eager": (DEFAULT,),
     "compatible": (COMPATIBLE, DEFAULT),
     "sessioned": (SESSIONED, COMPATIBLE, DEFAULT),
+    "static": (STATIC, SESSIONED, COMPATIBLE, DEFAULT),
 }
 
 #: The `connect.protocol` values this module can speak.
@@ -152,7 +184,7 @@ class ConnectAssignment:
 @dataclass(frozen=True, slots=True)
 class WorkerState:
     """A member's subscription metadata: where to reach it, how far it has read the config topic, and
-    (v1/v2 only) everything it currently runs, which the cooperative assignor needs to revoke work.
+    (v1+ only) everything it currently runs, which the cooperative assignor needs to revoke work.
 
     ``allocation`` is None until the worker has received its first assignment.
     """
@@ -164,6 +196,23 @@ class WorkerState:
     #: now rather than treat it as lost. Sent as a trailing flags field (v1+) only when set, so the
     #: metadata of a worker that is not leaving is byte for byte what Java sends; Java ignores it.
     leaving: bool = False
+    #: v3 only: ``worker.id``, a name that survives restarts (member ids do not).
+    worker_id: str | None = None
+    #: v3 only: the worker's static assignment (``static.connectors``, ``static.tasks``), sorted and
+    #: unique. Both empty: a wildcard worker.
+    static_connectors: tuple[str, ...] = ()
+    static_tasks: tuple[TaskId, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.static_connectors:
+            object.__setattr__(self, "static_connectors", _normalized(self.static_connectors))
+        if self.static_tasks:
+            object.__setattr__(self, "static_tasks", _normalized_tasks(self.static_tasks))
+
+    @property
+    def is_static(self) -> bool:
+        """KIP-987's "static worker": it lists at least one connector or task (existing or not)."""
+        return bool(self.static_connectors or self.static_tasks)
 
 
 #: Bits of kconnect's trailing INT16 flags field in v1+ metadata.
@@ -246,12 +295,28 @@ def encode_assignment(a: ConnectAssignment) -> bytes:
     return _encode_assignment(a, a.version)
 
 
+def _nullable_string(value: str | None, what: str) -> bytes:
+    return _I16.pack(_NULL) if value is None else _string(value, what)
+
+
+def _static_fields(state: WorkerState) -> bytes:
+    """The v3 fields after the flags: worker id, static connectors, static tasks (module docstring)."""
+    for task in state.static_tasks:
+        if task.task < 0:
+            raise ValueError(f"static task {task} has a negative task number")
+    parts = [_nullable_string(state.worker_id, "worker id"), _I32.pack(len(state.static_connectors))]
+    parts += [_string(name, "static connector name") for name in state.static_connectors]
+    parts.append(_entries((), state.static_tasks, "static"))
+    return b"".join(parts)
+
+
 def encode_metadata(state: WorkerState, version: int) -> bytes:
     """The JoinGroup metadata of ``state`` in ``version``.
 
-    v0 has no allocation. For v1/v2 the allocation is written with the metadata's version in its header
+    v0 has no allocation. For v1+ the allocation is written with the metadata's version in its header
     (as Java does, whatever version the worker received it with), or as a null field when the worker has
-    never been assigned anything.
+    never been assigned anything. v3 appends the flags, the worker id and the static assignment; older
+    versions leave the last two out (see the module docstring).
     """
     if version not in _KNOWN_VERSIONS:
         raise ValueError(f"cannot encode metadata of unknown protocol version {version}")
@@ -265,7 +330,10 @@ def encode_metadata(state: WorkerState, version: int) -> bytes:
     if version == V0:
         return head
     flags = FLAG_LEAVING if state.leaving else 0
+    # v1/v2: the flags only when set, so that the bytes are Java's; v3: always, the static fields follow.
     tail = _I16.pack(flags) if flags else b""
+    if version >= V3:
+        tail = _I16.pack(flags) + _static_fields(state)
     if state.allocation is None:
         return head + _NULL_I32 + tail
     allocation = _encode_assignment(state.allocation, version)
@@ -341,6 +409,25 @@ class _Reader:
             ) from None
         self.pos += n
         return value
+
+    def nullable_string(self, what: str) -> str | None:
+        at = self.pos
+        n = self.int16(f"the length of {what}")
+        if n == _NULL:
+            return None
+        self.pos = at
+        return self.string(what)
+
+    def strings(self, what: str) -> list[str]:
+        """An ARRAY of STRING; null reads as empty."""
+        at = self.pos
+        count = self.int32(f"the {what} count")
+        if count == _NULL:
+            return []
+        if count < 0:
+            raise ProtocolError(f"invalid {self._kind}: {what} count at byte offset {at} is {count}")
+        self._need(count * 2, f"{count} {what}")  # each is at least its INT16 length
+        return [self.string(f"one of the {what}") for _ in range(count)]
 
     def entries(self, what: str) -> tuple[list[str], list[TaskId]]:
         """A nullable ARRAY of connector entries; null reads as empty, as Java reads it."""
@@ -444,9 +531,39 @@ def decode_metadata(data: bytes) -> tuple[int, WorkerState]:
                 _Reader(data, start, start + size, "allocation in worker metadata")
             )
     flags = 0
-    if version >= V1 and r.remaining() >= 2:
+    if version < V3:
+        if version >= V1 and r.remaining() >= 2:
+            flags = r.int16("kconnect's flags")
+        return version, WorkerState(url, config_offset, allocation, leaving=bool(flags & FLAG_LEAVING))
+    # v3: each field the buffer ends before takes its default; anything after the last is a later
+    # version's and ignored.
+    worker_id: str | None = None
+    static_connectors: list[str] = []
+    static_tasks: list[TaskId] = []
+    if not r.at_end():
         flags = r.int16("kconnect's flags")
-    return version, WorkerState(url, config_offset, allocation, leaving=bool(flags & FLAG_LEAVING))
+    if not r.at_end():
+        worker_id = r.nullable_string("the worker id")
+    if not r.at_end():
+        static_connectors = r.strings("static connectors")
+    if not r.at_end():
+        at = r.pos
+        listed, static_tasks = r.entries("static task")
+        bad = [t for t in static_tasks if t.task < 0] + [TaskId(c, CONNECTOR_TASK) for c in listed]
+        if bad:
+            raise ProtocolError(
+                f"invalid worker metadata: the static tasks at byte offset {at} list task number "
+                f"{bad[0].task} of connector {bad[0].connector!r}"
+            )
+    return version, WorkerState(
+        url,
+        config_offset,
+        allocation,
+        leaving=bool(flags & FLAG_LEAVING),
+        worker_id=worker_id,
+        static_connectors=tuple(static_connectors),
+        static_tasks=tuple(static_tasks),
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -482,5 +599,6 @@ def join_protocols(connect_protocol: str, state: WorkerState) -> list[tuple[str,
     Each name carries the metadata of its own version, so whichever protocol the broker selects, the
     leader reads the layout it expects: a sessioned worker sends v2 metadata under "sessioned", v1 under
     "compatible" (both with its allocation), and plain v0 (url and offset, no allocation) under "default".
+    A static worker adds v3 under "static" (with its worker id and static assignment) in front of those.
     """
     return [(name, encode_metadata(state, _VERSION_BY_NAME[name])) for name in _ladder(connect_protocol)]

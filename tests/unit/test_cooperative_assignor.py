@@ -537,7 +537,7 @@ def test_bad_input() -> None:
         cooperative_assign(CooperativeState(), leader_id="x", members=one, connectors={}, version=V1, **kw)
     with pytest.raises(ValueError, match="unknown Connect group protocol"):
         leader_assign(
-            CooperativeState(), selected_protocol="static", leader_id="W1", members=one, connectors={}, **kw
+            CooperativeState(), selected_protocol="dynamic", leader_id="W1", members=one, connectors={}, **kw
         )
     assert cooperative_assign(
         CooperativeState(), leader_id="W1", members={}, connectors={}, version=V1, **kw

@@ -274,9 +274,10 @@ def test_protocol_names() -> None:
     assert protocol_names("compatible") == ["compatible", "default"]
     assert protocol_names("sessioned") == ["sessioned", "compatible", "default"]
     assert protocol_names("SESSIONED") == protocol_names("sessioned")  # Java compares ignoring case
-    assert CONNECT_PROTOCOLS == ("eager", "compatible", "sessioned")
-    with pytest.raises(ValueError, match="static"):
-        protocol_names("static")  # not yet: a later issue adds it
+    assert protocol_names("static") == ["static", "sessioned", "compatible", "default"]
+    assert CONNECT_PROTOCOLS == ("eager", "compatible", "sessioned", "static")
+    with pytest.raises(ValueError, match="expected one of eager, compatible, sessioned, static"):
+        protocol_names("dynamic")
 
 
 def test_version_for_protocol() -> None:
@@ -338,7 +339,13 @@ def test_future_versions_decode_known_fields_and_ignore_the_rest() -> None:
     assert decode_assignment(future) == replace(a, version=7)
     state = WorkerState("http://w/", 8, a)
     md = encode_metadata(state, V2)
-    assert decode_metadata(b"\x00\x09" + md[2:] + b"\x01\x02\x03") == (9, state)
+    assert decode_metadata(b"\x00\x02" + md[2:] + b"\x00\x02\x03") == (2, state)
+    # A later version than 3 carries v3's fields first (see test_static_protocol.py).
+    md = encode_metadata(state, 3)
+    assert decode_metadata(b"\x00\x09" + md[2:] + b"\x01\x02\x03") == (
+        9,
+        replace(state, allocation=replace(a, version=3)),
+    )
 
 
 @pytest.mark.parametrize(
@@ -409,10 +416,10 @@ def test_encoding_refuses_what_the_protocol_cannot_carry() -> None:
         encode_assignment(CA(V1, 1, ("x" * 40_000,)))
     with pytest.raises(ValueError, match="64-bit"):
         encode_metadata(WorkerState("u", 2**63), V0)
-    with pytest.raises(ValueError, match="unknown protocol version 3"):
-        encode_assignment(CA(3, 1))
-    with pytest.raises(ValueError, match="unknown protocol version 3"):
-        encode_metadata(WorkerState("u", 1), 3)
+    with pytest.raises(ValueError, match="unknown protocol version 4"):
+        encode_assignment(CA(4, 1))
+    with pytest.raises(ValueError, match="unknown protocol version 4"):
+        encode_metadata(WorkerState("u", 1), 4)
 
 
 # ---------------------------------------------------------------------------------------------------
