@@ -32,6 +32,7 @@ from kconnect.runtime.protocol import ConnectAssignment, WorkerState
 from kconnect.runtime.worker import Worker
 
 FORWARD_TIMEOUT_S = 90.0
+PROTOCOL_BY_VERSION = {0: "default", 1: "compatible", 2: "sessioned", 3: "static"}
 
 
 def error(status: int, message: str) -> JSONResponse:
@@ -313,14 +314,106 @@ def create_app(worker: Worker) -> FastAPI:
             owned_t -= set(assignment.revoked_tasks)
             owned_c |= set(assignment.connectors)
             owned_t |= set(assignment.tasks)
+        worker_id = worker_id_of(state)
+        overrides = worker.snapshot().static_overrides
         return {
             "id": member_id,
+            "worker_id": worker_id,
             "url": state.url if state else None,
             "leader": member_id == leader_id,
+            "protocol": PROTOCOL_BY_VERSION.get(version) if version is not None else None,
             "metadata_version": version,
             "config_offset": state.config_offset if state else None,
+            # What the member joined with (its properties, or the override it read from the config topic).
+            "static_assignment": {
+                "connectors": list(state.static_connectors) if state else [],
+                "tasks": [str(t) for t in state.static_tasks] if state else [],
+            },
+            "static_assignment_source": "override" if worker_id in overrides else "properties",
             "assignment": {"connectors": sorted(owned_c), "tasks": [str(t) for t in sorted(owned_t)]},
         }
+
+    def worker_id_of(state: WorkerState | None) -> str | None:
+        if state is None:
+            return None
+        if state.worker_id:
+            return state.worker_id
+        # Members without v3 metadata (Java, or sessioned kconnect workers): the advertised host:port.
+        return state.url.split("://", 1)[-1].rstrip("/")
+
+    def known_worker_ids() -> set[str]:
+        view = worker.leader_view
+        ids = {worker.worker_id, *worker.snapshot().static_overrides}
+        if view is not None:
+            ids |= {i for _v, st in view.members.values() if (i := worker_id_of(st))}
+        return ids
+
+    def static_body(body: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        if not isinstance(body, dict):
+            raise BadRequestError(
+                'Static assignment must be a JSON object: {"connectors": [...], "tasks": [...]}'
+            )
+        unknown = sorted(set(body) - {"connectors", "tasks"})
+        if unknown:
+            raise BadRequestError(f"Unknown field(s) in static assignment: {', '.join(unknown)}")
+        out: list[tuple[str, ...]] = []
+        for key in ("connectors", "tasks"):
+            items = body.get(key, [])
+            if not isinstance(items, list) or not all(isinstance(i, str) and i.strip() for i in items):
+                raise BadRequestError(f"'{key}' must be a list of non-empty strings")
+            out.append(tuple(dict.fromkeys(items)))
+        for text in out[1]:
+            try:
+                TaskId.parse(text)
+            except ValueError as exc:
+                raise BadRequestError(f"Invalid task id '{text}': {exc}") from exc
+        return out[0], out[1]
+
+    async def static_request(worker_id: str, request: Request) -> Response:
+        """Static-assignment overrides live in the config topic: the leader reads and writes them."""
+        raw = await request.body()
+        try:
+            await run_in_threadpool(worker.require_leader)
+        except NotLeaderError as exc:
+            return await forward_or_raise(request, exc, raw)
+        if worker_id not in known_worker_ids():
+            raise NotFoundError(f"Unknown worker id {worker_id}")
+        if request.method == "GET":
+            connectors, tasks = current_static(worker_id)
+            return JSONResponse({"connectors": list(connectors), "tasks": list(tasks)})
+        if request.method == "DELETE":
+            if worker_id not in worker.snapshot().static_overrides:
+                raise NotFoundError(f"No static assignment override for worker {worker_id}")
+            await run_in_threadpool(worker.delete_static_assignment, worker_id)
+            return Response(status_code=204)
+        connectors, tasks = static_body(await json_body(request))
+        await run_in_threadpool(worker.put_static_assignment, worker_id, connectors, tasks)
+        return JSONResponse({"connectors": list(connectors), "tasks": list(tasks)})
+
+    def current_static(worker_id: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        override = worker.snapshot().static_overrides.get(worker_id)
+        if override is not None:
+            return override.connectors, override.tasks
+        if worker_id == worker.worker_id:
+            c, t, _ = worker.static_assignment()
+            return c, t
+        view = worker.leader_view
+        for _v, st in view.members.values() if view else []:
+            if worker_id_of(st) == worker_id:
+                return st.static_connectors, tuple(str(t) for t in st.static_tasks)
+        return (), ()
+
+    @app.get("/workers/{worker_id}/static-assignment")
+    async def get_static(worker_id: str, request: Request) -> Response:
+        return await static_request(worker_id, request)
+
+    @app.put("/workers/{worker_id}/static-assignment")
+    async def put_static(worker_id: str, request: Request) -> Response:
+        return await static_request(worker_id, request)
+
+    @app.delete("/workers/{worker_id}/static-assignment")
+    async def delete_static(worker_id: str, request: Request) -> Response:
+        return await static_request(worker_id, request)
 
     def this_worker() -> dict[str, Any]:
         with worker._lock:

@@ -121,6 +121,7 @@ class Worker:
         self.leader_view: LeaderView | None = None
         self._leader_state = assignor.CooperativeState()  # the leader's memory between rebalances
         self._rejoin_after_join = False
+        self._unassigned: tuple[frozenset[str], frozenset[TaskId]] = (frozenset(), frozenset())
         self._lock = threading.RLock()  # guards herder, config state, status state
         self._config_state = config_log.ConfigState()
         self._status_state = status_log.StatusState()
@@ -297,7 +298,12 @@ class Worker:
         if config_moved:
             with self._lock:
                 snapshot = self._config_state.snapshot()
+                old_static = self.herder.snapshot.static_overrides.get(self.worker_id)
                 actions = self.herder.on_config(snapshot) if snapshot is not self.herder.snapshot else []
+            if snapshot.static_overrides.get(self.worker_id) != old_static:
+                # This worker's static assignment changed over REST: it takes effect at a rebalance.
+                self.log.info("static assignment override changed; rejoining")
+                actions.append(RequestRejoin("static assignment changed"))
             self._execute(actions)
         for name in sorted(reconfigure):
             self._reconfigure(name)
@@ -339,6 +345,7 @@ class Worker:
             rebalances_completed=self.metrics.rebalances_completed,
         )
         self._execute(actions)
+        self._report_unassigned(joined.generation)
         if self._rejoin_after_join:
             self._rejoin_after_join = False
             self._require_member().request_rejoin()
@@ -534,13 +541,35 @@ class Worker:
 
     # ================================================================================ member callbacks
 
+    def static_assignment(self, worker_id: str | None = None) -> tuple[tuple[str, ...], tuple[str, ...], str]:
+        """A worker's static connectors and tasks and where they come from: an override written over
+        REST wins while it exists; otherwise this worker's own properties (other workers' properties
+        are only known from their metadata, which ``GET /workers`` shows)."""
+        worker_id = worker_id or self.worker_id
+        override = self.snapshot().static_overrides.get(worker_id)
+        if override is not None:
+            return override.connectors, override.tasks, "override"
+        if worker_id == self.worker_id:
+            return tuple(self.config.static_connectors), tuple(self.config.static_tasks), "properties"
+        return (), (), "properties"
+
     def _metadata(self) -> WorkerState:
+        connectors, tasks, _source = self.static_assignment()
+        static_tasks = []
+        for text in tasks:
+            try:
+                static_tasks.append(TaskId.parse(text))
+            except ValueError:
+                log.warning("ignoring a malformed static task id", task=text)
         with self._lock:
             return WorkerState(
                 url=self.url,
                 config_offset=self._config_state.snapshot().offset,
                 allocation=self.herder.current_allocation(),
                 leaving=self.herder.leaving,
+                worker_id=self.worker_id,
+                static_connectors=tuple(connectors),
+                static_tasks=tuple(static_tasks),
             )
 
     def _assign(
@@ -572,6 +601,8 @@ class Worker:
         )
         # After KIP-415's empty downgrade round the leader itself asks for the real eager round.
         self._rejoin_after_join = self._leader_state.downgrade_round
+        # Static jobs no live worker lists (KIP-987): reported UNASSIGNED, with the reason, once joined.
+        self._unassigned = (self._leader_state.unassigned_connectors, self._leader_state.unassigned_tasks)
         self.log.info(
             "leader computed assignments",
             members=len(states),
@@ -582,6 +613,21 @@ class Worker:
         return result
 
     # ======================================================================================= statuses
+
+    def _report_unassigned(self, generation: int) -> None:
+        connectors, tasks = self._unassigned
+        self._unassigned = (frozenset(), frozenset())
+        reason = assignor.STATIC_UNASSIGNED_REASON
+        for name in sorted(connectors):
+            self._put_status(
+                status_log.ConnectorStatus(
+                    name, status_log.State.UNASSIGNED, reason, self.worker_id, generation
+                )
+            )
+        for task in sorted(tasks):
+            self._put_status(
+                status_log.TaskStatus(task, status_log.State.UNASSIGNED, reason, self.worker_id, generation)
+            )
 
     def _put_status(self, status: status_log.ConnectorStatus | status_log.TaskStatus) -> None:
         key, value = status_log.encode(status)
@@ -729,6 +775,19 @@ class Worker:
                 self._require(self._status_log).send(skey, svalue)
             except KafkaLogError as exc:
                 log.warning("could not remove a status record", error=str(exc))
+
+    def put_static_assignment(
+        self, worker_id: str, connectors: tuple[str, ...], tasks: tuple[str, ...]
+    ) -> None:
+        """Leader only: store an operator's override; the worker rejoins with it when it reads it."""
+        self.require_leader()
+        key, value = config_log.encode(config_log.StaticAssignmentRecord(worker_id, connectors, tasks))
+        self._await_config(self._require(self._config_log).send(key, value))
+
+    def delete_static_assignment(self, worker_id: str) -> None:
+        self.require_leader()
+        key, value = config_log.encode(config_log.StaticAssignmentDeletion(worker_id))
+        self._await_config(self._require(self._config_log).send(key, value))
 
     def write_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
         """Leader only: task records first, then the commit that makes them visible together."""
