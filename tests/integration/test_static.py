@@ -101,3 +101,36 @@ def test_static_tasks_from_properties_and_from_a_rest_override(
         for w in workers:
             if w.alive():
                 w.stop()
+
+
+def test_static_jobs_no_live_worker_lists_are_reported_unassigned_with_the_reason(
+    tmp_path: Path, broker: EmbeddedBroker
+) -> None:
+    props = worker_properties(broker.bootstrap, "static-only", free_port(), connect_protocol="static")
+    props["static.connectors"] = "sink"
+    props["static.tasks"] = "sink-0"
+    worker = WorkerProcess(tmp_path, props, name="only").start()
+    try:
+        wait_until(stable_view([worker], 1), 90, "a lone static worker")
+        assert worker.request("POST", "/connectors", json={"name": "sink", "config": SINK}).status_code == 201
+
+        def reported() -> dict[str, Any] | None:
+            status = worker.get("/connectors/sink/status").json()
+            tasks = status.get("tasks", [])
+            if len(tasks) != 6 or status["connector"]["state"] != "RUNNING":
+                return None
+            rest = [t for t in tasks if t["id"] != 0]
+            return status if all(t.get("trace") for t in rest) else None
+
+        def nudge() -> None:
+            worker.request("PUT", "/connectors/sink/config", json=SINK)
+
+        status = wait_nudging(reported, nudge, 90, "the unlisted tasks reported UNASSIGNED")
+        assert worker.workers()["this_worker"]["assignment"]["tasks"] == ["sink-0"]  # type: ignore[index]
+        for task in status["tasks"]:
+            if task["id"] == 0:
+                continue
+            assert task["state"] == "UNASSIGNED"
+            assert "static" in task["trace"]
+    finally:
+        worker.stop()
