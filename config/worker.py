@@ -607,10 +607,13 @@ _DEFINITIONS: tuple[Definition, ...] = (
     Definition(
         "connect.protocol",
         ConfigType.STRING,
-        "sessioned",
+        "static",
         "Embedded protocol this worker offers: eager (stop-the-world), compatible (incremental "
         "cooperative, KIP-415), sessioned (compatible plus signed internal requests, KIP-507) or static "
-        "(kconnect's KIP-987 static assignments; no Apache release has it).",
+        "(kconnect's KIP-987 static assignments, the default: it also offers sessioned, compatible and "
+        "default, and a group without static workers behaves exactly as sessioned; Apache Kafka Connect "
+        "3.9 defaults to sessioned and has no static). Set sessioned where Apache Kafka Connect workers "
+        "share the group: the broker then settles on sessioned anyway.",
         Choice([p.value for p in ConnectProtocol], case_insensitive=True, convert=ConnectProtocol),
     ),
     Definition(

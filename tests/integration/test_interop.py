@@ -32,6 +32,9 @@ def _kconnect(tmp_path: Path, bootstrap: str, group: str) -> WorkerProcess:
     props["offset.storage.partitions"] = "1"
     props["status.storage.partitions"] = "1"
     props["rebalance.timeout.ms"] = "60000"
+    # Apache Kafka would settle a static+sessioned group on sessioned; the test broker keeps the first
+    # generation's protocol and would refuse the Java worker from a group that started on static.
+    props["connect.protocol"] = "sessioned"
     return WorkerProcess(tmp_path, props, name=f"{group}-kconnect")
 
 

@@ -160,7 +160,8 @@ def test_apache_stock_connect_distributed_properties_is_valid_and_fully_known() 
     assert cfg.group_records_storage_topic == "connect-cluster-group-records"
     assert cfg.offset_flush_interval_ms == 10000
     assert cfg.listeners == ("http://:8083",)
-    assert cfg.connect_protocol is ConnectProtocol.SESSIONED
+    # kconnect's default is static (KIP-987), which still offers sessioned to Apache workers.
+    assert cfg.connect_protocol is ConnectProtocol.STATIC
 
 
 # Apache Kafka Connect 3.9 defaults (from DistributedConfig's generated documentation), plus kconnect's.
@@ -171,7 +172,7 @@ DEFAULTS: list[tuple[str, Any]] = [
     ("rebalance_timeout_ms", 60000),
     ("worker_sync_timeout_ms", 3000),
     ("worker_unsync_backoff_ms", 300000),
-    ("connect_protocol", ConnectProtocol.SESSIONED),
+    ("connect_protocol", ConnectProtocol.STATIC),
     ("scheduled_rebalance_max_delay_ms", 300000),
     ("exactly_once_source_support", ExactlyOnceSourceSupport.DISABLED),
     ("inter_worker_key_generation_algorithm", "HmacSHA256"),
@@ -716,7 +717,7 @@ def test_reference_markdown_has_one_row_per_definition() -> None:
     rows = [line for line in text.splitlines() if line.startswith("| `")]
     assert [row.split("`")[1] for row in rows] == [d.key for d in definitions()]
     assert "| `group.id` | string | (required) |" in text
-    assert "| `connect.protocol` | string | `sessioned` |" in text
+    assert "| `connect.protocol` | string | `static` |" in text
     assert "`<group.id>-group-records`" in text
     assert all(row.count(" | ") == 5 for row in rows)
     assert "kconnect only." in text and "`producer.*`" in text
