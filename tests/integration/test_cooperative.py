@@ -76,6 +76,12 @@ def _settle(workers: list[WorkerProcess], timeout: float, what: str) -> dict[str
     return result
 
 
+def _follower(workers: list[WorkerProcess]) -> WorkerProcess:
+    view = workers[0].workers()
+    assert view is not None
+    return next(w for w in workers if w.url + "/" != view["leader_url"])
+
+
 def _cluster(tmp_path: Path, broker: EmbeddedBroker) -> list[WorkerProcess]:
     workers = start_cluster(
         tmp_path, broker.bootstrap, 3, scheduled_rebalance_max_delay_ms=DELAY_MS, connect_protocol="sessioned"
@@ -136,15 +142,16 @@ def test_a_bounce_within_the_delay_gets_its_work_back_and_a_death_beyond_it_is_s
     try:
         before = _balanced(workers)
         assert before is not None
-        # Bounce: SIGKILL one worker and start it again at once (a new member of the group).
-        victim = workers[1]
+        # Bounce: SIGKILL a worker that is not the leader (a leader that leaves is KIP-415's other case:
+        # its successor has no memory and reassigns at once) and start it again.
+        victim = _follower(workers)
         lost = before[victim.url]["tasks"]
         victim.kill()
         # The seed's "worker bounces": the group first rebalances without it and its work waits out the
         # delay; then it returns. (Restarting before the coordinator expires the dead member would, on
         # the test broker, put the dead member into the next generation: it completes a generation
         # session.timeout.ms / 2 after the first JoinGroup, before the dead member's session expires.)
-        survivors = [workers[0], workers[2]]
+        survivors = [w for w in workers if w is not victim]
 
         def waiting() -> bool:
             h = _holdings(survivors)
@@ -152,20 +159,20 @@ def test_a_bounce_within_the_delay_gets_its_work_back_and_a_death_beyond_it_is_s
 
         wait_until(waiting, 60, "the survivors holding the lost work back for the delay")
         reborn = WorkerProcess(tmp_path, victim.props, name=victim.name + "-again").start()
-        workers[1] = reborn
+        workers[workers.index(victim)] = reborn
         wait_until(lambda: reborn.workers() is not None, 60, "the bounced worker's REST")
         after = _settle(workers, 120, "the bounced worker holding work again")
         assert after[reborn.url]["tasks"] == lost, "the bounced worker gets back exactly what it had"
-        for w in (workers[0], workers[2]):
+        for w in survivors:
             assert after[w.url]["stops"] == before[w.url]["stops"], "nobody else is touched"
             assert after[w.url]["tasks"] == before[w.url]["tasks"]
 
         # Death beyond the delay: the lost tasks wait for the delay, then are spread over the others.
-        victim = workers[2]
+        victim = _follower(workers)
         lost = after[victim.url]["tasks"]
         killed_at = time.monotonic()
         victim.kill()
-        survivors = [workers[0], workers[1]]
+        survivors = [w for w in workers if w is not victim]
         spread = _settle(survivors, 120, "the lost tasks spread after the delay")
         elapsed = time.monotonic() - killed_at
         assert elapsed >= DELAY_MS / 1000, f"lost tasks moved after {elapsed:.1f} s, before the delay ran out"

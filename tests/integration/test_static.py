@@ -91,6 +91,12 @@ def test_static_tasks_from_properties_and_from_a_rest_override(
         assert by_id[ids[1]]["static_assignment_source"] == "override"
         assert by_id[ids[1]]["static_assignment"]["tasks"] == ["sink-2"]
 
+        # The override lives in the config topic: restarted, s1 comes back static for sink-2.
+        assert workers[1].stop() == 0
+        workers[1] = WorkerProcess(tmp_path, props[1], name="s1-again").start()
+        wait_until(lambda: workers[1].workers() is not None, 60, "s1 back")
+        held = _until(workers, lambda h: h[workers[1].url] == {"sink-2"}, "sink-2 on the restarted s1")
+
         # Clearing it makes s1 a wildcard worker again.
         assert workers[0].request("DELETE", f"/workers/{ids[1]}/static-assignment").status_code == 204
         assert workers[0].request("DELETE", f"/workers/{ids[1]}/static-assignment").status_code == 404
