@@ -27,7 +27,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.protocol import (
@@ -431,6 +431,41 @@ def _checked_names(connectors: Mapping[str, int]) -> list[str]:
     return names
 
 
+class _OpenRound(NamedTuple):
+    frame: _Frame
+    config_offset: int
+    names: list[str]
+    member_ids: list[str]
+
+
+def _open_round(
+    caller: str,
+    min_version: int,
+    state: CooperativeState,
+    leader_id: str,
+    members: Mapping[str, WorkerState],
+    leader_config_offset: int,
+    connectors: Mapping[str, int],
+    version: int,
+    max_delay_ms: int,
+) -> _OpenRound | tuple[dict[str, ConnectAssignment], CooperativeState]:
+    """What every cooperative-family round checks first; an early answer (no members, CONFIG_MISMATCH)
+    comes back as the round's result, otherwise what the round computes from."""
+    if version < min_version:
+        raise ValueError(f"{caller} serves protocol versions >= {min_version}, not version {version}")
+    if max_delay_ms < 0:
+        raise ValueError(f"scheduled rebalance max delay {max_delay_ms} ms is negative")
+    if not members:
+        return {}, state
+    frame = _frame(leader_id, members, leader_config_offset)
+    if frame.mismatch:
+        return _mismatch(frame, members, version), state
+    # The work below comes from the leader's snapshot: announce its offset when it is ahead, so that every
+    # member reads at least that far before acting (Java does this when it had to refresh its snapshot).
+    config_offset = max(frame.config_offset, leader_config_offset)
+    return _OpenRound(frame, config_offset, _checked_names(connectors), sorted(members, key=_java_order))
+
+
 def cooperative_assign(
     state: CooperativeState,
     *,
@@ -470,20 +505,20 @@ def cooperative_assign(
     generation, the round starts afresh (see :func:`_inherit_delay` for the leader-change heuristic).
     ``now_ms`` is the leader's clock, used only to schedule and measure the delay.
     """
-    if version < V1:
-        raise ValueError(f"cooperative_assign serves protocol versions >= 1, not version {version}")
-    if max_delay_ms < 0:
-        raise ValueError(f"scheduled rebalance max delay {max_delay_ms} ms is negative")
-    if not members:
-        return {}, state
-    frame = _frame(leader_id, members, leader_config_offset)
-    if frame.mismatch:
-        return _mismatch(frame, members, version), state
-    # The work below comes from the leader's snapshot: announce its offset when it is ahead, so that every
-    # member reads at least that far before acting (Java does this when it had to refresh its snapshot).
-    config_offset = max(frame.config_offset, leader_config_offset)
-    names = _checked_names(connectors)
-    member_ids = sorted(members, key=_java_order)
+    opened = _open_round(
+        "cooperative_assign",
+        V1,
+        state,
+        leader_id,
+        members,
+        leader_config_offset,
+        connectors,
+        version,
+        max_delay_ms,
+    )
+    if not isinstance(opened, _OpenRound):
+        return opened
+    frame, config_offset, names, member_ids = opened
     completed = generation - 1 if last_completed_generation is None else last_completed_generation
     moves, delay, new_state = _cooperative_round(
         state,
@@ -804,19 +839,21 @@ def static_assign(
     Arguments are those of :func:`cooperative_assign`; ``version`` (3 or later) is the assignments'.
     Every member is sent the cooperative part's delay.
     """
-    if version < V3:
-        raise ValueError(f"static_assign serves protocol versions >= 3, not version {version}")
-    if max_delay_ms < 0:
-        raise ValueError(f"scheduled rebalance max delay {max_delay_ms} ms is negative")
-    if not members:
-        return {}, state
-    frame = _frame(leader_id, members, leader_config_offset)
-    if frame.mismatch:
-        return _mismatch(frame, members, version), state
-    config_offset = max(frame.config_offset, leader_config_offset)
-    names = _checked_names(connectors)
+    opened = _open_round(
+        "static_assign",
+        V3,
+        state,
+        leader_id,
+        members,
+        leader_config_offset,
+        connectors,
+        version,
+        max_delay_ms,
+    )
+    if not isinstance(opened, _OpenRound):
+        return opened
+    frame, config_offset, names, member_ids = opened
     rank = {name: i for i, name in enumerate(names)}
-    member_ids = sorted(members, key=_java_order)
 
     def existing(t: TaskId) -> bool:
         return 0 <= t.task < connectors.get(t.connector, 0)
