@@ -488,6 +488,9 @@ def create_app(worker: Worker) -> FastAPI:
             "leader": group.leader_id,
             "leader_url": group.leader_url,
             "source": "coordinator",
+            # The coordinator's member list may be newer than this worker's generation (a member
+            # just left); its group state says whether a rebalance is under way.
+            "group_state": desc.state,
             "members": [
                 member_entry(m.member_id, m.metadata_version, m.state, m.assignment, group.leader_id)
                 for m in sorted(desc.members, key=lambda m: m.member_id)

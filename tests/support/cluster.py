@@ -159,7 +159,12 @@ def start_cluster(
 
 
 def stable_view(workers: list[WorkerProcess], expected_members: int) -> Callable[[], dict[str, Any] | None]:
-    """A predicate: every worker reports the same generation with ``expected_members`` members."""
+    """A predicate: every worker reports the same generation with ``expected_members`` members.
+
+    The view must come from the leader's own assignment: a coordinator-sourced view (the fallback a
+    worker gives while its leader cannot answer, e.g. just after that leader left) pairs the
+    coordinator's current member list with this worker's last generation, which is not a stable view.
+    """
 
     def check() -> dict[str, Any] | None:
         views = [w.workers() for w in workers]
@@ -171,6 +176,8 @@ def stable_view(workers: list[WorkerProcess], expected_members: int) -> Callable
             return None
         first = views[0]
         assert first is not None
+        if first.get("source") != "leader":
+            return None
         if len(first["members"]) != expected_members or first["generation"] not in gens:
             return None
         return first
