@@ -19,6 +19,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from kconnect.rest.admin import admin_router
+from kconnect.rest.plugins import plugins_router
 from kconnect.runtime import __version__
 from kconnect.runtime.errors import (
     BadRequestError,
@@ -498,4 +500,6 @@ def create_app(worker: Worker) -> FastAPI:
             "this_worker": me,
         }
 
+    app.include_router(plugins_router(worker))
+    app.include_router(admin_router(worker))
     return app

@@ -14,6 +14,39 @@ from typing import Any
 import structlog
 
 _configured = False
+#: The stdlib logger that carries kconnect's own level; every ``get(name)`` logger sits under it unless
+#: named otherwise, so ``PUT /admin/loggers/kconnect.runtime`` and friends work as Java's do.
+ROOT_NAMESPACE = "kconnect"
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "warn": logging.WARNING,
+    "error": logging.ERROR,
+    "exception": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "fatal": logging.CRITICAL,
+}
+
+
+class _NamedPrintLogger(structlog.PrintLogger):
+    """A PrintLogger that remembers its name, so the level filter can look it up per call."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(file=sys.stderr)
+        self.name = name
+
+
+def _named_logger_factory(*args: Any) -> _NamedPrintLogger:
+    return _NamedPrintLogger(str(args[0]) if args and args[0] else ROOT_NAMESPACE)
+
+
+def _level_filter(logger: Any, method_name: str, event_dict: Any) -> Any:
+    """Per-logger levels, as set in the stdlib hierarchy (startup level, ``/admin/loggers``)."""
+    name = getattr(logger, "name", ROOT_NAMESPACE)
+    if not logging.getLogger(name).isEnabledFor(_LEVELS.get(method_name, logging.INFO)):
+        raise structlog.DropEvent
+    return event_dict
 
 
 def configure(level: str = "INFO", json_output: bool | None = None) -> None:
@@ -27,9 +60,10 @@ def configure(level: str = "INFO", json_output: bool | None = None) -> None:
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
     structlog.configure(
-        processors=[*shared, structlog.processors.format_exc_info, renderer],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        processors=[_level_filter, *shared, structlog.processors.format_exc_info, renderer],
+        # Levels are decided per logger by _level_filter; this only drops what no logger can want.
+        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG),
+        logger_factory=_named_logger_factory,
         cache_logger_on_first_use=False,
     )
     # Libraries log through the standard library; route them through the same renderer, quieter.
@@ -43,6 +77,7 @@ def configure(level: str = "INFO", json_output: bool | None = None) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.WARNING)
+    logging.getLogger(ROOT_NAMESPACE).setLevel(logging.getLevelName(level.upper()))
     for noisy in ("kafka", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
     # KCONNECT_CLIENT_LOG_LEVEL=DEBUG shows the group client's protocol exchanges when diagnosing.

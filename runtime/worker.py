@@ -61,6 +61,9 @@ SIGNATURE_HEADER = "X-Connect-Authorization"
 SIGNATURE_ALGORITHM_HEADER = "X-Connect-Request-Signature-Algorithm"
 
 
+_LOGGER_CLUSTER_KEY = config_log.LOGGER_CLUSTER_PREFIX.encode()
+
+
 class StartupError(RuntimeError):
     """The worker cannot start; the message is the one line the CLI prints."""
 
@@ -140,6 +143,9 @@ class Worker:
         self.startup_error: str | None = None
         self._admin: AdminClient | None = None
         self._config_log: KafkaLog | None = None
+        # Cluster-scoped log levels written before this worker read the config topic to its end are old
+        # news and not applied (Java's KafkaConfigBackingStore does the same).
+        self._config_caught_up = False
         self._status_log: KafkaLog | None = None
         self._offset_log: KafkaLog | None = None
         self._member: WorkerMember | None = None
@@ -212,6 +218,7 @@ class Worker:
                     raise StartupError(f"could not read internal topic '{klog.topic}' to its end")
         except KafkaLogError as exc:
             raise StartupError(str(exc)) from exc
+        self._config_caught_up = True
         with self._lock:
             self.herder.snapshot = self._config_state.snapshot()
 
@@ -507,7 +514,33 @@ class Worker:
             log.warning(
                 "skipping corrupt config record", topic=record.topic, offset=record.offset, error=str(corrupt)
             )
+        elif self._config_caught_up and (record.key or b"").startswith(_LOGGER_CLUSTER_KEY):
+            self._apply_cluster_log_level(record)
         self._events.put(_ConfigMoved())
+
+    def _apply_cluster_log_level(self, record: LogRecord) -> None:
+        """A ``logger-cluster-<namespace>`` record: every worker sets the level when it reads it."""
+        from kconnect.runtime.log_levels import LEVELS
+
+        try:
+            decoded = config_log.decode(record.key, record.value)
+        except config_log.CorruptRecord:
+            return  # already reported by apply_raw
+        if not isinstance(decoded, config_log.LoggerLevel):
+            return
+        try:
+            changed = LEVELS.set(decoded.namespace, decoded.level)
+        except ValueError as exc:
+            log.warning("ignoring cluster log level", namespace=decoded.namespace, error=str(exc))
+            return
+        log.info(
+            "cluster log level applied", namespace=decoded.namespace, level=decoded.level, changed=changed
+        )
+
+    def put_logger_level(self, namespace: str, level: str) -> None:
+        """Cluster scope: write the level to the config topic; every worker (this one too) applies it."""
+        key, value = config_log.encode(config_log.LoggerLevel(namespace, level))
+        self._require(self._config_log).send(key, value)
 
     def _on_status_record(self, record: LogRecord) -> None:
         try:

@@ -1,0 +1,116 @@
+"""``/connector-plugins``: what plugins this worker has, their config keys, and config validation.
+
+Shapes and status codes are Apache Kafka Connect 3.9's (checked against the reference worker), with
+one deliberate difference: where Java answers 500 for a request body that is not a JSON object, names
+no connector class or names a plugin it does not have, kconnect answers 400, because these are the
+client's mistakes and a 500 would send an operator looking for a server bug.
+
+Validation runs plugin code (``Connector.validate``), so it runs in a thread, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
+
+from kconnect.config.worker import ExactlyOnceSourceSupport
+from kconnect.runtime import logs
+from kconnect.runtime.connector_config import (
+    ConnectorConfigError,
+    plugin_mismatch_error,
+    validate_connector_config,
+)
+from kconnect.runtime.errors import BadRequestError, NotFoundError
+from kconnect.runtime.plugin_catalog import PluginCatalog, UnknownPluginError
+from kconnect.runtime.plugins import AmbiguousPluginError, PluginError
+from kconnect.runtime.worker import Worker
+
+log = logs.get(__name__)
+
+
+def parse_config_body(raw: bytes) -> dict[str, str | None]:
+    """A connector config as the validate endpoint takes it: a JSON object of scalar values.
+
+    Nulls are kept (validation reports them per key, as Java does); numbers and booleans become their
+    JSON text, which is what a user who wrote ``"tasks.max": 2`` meant.
+    """
+    if not raw.strip():
+        raise BadRequestError("Request body is empty; a JSON object of connector configs was expected")
+    try:
+        body = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise BadRequestError(f"Request body is not valid JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise BadRequestError(
+            f"Connector config must be a JSON object of string keys and values, not {type(body).__name__}"
+        )
+    out: dict[str, str | None] = {}
+    for key, value in body.items():
+        if isinstance(value, dict | list):
+            raise BadRequestError(f"Connector config: value of '{key}' must be a string, number or boolean")
+        if value is None:
+            out[key] = None
+        elif isinstance(value, bool):
+            out[key] = "true" if value else "false"
+        else:
+            out[key] = str(value)
+    return out
+
+
+def connectors_only(value: str | None) -> bool:
+    """Java binds the query parameter with ``Boolean.valueOf``: only ``true`` (any case) is true."""
+    return True if value is None else value.strip().lower() == "true"
+
+
+def plugins_router(worker: Worker) -> APIRouter:
+    router = APIRouter()
+    catalog = PluginCatalog.of(worker.registry)
+    for problem in worker.registry.load_errors:
+        # Once per worker start: the plugin is missing from the list, this says why.
+        log.warning("connector plugin could not be loaded", problem=problem)
+
+    @router.get("/connector-plugins")
+    def list_plugins(connectorsOnly: str | None = None) -> list[dict[str, str]]:
+        """Installed plugins: connectors only by default; all kinds with ``connectorsOnly=false``."""
+        return catalog.listing(connectors_only(connectorsOnly))
+
+    @router.get("/connector-plugins/errors")
+    def plugin_errors() -> list[dict[str, str]]:
+        """kconnect's own: plugins that failed to load (import errors, bad entry points), one per entry."""
+        return [{"error": problem} for problem in worker.registry.load_errors]
+
+    @router.get("/connector-plugins/{plugin}/config")
+    def plugin_config(plugin: str) -> list[dict[str, Any]]:
+        """The plugin's config keys; for connectors followed by the keys every connector of its type has."""
+        try:
+            return [k.to_json() for k in catalog.config_keys(plugin)]
+        except UnknownPluginError as exc:
+            raise NotFoundError(str(exc)) from exc
+        except AmbiguousPluginError as exc:
+            raise BadRequestError(str(exc)) from exc
+
+    @router.put("/connector-plugins/{plugin}/config/validate")
+    async def validate(plugin: str, request: Request) -> JSONResponse:
+        """Validate a connector config key by key; problems are in the answer, not in the status."""
+        config = parse_config_body(await request.body())
+        mismatch = plugin_mismatch_error(plugin, config.get("connector.class"))
+        if mismatch is not None:
+            raise BadRequestError(mismatch)
+        eos = worker.config.exactly_once_source_support == ExactlyOnceSourceSupport.ENABLED
+        try:
+            infos = await run_in_threadpool(
+                validate_connector_config,
+                worker.registry,
+                config,
+                worker_group_id=worker.config.group_id,
+                exactly_once_source_enabled=eos,
+            )
+        except (ConnectorConfigError, PluginError) as exc:
+            raise BadRequestError(str(exc)) from exc
+        return JSONResponse(infos.to_json())
+
+    return router
