@@ -103,7 +103,11 @@ def create_app(worker: Worker) -> FastAPI:
                 exc.leader_url.rstrip("/") + request.url.path,
                 params={**dict(request.query_params), "forward": "false"},
                 content=body if body is not None else await request.body(),
-                headers={"Content-Type": "application/json"},
+                # The leader checks the caller's credentials too (basic auth), as Java forwards them.
+                headers={
+                    "Content-Type": "application/json",
+                    **({"Authorization": auth} if (auth := request.headers.get("authorization")) else {}),
+                },
             )
         return Response(content=resp.content, status_code=resp.status_code, media_type="application/json")
 

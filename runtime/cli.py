@@ -71,34 +71,51 @@ def load_worker_config(path: str) -> Any:
     except PropertiesSyntaxError as exc:
         raise ConfigError("<file>", path, f"a valid Java properties file ({exc})") from exc
     config = WorkerConfig.from_properties(props)
-    https = [
-        text
-        for text, lst in zip(config.listeners, config.rest_listeners, strict=True)
-        if lst.protocol == "https"
-    ]
-    if https:
-        raise ConfigError(
-            "listeners", ",".join(config.listeners), "http listeners (https is not supported yet)"
-        )
     for key in unknown_keys(props):
         logs.get("kconnect.config").warning("unknown worker property (ignored)", key=key)
     return config
 
 
-def serve_worker(config: Any, ready: threading.Event | None = None) -> int:
+def rest_setup(config: Any) -> tuple[Any, Any]:
+    """The listeners to serve and the REST extension (basic auth) to apply; raises ConfigError."""
+    from kconnect.rest.server import listener_plan, rest_extensions
+
+    return listener_plan(config), rest_extensions(config, os.environ)
+
+
+def serve_worker(
+    config: Any, ready: threading.Event | None = None, rest: tuple[Any, Any] | None = None
+) -> int:
     import uvicorn
 
     from kconnect.rest.app import create_app
+    from kconnect.rest.server import wrap_app
     from kconnect.runtime.worker import StartupError, Worker
 
+    plan, auth = rest if rest is not None else rest_setup(config)
     worker = Worker(config)
-    host, port = _listen_address(config)
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(worker), host=host, port=port, log_level="warning", lifespan="off")
-    )
-    # REST answers from the start (GET /health says 503 until the worker has joined), as Java's does.
-    rest = threading.Thread(target=server.run, name="rest", daemon=True)
-    rest.start()
+    app = create_app(worker)
+    servers: list[tuple[Any, threading.Thread, str]] = []
+    for spec in plan:
+        tls = spec.tls
+        server = uvicorn.Server(
+            uvicorn.Config(
+                wrap_app(app, spec.role, config, auth),
+                host=spec.host,
+                port=spec.listener.port,
+                log_level="warning",
+                lifespan="off",
+                ssl_certfile=tls.certfile if tls else None,
+                ssl_keyfile=tls.keyfile if tls else None,
+                ssl_keyfile_password=tls.key_password if tls else None,
+                ssl_ca_certs=tls.cafile if tls else None,
+                ssl_cert_reqs=tls.cert_reqs if tls else 0,
+            )
+        )
+        # REST answers from the start (GET /health says 503 until the worker has joined), as Java's does.
+        thread = threading.Thread(target=server.run, name=f"rest-{spec.listener.port}", daemon=True)
+        thread.start()
+        servers.append((server, thread, f"{spec.scheme}://{spec.host}:{spec.listener.port}"))
     try:
         worker.start()
     except StartupError as exc:
@@ -116,18 +133,16 @@ def serve_worker(config: Any, ready: threading.Event | None = None) -> int:
         ready.set()
     while not stop.is_set():
         stop.wait(0.5)
-        if not rest.is_alive():
+        dead = next((where for _s, thread, where in servers if not thread.is_alive()), None)
+        if dead is not None:
             worker.stop()
-            return _fail(EXIT_STARTUP, f"the REST server could not listen on {host}:{port}")
+            return _fail(EXIT_STARTUP, f"the REST server could not listen on {dead}")
     worker.stop()
-    server.should_exit = True
-    rest.join(timeout=5)
+    for server, _t, _w in servers:
+        server.should_exit = True
+    for _s, thread, _w in servers:
+        thread.join(timeout=5)
     return 0
-
-
-def _listen_address(config: Any) -> tuple[str, int]:
-    listener = config.rest_listeners[0]
-    return (listener.host or "0.0.0.0"), int(listener.port)
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
@@ -137,9 +152,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
     logs.configure(args.log_level)
     try:
         config = load_worker_config(args.properties)
+        rest = rest_setup(config)
     except ConfigError as exc:
         return _fail(EXIT_CONFIG, str(exc))
-    return serve_worker(config)
+    return serve_worker(config, rest=rest)
 
 
 # =============================================================================================== demo

@@ -1,0 +1,146 @@
+"""REST listeners on a real worker: https with a self-signed PEM certificate, a separate admin listener,
+CORS preflights and opt-in basic authentication; bad settings stop the worker with exit 2."""
+
+from __future__ import annotations
+
+import shutil
+import ssl
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+
+from kconnect.rest.server import BASIC_AUTH_EXTENSION, PROPERTY_FILE_LOGIN_MODULE
+from kconnect.runtime.broker import EmbeddedBroker, free_port
+from tests.support.cluster import WorkerProcess, wait_until, worker_properties
+
+pytestmark = pytest.mark.integration
+
+
+def self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    """A PEM keystore (key + certificate in one file) and the certificate alone, for the client."""
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is needed to make a test certificate")
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+         "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    keystore = tmp_path / "keystore.pem"
+    keystore.write_text(key.read_text() + cert.read_text())
+    return keystore, cert
+
+
+def test_https_admin_listener_cors_and_basic_auth(
+    tmp_path: Path, broker: EmbeddedBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keystore, cert = self_signed(tmp_path)
+    (tmp_path / "users.properties").write_text("# user=password\nalice=s3cret\n")
+    jaas = tmp_path / "jaas.conf"
+    jaas.write_text(
+        "KafkaConnect {\n"
+        f'  {PROPERTY_FILE_LOGIN_MODULE} required\n  file="{tmp_path / "users.properties"}";\n'
+        "};\n"
+    )
+    monkeypatch.setenv("KAFKA_OPTS", f"-Xmx1g -Djava.security.auth.login.config={jaas}")
+    port, admin_port = free_port(), free_port()
+    props = worker_properties(broker.bootstrap, f"tls-{uuid.uuid4().hex[:6]}", port)
+    props.update(
+        {
+            "listeners": f"https://127.0.0.1:{port}",
+            "admin.listeners": f"http://127.0.0.1:{admin_port}",
+            "listeners.https.ssl.keystore.type": "PEM",
+            "listeners.https.ssl.keystore.location": str(keystore),
+            "access.control.allow.origin": "http://example.com",
+            "access.control.allow.methods": "GET,PUT",
+            "rest.extension.classes": BASIC_AUTH_EXTENSION,
+        }
+    )
+    worker = WorkerProcess(tmp_path, props).start()
+    main = httpx.Client(
+        base_url=f"https://127.0.0.1:{port}", verify=ssl.create_default_context(cafile=str(cert)), timeout=10
+    )
+    admin = httpx.Client(base_url=f"http://127.0.0.1:{admin_port}", timeout=10)
+    creds = ("alice", "s3cret")
+    try:
+
+        def healthy() -> bool:
+            try:
+                return main.get("/health", auth=creds).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_until(healthy, 90, "the worker over https")
+        # Basic auth: 401 in Connect's error shape without or with wrong credentials, 200 with them.
+        anonymous = main.get("/connectors")
+        assert anonymous.status_code == 401
+        assert anonymous.json() == {"error_code": 401, "message": "User cannot access the resource."}
+        assert main.get("/connectors", auth=("alice", "wrong")).status_code == 401
+        assert main.get("/connectors", auth=creds).json() == []
+        # A plain-http request to the https port gets no answer from the API.
+        with pytest.raises(httpx.HTTPError):
+            httpx.get(f"http://127.0.0.1:{port}/connectors", timeout=5)
+
+        # The admin endpoints live on the admin listener only; it serves nothing else.
+        assert admin.get("/admin/loggers", auth=creds).status_code == 200
+        assert admin.get("/admin/loggers").status_code == 401
+        hidden = main.get("/admin/loggers", auth=creds)
+        assert (hidden.status_code, hidden.json()["error_code"]) == (404, 404)
+        assert admin.get("/connectors", auth=creds).status_code == 404
+
+        # CORS: a preflight from the allowed origin is answered without credentials, as Jetty's filter does.
+        pre = main.options(
+            "/connectors", headers={"Origin": "http://example.com", "Access-Control-Request-Method": "PUT"}
+        )
+        assert pre.status_code == 200
+        assert pre.headers["access-control-allow-origin"] == "http://example.com"
+        assert set(pre.headers["access-control-allow-methods"].split(", ")) == {"GET", "PUT"}
+        assert pre.headers["access-control-allow-credentials"] == "true"
+        simple = main.get("/connectors", auth=creds, headers={"Origin": "http://example.com"})
+        assert simple.headers["access-control-allow-origin"] == "http://example.com"
+        other = main.get("/connectors", auth=creds, headers={"Origin": "http://evil.example"})
+        assert "access-control-allow-origin" not in other.headers
+    finally:
+        main.close()
+        admin.close()
+        worker.stop()
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        ({"rest.extension.classes": "com.example.MyAuth"}, "rest.extension.classes: "),
+        ({"rest.extension.classes": BASIC_AUTH_EXTENSION}, "JAAS"),
+        (
+            {"listeners": "https://127.0.0.1:{port}"},
+            "Invalid value 'JKS' for configuration ssl.keystore.type",
+        ),
+        (
+            {"listeners": "https://127.0.0.1:{port}", "listeners.https.ssl.keystore.type": "PKCS12"},
+            "Invalid value 'PKCS12' for configuration listeners.https.ssl.keystore.type",
+        ),
+    ],
+)
+def test_rest_settings_kconnect_cannot_honour_exit_2_naming_the_key(
+    tmp_path: Path, change: dict[str, str], fragment: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KAFKA_OPTS", raising=False)
+    monkeypatch.delenv("KCONNECT_JAAS_CONFIG", raising=False)
+    port = free_port()
+    props = worker_properties("127.0.0.1:1", "g-rest-bad", port)
+    props.update({k: v.format(port=port) for k, v in change.items()})
+    path = tmp_path / "w.properties"
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    proc = subprocess.run(
+        [sys.executable, "-m", "kconnect.runtime.cli", "worker", str(path)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("kconnect:")]
+    assert proc.returncode == 2, proc.stderr
+    assert len(errors) == 1 and fragment in errors[0], errors
+    if "MyAuth" in str(change):
+        assert "com.example.MyAuth" in errors[0]
