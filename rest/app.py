@@ -20,6 +20,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from kconnect.rest.admin import admin_router
+from kconnect.rest.openapi import install_openapi
 from kconnect.rest.plugins import plugins_router
 from kconnect.runtime import __version__
 from kconnect.runtime.errors import (
@@ -506,4 +507,5 @@ def create_app(worker: Worker) -> FastAPI:
 
     app.include_router(plugins_router(worker))
     app.include_router(admin_router(worker))
+    install_openapi(app)
     return app

@@ -1,0 +1,312 @@
+"""The OpenAPI document (``/openapi.json``, ``/docs``) with Apache Kafka Connect's request and answer shapes.
+
+Most handlers read the raw body themselves (to give Connect's error messages for malformed JSON, and
+to forward the exact bytes to the leader), so FastAPI cannot infer their request bodies. This module
+states every public endpoint's bodies and answers with typed models instead, so that the document is
+good enough for schema-driven fuzzing (schemathesis) and client generation. Endpoints another branch
+adds are described here too, and appear in the document once their route exists.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import models_json_schema
+
+__all__ = ["install_openapi"]
+
+
+class ErrorMessage(BaseModel):
+    error_code: int = Field(description="The HTTP status, repeated")
+    message: str
+
+
+class ServerInfo(BaseModel):
+    version: str
+    commit: str
+    kafka_cluster_id: str
+
+
+class ConnectorTaskId(BaseModel):
+    connector: str
+    task: int = Field(ge=0)
+
+
+class CreateConnectorRequest(BaseModel):
+    name: str = Field(min_length=1)
+    config: dict[str, str]
+    initial_state: Literal["RUNNING", "PAUSED", "STOPPED"] | None = None
+
+
+class ConnectorInfo(BaseModel):
+    name: str
+    config: dict[str, str]
+    tasks: list[ConnectorTaskId]
+    type: Literal["source", "sink", "unknown"]
+
+
+class ConnectorState(BaseModel):
+    state: str = Field(description="UNASSIGNED, RUNNING, PAUSED, STOPPED, FAILED or RESTARTING")
+    worker_id: str
+    trace: str | None = None
+
+
+class TaskState(ConnectorState):
+    id: int
+
+
+class ConnectorStateInfo(BaseModel):
+    name: str
+    connector: ConnectorState
+    tasks: list[TaskState]
+    type: Literal["source", "sink", "unknown"]
+
+
+class TaskInfo(BaseModel):
+    id: ConnectorTaskId
+    config: dict[str, str]
+
+
+class ConnectorTopics(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class ConnectorOffset(BaseModel):
+    partition: dict[str, Any]
+    offset: dict[str, Any] | None
+
+
+class ConnectorOffsets(BaseModel):
+    offsets: list[ConnectorOffset]
+
+
+class Message(BaseModel):
+    message: str
+
+
+class PluginInfo(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+    class_: str = Field(alias="class")
+    type: str = Field(description="source, sink, transformation, predicate, converter or header_converter")
+    version: str
+
+
+class PluginLoadError(BaseModel):
+    error: str
+
+
+class ConfigKeyInfo(BaseModel):
+    name: str
+    type: str
+    required: bool
+    default_value: str | None
+    importance: str
+    documentation: str | None
+    group: str | None
+    width: str
+    display_name: str | None
+    dependents: list[str]
+    order: int
+
+
+class ConfigValueInfo(BaseModel):
+    name: str
+    value: str | None
+    recommended_values: list[str]
+    errors: list[str]
+    visible: bool
+
+
+class ConfigInfo(BaseModel):
+    definition: ConfigKeyInfo | None
+    value: ConfigValueInfo | None
+
+
+class ConfigInfos(BaseModel):
+    name: str
+    error_count: int
+    groups: list[str]
+    configs: list[ConfigInfo]
+
+
+class LoggerLevel(BaseModel):
+    level: str
+    last_modified: int | None = Field(description="When the level was last set, ms since the epoch")
+
+
+class LoggerLevelRequest(BaseModel):
+    level: Literal["OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE"] = Field(
+        description="A log4j level name; case-insensitive"
+    )
+
+
+class StaticAssignment(BaseModel):
+    connectors: list[str]
+    tasks: list[str] = Field(description="Task ids such as orders-0")
+
+
+class Health(BaseModel):
+    status: str
+    message: str
+
+
+_MODELS: list[type[BaseModel]] = [
+    ErrorMessage,
+    ServerInfo,
+    CreateConnectorRequest,
+    ConnectorInfo,
+    ConnectorStateInfo,
+    TaskState,
+    TaskInfo,
+    ConnectorTopics,
+    ConnectorOffsets,
+    Message,
+    PluginInfo,
+    PluginLoadError,
+    ConfigKeyInfo,
+    ConfigInfos,
+    LoggerLevel,
+    LoggerLevelRequest,
+    StaticAssignment,
+    Health,
+]
+
+
+def _ref(name: str) -> dict[str, Any]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+_STRING_MAP: dict[str, Any] = {"type": "object", "additionalProperties": {"type": "string"}}
+_NULLABLE_STRING_MAP: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+}
+
+
+def _array(item: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "array", "items": item}
+
+
+#: (method, path) -> (request body schema or None, success status, response schema or None).
+_OPERATIONS: dict[tuple[str, str], tuple[dict[str, Any] | None, int, dict[str, Any] | None]] = {
+    ("get", "/"): (None, 200, _ref("ServerInfo")),
+    ("get", "/health"): (None, 200, _ref("Health")),
+    ("get", "/connectors"): (
+        None,
+        200,
+        {
+            "anyOf": [
+                _array({"type": "string"}),
+                {"type": "object", "additionalProperties": {"type": "object"}},
+            ]
+        },
+    ),
+    ("post", "/connectors"): (_ref("CreateConnectorRequest"), 201, _ref("ConnectorInfo")),
+    ("get", "/connectors/{name}"): (None, 200, _ref("ConnectorInfo")),
+    ("delete", "/connectors/{name}"): (None, 204, None),
+    ("get", "/connectors/{name}/config"): (None, 200, _STRING_MAP),
+    ("put", "/connectors/{name}/config"): (_STRING_MAP, 200, _ref("ConnectorInfo")),
+    ("patch", "/connectors/{name}/config"): (_NULLABLE_STRING_MAP, 200, _ref("ConnectorInfo")),
+    ("get", "/connectors/{name}/status"): (None, 200, _ref("ConnectorStateInfo")),
+    ("get", "/connectors/{name}/tasks"): (None, 200, _array(_ref("TaskInfo"))),
+    ("get", "/connectors/{name}/tasks/{task}/status"): (None, 200, _ref("TaskState")),
+    ("post", "/connectors/{name}/restart"): (None, 204, _ref("ConnectorStateInfo")),
+    ("post", "/connectors/{name}/tasks/{task}/restart"): (None, 204, None),
+    ("put", "/connectors/{name}/pause"): (None, 202, None),
+    ("put", "/connectors/{name}/resume"): (None, 202, None),
+    ("put", "/connectors/{name}/stop"): (None, 204, None),
+    ("get", "/connectors/{name}/topics"): (None, 200, _ref("ConnectorTopics")),
+    ("put", "/connectors/{name}/topics/reset"): (None, 204, None),
+    ("get", "/connectors/{name}/offsets"): (None, 200, _ref("ConnectorOffsets")),
+    ("patch", "/connectors/{name}/offsets"): (_ref("ConnectorOffsets"), 200, _ref("Message")),
+    ("delete", "/connectors/{name}/offsets"): (None, 200, _ref("Message")),
+    ("get", "/connector-plugins"): (None, 200, _array(_ref("PluginInfo"))),
+    ("get", "/connector-plugins/errors"): (None, 200, _array(_ref("PluginLoadError"))),
+    ("get", "/connector-plugins/{plugin}/config"): (None, 200, _array(_ref("ConfigKeyInfo"))),
+    ("put", "/connector-plugins/{plugin}/config/validate"): (_NULLABLE_STRING_MAP, 200, _ref("ConfigInfos")),
+    ("get", "/admin/loggers"): (None, 200, {"type": "object", "additionalProperties": _ref("LoggerLevel")}),
+    ("get", "/admin/loggers/{logger}"): (None, 200, _ref("LoggerLevel")),
+    ("put", "/admin/loggers/{logger}"): (_ref("LoggerLevelRequest"), 200, _array({"type": "string"})),
+    ("get", "/workers"): (None, 200, {"type": "object"}),
+    ("get", "/workers/{worker_id}/static-assignment"): (None, 200, _ref("StaticAssignment")),
+    ("put", "/workers/{worker_id}/static-assignment"): (
+        _ref("StaticAssignment"),
+        200,
+        _ref("StaticAssignment"),
+    ),
+    ("delete", "/workers/{worker_id}/static-assignment"): (None, 204, None),
+}
+
+_ERRORS = {
+    "400": "Malformed request",
+    "404": "Not found",
+    "409": "Rebalance in progress or conflict",
+    "500": "Server error",
+}
+
+
+def describe(schema: dict[str, Any]) -> dict[str, Any]:
+    """Apply the operation table to a generated OpenAPI document (pure: returns the same dict, changed)."""
+    _, top = models_json_schema(
+        [(m, "serialization") for m in _MODELS], ref_template="#/components/schemas/{model}"
+    )
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    components.update(top.get("$defs", {}))
+    for path, item in schema.get("paths", {}).items():
+        for method, operation in item.items():
+            spec = _OPERATIONS.get((method, path))
+            if spec is None:
+                continue
+            body, status, response = spec
+            if body is not None:
+                operation["requestBody"] = {
+                    "required": True,
+                    "content": {"application/json": {"schema": body}},
+                }
+            ok: dict[str, Any] = {"description": "Success"}
+            if response is not None and status != 204:
+                ok["content"] = {"application/json": {"schema": response}}
+            responses: dict[str, Any] = {str(status): ok}
+            if (method, path) == ("put", "/connectors/{name}/config"):  # 201 when it creates the connector
+                responses["201"] = {"description": "Created", "content": ok["content"]}
+            if (method, path) == ("put", "/admin/loggers/{logger}"):  # scope=cluster
+                responses["204"] = {"description": "Written to the config topic for every worker"}
+            if path == "/connectors/{name}/restart":  # 202 with a body when includeTasks/onlyFailed are set
+                responses["202"] = {
+                    "description": "Restarting",
+                    "content": {"application/json": {"schema": response}},
+                }
+                responses["204"] = {"description": "Restarted"}
+            for code, text in _ERRORS.items():
+                responses[code] = {
+                    "description": text,
+                    "content": {"application/json": {"schema": _ref("ErrorMessage")}},
+                }
+            if path == "/health":
+                responses["503"] = {
+                    "description": "Starting",
+                    "content": {"application/json": {"schema": _ref("Health")}},
+                }
+            operation["responses"] = responses
+    return schema
+
+
+def install_openapi(app: FastAPI) -> None:
+    """Serve the described document at ``/openapi.json`` (built once, on first request)."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            generated = get_openapi(
+                title=app.title,
+                version=app.version,
+                description="Apache Kafka Connect 3.9's REST API, as kconnect serves it; "
+                "errors are {error_code, message}.",
+                routes=app.routes,
+            )
+            app.openapi_schema = describe(generated)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
