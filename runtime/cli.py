@@ -1,4 +1,4 @@
-"""The ``kconnect`` command: ``broker``, ``worker`` and ``demo``.
+"""The ``kconnect`` command: ``broker``, ``worker``, ``connectors`` (a REST client) and ``demo``.
 
 Exit statuses: 0 clean stop, 1 the worker could not start (broker unreachable, bad internal topic),
 2 invalid worker properties or command line. Errors are one line on stderr, naming the problem.
@@ -297,6 +297,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("properties", help="worker properties file (Apache Kafka Connect's format and keys)")
     p.add_argument("--log-level", default=os.environ.get("KCONNECT_LOG_LEVEL", "INFO"))
     p.set_defaults(func=cmd_worker)
+
+    from kconnect.runtime.client import add_parser as add_client_parser
+
+    add_client_parser(sub)
 
     p = sub.add_parser("demo", help="embedded broker, three workers and a sample connector")
     p.add_argument("--workers", type=int, default=3)
