@@ -107,6 +107,11 @@ class KafkaLog:
         self._thread = threading.Thread(target=self._run, name=f"kafka-log-{self.topic}", daemon=True)
         self._thread.start()
 
+    @property
+    def partition_count(self) -> int:
+        """How many partitions the topic has (known once started)."""
+        return len(self._partitions)
+
     def _run(self) -> None:
         while not self._stop.is_set():
             try:

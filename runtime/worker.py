@@ -24,7 +24,17 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from kconnect.config.worker import WorkerConfig
-from kconnect.runtime import assignor, config_log, logs, protocol, status_log, topics
+from kconnect.runtime import (
+    assignor,
+    config_log,
+    group_records,
+    leader_memory,
+    logs,
+    metrics,
+    protocol,
+    status_log,
+    topics,
+)
 from kconnect.runtime.config_log import ClusterConfigSnapshot, Properties
 from kconnect.runtime.connector_config import validate_connector_config
 from kconnect.runtime.errors import (
@@ -96,6 +106,14 @@ class WorkerMetrics:
     rebalance_started_at: float | None = None
     last_rebalance_ms: float = 0.0
     scheduled_delay_ms: int = 0
+    rebalance_time_ms_max: float = 0.0
+    last_rebalance_at: float | None = None
+    connector_startup_attempts: int = 0
+    connector_startup_successes: int = 0
+    connector_startup_failures: int = 0
+    task_startup_attempts: int = 0
+    task_startup_successes: int = 0
+    task_startup_failures: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +166,10 @@ class Worker:
         self._config_caught_up = False
         self._status_log: KafkaLog | None = None
         self._offset_log: KafkaLog | None = None
+        self._records_log: KafkaLog | None = None
+        self._group_records = group_records.GroupRecords()
+        #: what the leader's last assignment asks to record; written once the round has completed
+        self._pending_records: list[leader_memory.Record] = []
         self._member: WorkerMember | None = None
         self._forwarder: Callable[[str, str, str, Any, dict[str, str]], None] | None = None
         self.log = logs.get("kconnect.worker", worker=self.worker_id)
@@ -209,11 +231,14 @@ class Worker:
         self._offset_log = KafkaLog(
             cfg.offset_storage_topic, bootstrap, self._on_offset_record, self.worker_id
         )
+        self._records_log = KafkaLog(
+            cfg.group_records_storage_topic, bootstrap, self._on_group_record, self.worker_id
+        )
         sync_s = cfg.worker_sync_timeout_ms / 1000
         try:
-            for klog in (self._config_log, self._status_log, self._offset_log):
+            for klog in self._logs():
                 klog.start(timeout_s)
-            for klog in (self._config_log, self._status_log, self._offset_log):
+            for klog in self._logs():
                 if not klog.read_to_end(max(sync_s, timeout_s)):
                     raise StartupError(f"could not read internal topic '{klog.topic}' to its end")
         except KafkaLogError as exc:
@@ -333,6 +358,8 @@ class Worker:
             self.metrics.rebalances_completed += 1
             self.metrics.rebalance_time_ms_total += elapsed
             self.metrics.last_rebalance_ms = elapsed
+            self.metrics.rebalance_time_ms_max = max(self.metrics.rebalance_time_ms_max, elapsed)
+            self.metrics.last_rebalance_at = time.monotonic()
             self.metrics.rebalance_started_at = None
         self.metrics.scheduled_delay_ms = assignment.delay_ms
         logs.bind(generation=joined.generation)
@@ -353,6 +380,7 @@ class Worker:
         )
         self._execute(actions)
         self._report_unassigned(joined.generation)
+        self._write_group_records(joined.generation, joined.member_id, assignment)
         if self._rejoin_after_join:
             self._rejoin_after_join = False
             self._require_member().request_rejoin()
@@ -376,7 +404,12 @@ class Worker:
         elif isinstance(action, StopConnector):
             self._stop_connector(action.name, gen)
         elif isinstance(action, StartTask):
+            self.metrics.task_startup_attempts += 1
             state = self.executor.start_task(action.task, _strings(action.config), action.target_state)
+            if state.state == "FAILED":
+                self.metrics.task_startup_failures += 1
+            else:
+                self.metrics.task_startup_successes += 1
             self._put_status(
                 status_log.TaskStatus(
                     action.task, status_log.State(state.state), state.trace, self.worker_id, gen
@@ -402,6 +435,7 @@ class Worker:
 
     def _start_connector(self, name: str, config: Properties, target_state: str, gen: int) -> None:
         clog = log.bind(connector=name)
+        self.metrics.connector_startup_attempts += 1
         try:
             desc = self.registry.find(config.get("connector.class") or "")
             instance = desc.cls()
@@ -416,10 +450,12 @@ class Worker:
                 status_log.ConnectorStatus(name, status_log.State(state), None, self.worker_id, gen)
             )
             clog.info("connector started", state=state)
+            self.metrics.connector_startup_successes += 1
             if target_state == "STARTED":
                 self._events.put(_ReconfigureRequest(name))
         except Exception as exc:
             clog.error("connector failed to start", error=str(exc))
+            self.metrics.connector_startup_failures += 1
             self._put_status(
                 status_log.ConnectorStatus(
                     name, status_log.State.FAILED, traceback.format_exc(), self.worker_id, gen
@@ -568,6 +604,93 @@ class Worker:
         with self._lock:
             self._offset_state = offset_log.apply(self._offset_state, decoded)
 
+    def _on_group_record(self, record: LogRecord) -> None:
+        with self._lock:
+            self._group_records = group_records.apply(
+                self._group_records,
+                record.key,
+                record.value,
+                offset=record.offset,
+                timestamp_ms=record.timestamp_ms,
+            )
+
+    def figures(self) -> metrics.WorkerFigures:
+        """What ``GET /metrics`` reports: one consistent reading of this worker's figures."""
+        m = self.metrics
+        with self._lock:
+            group = self.herder.group
+            connectors = sorted(self.herder.owned_connectors)
+            tasks = sorted(self.herder.owned_tasks)
+            status = self._status_state
+            rebalancing = self.herder.rebalancing
+        connector_states = {}
+        for name in connectors:
+            cs = status.connector_status(name)
+            connector_states[name] = cs.state.value if cs is not None else "UNASSIGNED"
+        task_figures = []
+        for task in tasks:
+            ts = status.task_status(task)
+            task_figures.append(
+                metrics.TaskFigures(
+                    task.connector, task.task, ts.state.value if ts is not None else "UNASSIGNED"
+                )
+            )
+        since = None if m.last_rebalance_at is None else (time.monotonic() - m.last_rebalance_at) * 1000
+        return metrics.WorkerFigures(
+            worker=self.worker_id,
+            protocol=group.protocol or self.config.connect_protocol,
+            epoch=group.generation,
+            leader=group.leader_url or "",
+            rebalancing=rebalancing,
+            completed_rebalances=m.rebalances_completed,
+            rebalance_time_ms_total=m.rebalance_time_ms_total,
+            rebalance_time_ms_max=m.rebalance_time_ms_max,
+            time_since_last_rebalance_ms=since,
+            connectors=connector_states,
+            tasks=task_figures,
+            connector_startup_attempts=m.connector_startup_attempts,
+            connector_startup_successes=m.connector_startup_successes,
+            connector_startup_failures=m.connector_startup_failures,
+            task_startup_attempts=m.task_startup_attempts,
+            task_startup_successes=m.task_startup_successes,
+            task_startup_failures=m.task_startup_failures,
+            scheduled_delay_ms=m.scheduled_delay_ms,
+        )
+
+    def group_state(self) -> group_records.GroupState | None:
+        """This worker's group as the group records describe it (any worker can tell; they all read them)."""
+        with self._lock:
+            return self._group_records.groups.get(self.config.group_id)
+
+    def _write_group_records(self, generation: int, member_id: str, assignment: ConnectAssignment) -> None:
+        """The leader's records of the round it computed, then this member's current assignment.
+
+        Written after the round completed, from the herder thread, so that SyncGroup never waits on them;
+        records equal to what the topic already holds are not rewritten.
+        """
+        pending, self._pending_records = self._pending_records, []
+        with self._lock:
+            running = group_records.Assigned(
+                frozenset(self.herder.owned_connectors), frozenset(self.herder.owned_tasks)
+            )
+        wanted = [*pending]
+        if assignment.error == protocol.NO_ERROR:
+            wanted.append(
+                leader_memory.current_assignment_record(
+                    self.config.group_id, member_id, generation, assignment, running
+                )
+            )
+        records_log = self._require(self._records_log)
+        records = group_records.changed_records(self.group_state(), wanted)
+        if not records:
+            return
+        partition = group_records.partition_for(self.config.group_id, records_log.partition_count)
+        try:
+            for key, value in records:
+                records_log.send(key, value, partition=partition)
+        except KafkaLogError as exc:
+            self.log.warning("could not write the group records", generation=generation, error=str(exc))
+
     def _config_offset(self) -> int:
         with self._lock:
             return self._config_state.snapshot().offset
@@ -618,6 +741,13 @@ class Worker:
         with self._lock:
             last_generation = self.herder.group.generation
             last_protocol = self.herder.group.protocol
+        generation = self._require_member().coordinator._generation.generation_id
+        # Wall-clock time: a scheduled rebalance must mean the same instant to the next leader, which
+        # reads it from the group records' timestamps.
+        now_ms = int(time.time() * 1000)
+        completed = last_generation if last_generation >= 0 else generation - 1
+        if self._leader_state.previous_generation != completed:
+            self._remember_from_records(completed, now_ms)
         result, self._leader_state = assignor.leader_assign(
             self._leader_state,
             selected_protocol=protocol_name,
@@ -625,12 +755,22 @@ class Worker:
             members=states,
             leader_config_offset=snap.offset,
             connectors=counts,
-            now_ms=int(time.monotonic() * 1000),
+            now_ms=now_ms,
             max_delay_ms=self.config.scheduled_rebalance_max_delay_ms,
-            generation=self._require_member().coordinator._generation.generation_id,
+            generation=generation,
             leaving=frozenset(mid for mid, st in states.items() if st.leaving),
             last_completed_generation=last_generation if last_generation >= 0 else None,
             last_protocol=last_protocol,
+        )
+        self._pending_records = leader_memory.round_records(
+            self.config.group_id,
+            generation=generation,
+            protocol_name=protocol_name,
+            members=members,
+            assignments=result,
+            state=self._leader_state,
+            configuration=self._group_configuration(),
+            previous=self.group_state(),
         )
         # After KIP-415's empty downgrade round the leader itself asks for the real eager round.
         self._rejoin_after_join = self._leader_state.downgrade_round
@@ -644,6 +784,40 @@ class Worker:
         )
         self.leader_view = LeaderView(leader_id, protocol_name, dict(members), result)
         return result
+
+    def _remember_from_records(self, completed: int, now_ms: int) -> None:
+        """A leader that did not lead the last generation rebuilds the assignor's memory from the group
+        records (KIP-415's "new or lost?" question, answered by the last target assignment)."""
+        records_log = self._require(self._records_log)
+        if not records_log.read_to_end(max(1.0, self.config.worker_sync_timeout_ms / 1000)):
+            self.log.warning("could not read the group records to their end; assigning without them")
+            return
+        remembered = leader_memory.remember(
+            self.group_state(),
+            completed=completed,
+            now_ms=now_ms,
+            previous_version=self._leader_state.previous_version,
+        )
+        if remembered is None:
+            return
+        self._leader_state = remembered
+        self.log.info(
+            "leader remembered the previous assignment from the group records",
+            completed_generation=completed,
+            connectors=len(remembered.previous_connectors),
+            tasks=len(remembered.previous_tasks),
+            scheduled_delay_ms=remembered.delay_ms,
+        )
+
+    def _group_configuration(self) -> list[tuple[str, str]]:
+        cfg = self.config
+        return [
+            ("connect.protocol", cfg.connect_protocol),
+            ("scheduled.rebalance.max.delay.ms", str(cfg.scheduled_rebalance_max_delay_ms)),
+            ("session.timeout.ms", str(cfg.session_timeout_ms)),
+            ("heartbeat.interval.ms", str(cfg.heartbeat_interval_ms)),
+            ("rebalance.timeout.ms", str(cfg.rebalance_timeout_ms)),
+        ]
 
     # ======================================================================================= statuses
 
@@ -873,7 +1047,7 @@ class Worker:
         if self._member is not None:
             self._member.leave(timeout_ms=5000)
             self._member.close()
-        for klog in (self._config_log, self._status_log, self._offset_log):
+        for klog in self._logs():
             if klog is not None:
                 try:
                     klog.stop()
@@ -882,6 +1056,13 @@ class Worker:
         self.log.info("worker stopped", seconds=round(time.monotonic() - started, 2))
 
     # ======================================================================================= helpers
+
+    def _logs(self) -> list[KafkaLog]:
+        return [
+            klog
+            for klog in (self._config_log, self._status_log, self._offset_log, self._records_log)
+            if klog is not None
+        ]
 
     def _require_member(self) -> WorkerMember:
         if self._member is None:
