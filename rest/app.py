@@ -19,7 +19,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from kconnect.rest import group as group_routes
 from kconnect.rest.admin import admin_router
+from kconnect.rest.limits import BodyLimit
 from kconnect.rest.openapi import install_openapi
 from kconnect.rest.plugins import plugins_router
 from kconnect.runtime import __version__
@@ -165,6 +167,9 @@ def create_app(worker: Worker) -> FastAPI:
             return error(503, "Request cannot be completed because the worker is still starting up")
         response: Response = await call_next(request)
         return response
+
+    app.include_router(group_routes.router(worker))
+    app.add_middleware(BodyLimit)
 
     @app.get("/health")
     def health() -> JSONResponse:

@@ -231,6 +231,7 @@ _OPERATIONS: dict[tuple[str, str], tuple[dict[str, Any] | None, int, dict[str, A
     ("get", "/admin/loggers/{logger}"): (None, 200, _ref("LoggerLevel")),
     ("put", "/admin/loggers/{logger}"): (_ref("LoggerLevelRequest"), 200, _array({"type": "string"})),
     ("get", "/workers"): (None, 200, {"type": "object"}),
+    ("get", "/group"): (None, 200, {"type": "object"}),
     ("get", "/workers/{worker_id}/static-assignment"): (None, 200, _ref("StaticAssignment")),
     ("put", "/workers/{worker_id}/static-assignment"): (
         _ref("StaticAssignment"),

@@ -1,0 +1,243 @@
+"""Prometheus metrics named after Apache Kafka Connect's JMX metrics.
+
+Java exposes ``kafka.connect:type=connect-worker-rebalance-metrics`` attributes such as
+``completed-rebalances-total``; a Prometheus JMX exporter turns those into
+``connect_worker_rebalance_completed_rebalances_total``. kconnect serves the same names directly, so
+dashboards built for Apache Kafka Connect find them: ``<group without -metrics>_<attribute>`` with dashes
+as underscores, and the worker, connector and task as labels. Pure: the worker shell gathers a
+:class:`WorkerFigures`, this module renders it in Prometheus' text exposition format (version 0.0.4).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+#: Java's task states that its per-connector task counts distinguish (ConnectMetricsRegistry).
+TASK_STATES = ("running", "paused", "failed", "unassigned", "destroyed", "restarting")
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    name: str
+    value: float
+    labels: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    name: str
+    kind: str  # "gauge" or "counter"
+    help: str
+    samples: tuple[Sample, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFigures:
+    connector: str
+    task: int
+    state: str
+    source_record_poll_total: int = 0
+    sink_record_read_total: int = 0
+    offset_commit_avg_time_ms: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerFigures:
+    worker: str
+    protocol: str
+    epoch: int
+    leader: str
+    rebalancing: bool
+    completed_rebalances: int
+    rebalance_time_ms_total: float
+    rebalance_time_ms_max: float
+    time_since_last_rebalance_ms: float | None
+    connectors: Mapping[str, str] = field(default_factory=dict)  # connector -> state, those this worker runs
+    tasks: Sequence[TaskFigures] = ()
+    connector_startup_attempts: int = 0
+    connector_startup_successes: int = 0
+    connector_startup_failures: int = 0
+    task_startup_attempts: int = 0
+    task_startup_successes: int = 0
+    task_startup_failures: int = 0
+    scheduled_delay_ms: int = 0
+
+
+def _escape_help(value: str) -> str:
+    # HELP text escapes backslash and line feed only; label values also escape the double quote.
+    return value.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _escape(value: str) -> str:
+    return _escape_help(value).replace('"', '\\"')
+
+
+def _number(value: float) -> str:
+    if value != value:  # NaN, as Java reports an average over no samples
+        return "NaN"
+    if float(value).is_integer():
+        return str(int(value))
+    return repr(float(value))
+
+
+def render(families: Iterable[Family]) -> str:
+    """The text exposition format: HELP and TYPE once per family, then its samples."""
+    lines: list[str] = []
+    for family in families:
+        lines.append(f"# HELP {family.name} {_escape_help(family.help)}")
+        lines.append(f"# TYPE {family.name} {family.kind}")
+        for s in family.samples:
+            labels = ",".join(f'{k}="{_escape(v)}"' for k, v in s.labels)
+            lines.append(
+                f"{s.name}{{{labels}}} {_number(s.value)}" if labels else f"{s.name} {_number(s.value)}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def worker_families(f: WorkerFigures) -> list[Family]:
+    w = (("worker", f.worker),)
+    rb = "connect_worker_rebalance_"
+    wk = "connect_worker_"
+
+    def one(name: str, kind: str, text: str, value: float, labels: tuple[tuple[str, str], ...] = w) -> Family:
+        return Family(name, kind, text, (Sample(name, value, labels),))
+
+    avg = f.rebalance_time_ms_total / f.completed_rebalances if f.completed_rebalances else float("nan")
+    families = [
+        one(
+            rb + "completed_rebalances_total",
+            "counter",
+            "Rebalances this worker completed.",
+            f.completed_rebalances,
+        ),
+        one(rb + "rebalance_avg_time_ms", "gauge", "Average time of this worker's rebalances.", avg),
+        one(
+            rb + "rebalance_max_time_ms",
+            "gauge",
+            "Longest rebalance of this worker.",
+            f.rebalance_time_ms_max,
+        ),
+        one(rb + "rebalancing", "gauge", "1 while this worker is rebalancing.", 1 if f.rebalancing else 0),
+        one(rb + "epoch", "gauge", "The group generation this worker is in.", f.epoch),
+        one(
+            rb + "time_since_last_rebalance_ms",
+            "gauge",
+            "Time since this worker's last completed rebalance.",
+            -1 if f.time_since_last_rebalance_ms is None else f.time_since_last_rebalance_ms,
+        ),
+        one(
+            rb + "scheduled_delay_ms",
+            "gauge",
+            "kconnect: the scheduled rebalance delay of the last assignment (0: none).",
+            f.scheduled_delay_ms,
+        ),
+        Family(
+            rb + "connect_protocol",
+            "gauge",
+            "The Connect protocol of the group (label).",
+            (Sample(rb + "connect_protocol", 1, (*w, ("protocol", f.protocol))),),
+        ),
+        Family(
+            rb + "leader_name",
+            "gauge",
+            "The group leader (label).",
+            (Sample(rb + "leader_name", 1, (*w, ("leader", f.leader))),),
+        ),
+        one(wk + "connector_count", "gauge", "Connectors this worker runs.", len(f.connectors)),
+        one(wk + "task_count", "gauge", "Tasks this worker runs.", len(f.tasks)),
+        one(
+            wk + "connector_startup_attempts_total",
+            "counter",
+            "Connector starts attempted.",
+            f.connector_startup_attempts,
+        ),
+        one(
+            wk + "connector_startup_success_total",
+            "counter",
+            "Connector starts that succeeded.",
+            f.connector_startup_successes,
+        ),
+        one(
+            wk + "connector_startup_failure_total",
+            "counter",
+            "Connector starts that failed.",
+            f.connector_startup_failures,
+        ),
+        one(wk + "task_startup_attempts_total", "counter", "Task starts attempted.", f.task_startup_attempts),
+        one(
+            wk + "task_startup_success_total",
+            "counter",
+            "Task starts that succeeded.",
+            f.task_startup_successes,
+        ),
+        one(
+            wk + "task_startup_failure_total", "counter", "Task starts that failed.", f.task_startup_failures
+        ),
+    ]
+    by_connector: dict[str, Counter[str]] = {}
+    for t in f.tasks:
+        by_connector.setdefault(t.connector, Counter())[t.state.lower()] += 1
+    for name in f.connectors:
+        by_connector.setdefault(name, Counter())
+    total = [
+        Sample(wk + "connector_total_task_count", sum(c.values()), (*w, ("connector", n)))
+        for n, c in sorted(by_connector.items())
+    ]
+    families.append(
+        Family(
+            wk + "connector_total_task_count", "gauge", "Tasks of the connector on this worker.", tuple(total)
+        )
+    )
+    for state in TASK_STATES:
+        name = f"{wk}connector_{state}_task_count"
+        samples = tuple(
+            Sample(name, c[state], (*w, ("connector", n))) for n, c in sorted(by_connector.items())
+        )
+        families.append(
+            Family(name, "gauge", f"Tasks of the connector on this worker that are {state}.", samples)
+        )
+
+    def per_task(name: str, kind: str, text: str, attr: str, group: str) -> Family:
+        full = f"{group}{name}"
+        return Family(
+            full,
+            kind,
+            text,
+            tuple(
+                Sample(full, getattr(t, attr), (*w, ("connector", t.connector), ("task", str(t.task))))
+                for t in f.tasks
+            ),
+        )
+
+    families.append(
+        per_task(
+            "source_record_poll_total",
+            "counter",
+            "Records the source task polled.",
+            "source_record_poll_total",
+            "connect_source_task_",
+        )
+    )
+    families.append(
+        per_task(
+            "sink_record_read_total",
+            "counter",
+            "Records the sink task read.",
+            "sink_record_read_total",
+            "connect_sink_task_",
+        )
+    )
+    families.append(
+        per_task(
+            "offset_commit_avg_time_ms",
+            "gauge",
+            "Average offset commit latency.",
+            "offset_commit_avg_time_ms",
+            "connect_worker_task_",
+        )
+    )
+    return families

@@ -1,0 +1,85 @@
+"""Prometheus rendering of the worker figures under Apache Kafka Connect's metric names."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from kconnect.runtime.metrics import Family, Sample, TaskFigures, WorkerFigures, render, worker_families
+
+FIGURES = WorkerFigures(
+    worker="127.0.0.1:8083",
+    protocol="sessioned",
+    epoch=7,
+    leader="http://127.0.0.1:8083/",
+    rebalancing=False,
+    completed_rebalances=4,
+    rebalance_time_ms_total=400.0,
+    rebalance_time_ms_max=250.5,
+    time_since_last_rebalance_ms=1200.0,
+    connectors={"sink": "RUNNING"},
+    tasks=(
+        TaskFigures("sink", 0, "RUNNING", sink_record_read_total=12),
+        TaskFigures("sink", 1, "PAUSED"),
+        TaskFigures("src", 0, "FAILED", source_record_poll_total=3, offset_commit_avg_time_ms=2.5),
+    ),
+    connector_startup_attempts=2,
+    connector_startup_successes=1,
+    connector_startup_failures=1,
+)
+
+LINE = re.compile(r'^[a-z_]+(\{([a-z_]+="[^"]*",?)*\})? (-?[0-9.e+]+|NaN)$')
+
+
+def samples(text: str) -> dict[str, float]:
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        assert LINE.match(line), line
+        name, value = line.rsplit(" ", 1)
+        out[name] = float(value)
+    return out
+
+
+def test_names_follow_apache_kafka_connect_and_values_are_the_figures() -> None:
+    got = samples(render(worker_families(FIGURES)))
+    w = 'worker="127.0.0.1:8083"'
+    assert got[f"connect_worker_rebalance_completed_rebalances_total{{{w}}}"] == 4
+    assert got[f"connect_worker_rebalance_rebalance_avg_time_ms{{{w}}}"] == 100
+    assert got[f"connect_worker_rebalance_rebalance_max_time_ms{{{w}}}"] == 250.5
+    assert got[f"connect_worker_rebalance_epoch{{{w}}}"] == 7
+    assert got[f"connect_worker_rebalance_rebalancing{{{w}}}"] == 0
+    assert got[f'connect_worker_rebalance_connect_protocol{{{w},protocol="sessioned"}}'] == 1
+    assert got[f"connect_worker_connector_count{{{w}}}"] == 1
+    assert got[f"connect_worker_task_count{{{w}}}"] == 3
+    assert got[f"connect_worker_connector_startup_failure_total{{{w}}}"] == 1
+    assert got[f'connect_worker_connector_running_task_count{{{w},connector="sink"}}'] == 1
+    assert got[f'connect_worker_connector_paused_task_count{{{w},connector="sink"}}'] == 1
+    assert got[f'connect_worker_connector_failed_task_count{{{w},connector="src"}}'] == 1
+    assert got[f'connect_worker_connector_total_task_count{{{w},connector="sink"}}'] == 2
+    assert got[f'connect_sink_task_sink_record_read_total{{{w},connector="sink",task="0"}}'] == 12
+    assert got[f'connect_source_task_source_record_poll_total{{{w},connector="src",task="0"}}'] == 3
+    assert got[f'connect_worker_task_offset_commit_avg_time_ms{{{w},connector="src",task="0"}}'] == 2.5
+
+
+def test_every_family_has_help_and_type_once() -> None:
+    text = render(worker_families(FIGURES))
+    helps = re.findall(r"^# HELP (\S+)", text, re.M)
+    types = re.findall(r"^# TYPE (\S+) (counter|gauge)$", text, re.M)
+    assert len(helps) == len(set(helps)) == len(types)
+    assert [t[0] for t in types] == helps
+
+
+def test_no_rebalance_yet_reports_nan_average_and_negative_time_since() -> None:
+    fresh = WorkerFigures("w", "static", -1, "", True, 0, 0.0, 0.0, None)
+    got = samples(render(worker_families(fresh)))
+    assert math.isnan(got['connect_worker_rebalance_rebalance_avg_time_ms{worker="w"}'])
+    assert got['connect_worker_rebalance_time_since_last_rebalance_ms{worker="w"}'] == -1
+    assert got['connect_worker_rebalance_rebalancing{worker="w"}'] == 1
+
+
+def test_label_values_are_escaped() -> None:
+    text = render([Family("x", "gauge", 'a "b"\nc', (Sample("x", 1, (("l", 'q"\\\n'),)),))])
+    assert 'x{l="q\\"\\\\\\n"} 1' in text
+    assert '# HELP x a "b"\\nc' in text
