@@ -32,7 +32,7 @@ def parse_level_body(raw: bytes) -> str:
     """The ``level`` of a PUT body; 400s name what was wrong."""
     try:
         body = json.loads(raw) if raw.strip() else {}
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
         raise BadRequestError(f"Request body is not valid JSON: {exc}") from exc
     if not isinstance(body, dict):
         raise BadRequestError('Request body must be a JSON object such as {"level": "DEBUG"}')

@@ -84,7 +84,7 @@ def create_app(worker: Worker) -> FastAPI:
             raise BadRequestError("Request body is empty; a JSON document was expected")
         try:
             return json.loads(raw)
-        except json.JSONDecodeError as exc:
+        except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
             raise BadRequestError(f"Request body is not valid JSON: {exc}") from exc
 
     def string_map(value: Any, what: str) -> dict[str, str]:

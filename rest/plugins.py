@@ -42,7 +42,7 @@ def parse_config_body(raw: bytes) -> dict[str, str | None]:
         raise BadRequestError("Request body is empty; a JSON object of connector configs was expected")
     try:
         body = json.loads(raw)
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
         raise BadRequestError(f"Request body is not valid JSON: {exc}") from exc
     if not isinstance(body, dict):
         raise BadRequestError(
