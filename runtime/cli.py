@@ -1,4 +1,4 @@
-"""The ``kconnect`` command: ``broker``, ``worker`` and ``demo``.
+"""The ``kconnect`` command: ``broker``, ``worker``, ``demo`` and ``group describe`` (runtime/group_cli.py).
 
 Exit statuses: 0 clean stop, 1 the worker could not start (broker unreachable, bad internal topic),
 2 invalid worker properties or command line. Errors are one line on stderr, naming the problem.
@@ -286,6 +286,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=3)
     p.add_argument("--keep-running", action="store_true")
     p.set_defaults(func=cmd_demo)
+
+    from kconnect.runtime import group_cli
+
+    group_cli.register(sub)
     return parser
 
 
