@@ -1,4 +1,5 @@
-"""The ``kconnect`` command: ``broker``, ``worker``, ``connectors`` (a REST client) and ``demo``.
+"""The ``kconnect`` command: ``broker``, ``worker``, ``connectors`` (a REST client), ``group describe``
+(runtime/group_cli.py, reads the group records alone) and ``demo``.
 
 Exit statuses: 0 clean stop, 1 the worker could not start (broker unreachable, bad internal topic),
 2 invalid worker properties or command line. Errors are one line on stderr, naming the problem.
@@ -306,6 +307,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=3)
     p.add_argument("--keep-running", action="store_true")
     p.set_defaults(func=cmd_demo)
+
+    from kconnect.runtime import group_cli
+
+    group_cli.register(sub)
     return parser
 
 
