@@ -42,11 +42,14 @@ from kconnect.runtime.herder import (
     Herder,
     PublishTaskConfigs,
     ReadyToLeave,
+    ReportRestarting,
     RequestRejoin,
     StartConnector,
     StartTask,
     StopConnector,
     StopTask,
+    TransitionConnector,
+    TransitionTask,
 )
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.kafka_log import KafkaLog, KafkaLogError, LogRecord
@@ -69,6 +72,8 @@ class StartupError(RuntimeError):
 class _RunningConnector:
     instance: Connector
     config: Properties
+    #: Whether ``instance.start`` ran (and ``stop`` is owed): not while PAUSED or STOPPED.
+    started: bool = False
 
 
 @dataclass
@@ -84,6 +89,13 @@ class _ConfigMoved:
 @dataclass
 class _BeginLeave:
     pass
+
+
+@dataclass
+class _RestartTask:
+    """A REST task restart that reached this worker, the task's owner; the herder thread carries it out."""
+
+    task: TaskId
 
 
 @dataclass
@@ -213,7 +225,7 @@ class Worker:
         except KafkaLogError as exc:
             raise StartupError(str(exc)) from exc
         with self._lock:
-            self.herder.snapshot = self._config_state.snapshot()
+            self.herder.on_startup_config(self._config_state.snapshot())
 
         self._member = WorkerMember(
             bootstrap_servers=bootstrap,
@@ -295,11 +307,19 @@ class Worker:
                     actions = self.herder.begin_leave()
                 self.log.info("leaving the group: handing work over first")
                 self._execute(actions)
+            elif isinstance(event, _RestartTask):
+                with self._lock:
+                    actions = self.herder.on_restart_task(event.task)
+                self._execute(actions)
         if config_moved:
             with self._lock:
                 snapshot = self._config_state.snapshot()
                 old_static = self.herder.snapshot.static_overrides.get(self.worker_id)
-                actions = self.herder.on_config(snapshot) if snapshot is not self.herder.snapshot else []
+                actions = (
+                    self.herder.on_config(snapshot, self._status_state)
+                    if snapshot is not self.herder.snapshot
+                    else []
+                )
             if snapshot.static_overrides.get(self.worker_id) != old_static:
                 # This worker's static assignment changed over REST: it takes effect at a rebalance.
                 self.log.info("static assignment override changed; rejoining")
@@ -317,7 +337,7 @@ class Worker:
                 self.herder.snapshot = self._config_state.snapshot()
         with self._lock:
             actions = self.herder.on_rebalanced(
-                joined.generation, joined.member_id, joined.protocol, assignment
+                joined.generation, joined.member_id, joined.protocol, assignment, self._status_state
             )
             group = self.herder.group
         started = self.metrics.rebalance_started_at
@@ -379,6 +399,23 @@ class Worker:
         elif isinstance(action, StopTask):
             self.executor.stop_task(action.task, self.config.task_shutdown_graceful_timeout_ms / 1000)
             self.log.info("task stopped", connector=action.task.connector, task=action.task.task)
+        elif isinstance(action, TransitionConnector):
+            self._transition_connector(action.name, action.target_state, gen)
+        elif isinstance(action, TransitionTask):
+            state = self.executor.transition_task(action.task, action.target_state)
+            self._put_status(
+                status_log.TaskStatus(
+                    action.task, status_log.State(state.state), state.trace, self.worker_id, gen
+                )
+            )
+            self.log.info("task transitioned", task=str(action.task), target_state=action.target_state)
+        elif isinstance(action, ReportRestarting):
+            restarting = status_log.State.RESTARTING
+            self._put_status(
+                status_log.ConnectorStatus(action.connector, restarting, None, self.worker_id, gen)
+                if action.task is None
+                else status_log.TaskStatus(action.task, restarting, None, self.worker_id, gen)
+            )
         elif isinstance(action, PublishTaskConfigs):
             self._publish_task_configs(action.connector, [dict(c) for c in action.configs])
         elif isinstance(action, RequestRejoin):
@@ -404,7 +441,7 @@ class Worker:
                 state = "RUNNING"
             else:
                 state = "PAUSED" if target_state == "PAUSED" else "STOPPED"
-            self._connectors[name] = _RunningConnector(instance, config)
+            self._connectors[name] = _RunningConnector(instance, config, started=target_state == "STARTED")
             self._put_status(
                 status_log.ConnectorStatus(name, status_log.State(state), None, self.worker_id, gen)
             )
@@ -424,7 +461,8 @@ class Worker:
         if running is None:
             return
         try:
-            running.instance.stop()
+            if running.started:
+                running.instance.stop()
         except Exception as exc:
             log.warning("connector stop raised", connector=name, error=str(exc))
         with self._lock:
@@ -434,6 +472,38 @@ class Worker:
                 status_log.ConnectorStatus(name, status_log.State.UNASSIGNED, None, self.worker_id, gen)
             )
         log.info("connector stopped", connector=name)
+
+    def _transition_connector(self, name: str, target_state: str, gen: int) -> None:
+        """Java's WorkerConnector transitions: STARTED starts the instance (and asks it for task configs);
+        PAUSED and STOPPED stop it but keep it, so resuming needs no rebalance."""
+        running = self._connectors.get(name)
+        if running is None:
+            return
+        clog = log.bind(connector=name)
+        try:
+            if target_state == "STARTED":
+                if not running.started:
+                    running.instance.initialize(_Context(self, name))
+                    running.instance.start(_strings(running.config))
+                    running.started = True
+                state = status_log.State.RUNNING
+            else:
+                if running.started:
+                    running.started = False
+                    running.instance.stop()
+                state = status_log.State.PAUSED if target_state == "PAUSED" else status_log.State.STOPPED
+        except Exception as exc:
+            clog.error("connector failed in a state transition", target_state=target_state, error=str(exc))
+            self._put_status(
+                status_log.ConnectorStatus(
+                    name, status_log.State.FAILED, traceback.format_exc(), self.worker_id, gen
+                )
+            )
+            return
+        self._put_status(status_log.ConnectorStatus(name, state, None, self.worker_id, gen))
+        clog.info("connector transitioned", state=state.value)
+        if target_state == "STARTED":
+            self._events.put(_ReconfigureRequest(name))
 
     def _reconfigure(self, name: str) -> None:
         running = self._connectors.get(name)
