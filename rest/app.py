@@ -19,6 +19,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from kconnect.rest.connectors import operations_router
 from kconnect.runtime import __version__
 from kconnect.runtime.errors import (
     BadRequestError,
@@ -93,13 +94,18 @@ def create_app(worker: Worker) -> FastAPI:
         return out
 
     async def forward_or_raise(request: Request, exc: NotLeaderError, body: bytes | None = None) -> Response:
-        if request.query_params.get("forward") == "false":
-            raise ConnectError("Cannot complete request because worker is not leader and forwarding is off")
+        # Java's rule: a user's request (no ``forward``) may be forwarded twice, e.g. a follower to the
+        # leader (forward=true), then the leader to a task's owner (forward=false); never a third time.
+        forward = request.query_params.get("forward")
+        if forward == "false":
+            raise RebalanceNeededError(
+                "Cannot complete request because of a conflicting operation (e.g. worker rebalance)"
+            )
         async with httpx.AsyncClient(timeout=FORWARD_TIMEOUT_S) as client:
             resp = await client.request(
                 request.method,
                 exc.leader_url.rstrip("/") + request.url.path,
-                params={**dict(request.query_params), "forward": "false"},
+                params={**dict(request.query_params), "forward": "true" if forward is None else "false"},
                 content=body if body is not None else await request.body(),
                 headers={"Content-Type": "application/json"},
             )
@@ -498,4 +504,7 @@ def create_app(worker: Worker) -> FastAPI:
             "this_worker": me,
         }
 
+    app.include_router(
+        operations_router(worker, forward_or_raise, json_body, connector_info, connector_status)
+    )
     return app

@@ -24,7 +24,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from kconnect.config.worker import WorkerConfig
-from kconnect.runtime import assignor, config_log, logs, protocol, status_log, topics
+from kconnect.runtime import assignor, config_log, logs, offset_log, protocol, status_log, topics
 from kconnect.runtime.config_log import ClusterConfigSnapshot, Properties
 from kconnect.runtime.connector_config import validate_connector_config
 from kconnect.runtime.errors import (
@@ -54,7 +54,7 @@ from kconnect.runtime.herder import (
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.kafka_log import KafkaLog, KafkaLogError, LogRecord
 from kconnect.runtime.member import GroupDescription, MemberError, WorkerMember
-from kconnect.runtime.offset_log import OffsetState
+from kconnect.runtime.offset_log import OffsetState, SourceOffset
 from kconnect.runtime.plugins import Connector, ConnectorContext, PluginRegistry, connector_type
 from kconnect.runtime.protocol import ConnectAssignment, WorkerState
 
@@ -593,8 +593,6 @@ class Worker:
             self._status_state = status_log.apply(self._status_state, decoded)
 
     def _on_offset_record(self, record: LogRecord) -> None:
-        from kconnect.runtime import offset_log
-
         try:
             decoded = offset_log.decode(record.key, record.value)
         except offset_log.CorruptRecord as exc:
@@ -878,6 +876,52 @@ class Worker:
         deadline = time.monotonic() + timeout_s
         while self._config_offset() <= offset and time.monotonic() < deadline:
             time.sleep(0.01)
+
+    # ------------------------------------------------------ support for connector operations (operations.py)
+
+    def append_config(self, *records: config_log.ConfigRecord) -> None:
+        """Leader only: write config records in order, then wait until this worker has read them back,
+        so the answer to the REST request already reflects them."""
+        self.require_leader()
+        clog = self._require(self._config_log)
+        offset = -1
+        for record in records:
+            key, value = config_log.encode(record)
+            offset = clog.send(key, value)
+        if offset >= 0:
+            self._await_config(offset)
+
+    def write_status(self, record: status_log.StatusRecord) -> None:
+        """Write one status-topic record (any worker may, as in Java)."""
+        key, value = status_log.encode(record)
+        self._require(self._status_log).send(key, value)
+
+    def source_offsets(self) -> OffsetState:
+        """The offsets topic read to its end: what ``GET /connectors/{name}/offsets`` answers for sources."""
+        self._require(self._offset_log).read_to_end(self.config.worker_sync_timeout_ms / 1000)
+        with self._lock:
+            return self._offset_state
+
+    def write_source_offsets(self, records: list[SourceOffset]) -> None:
+        """Write offsets-topic records (tombstones for None offsets) and read them back."""
+        olog = self._require(self._offset_log)
+        for record in records:
+            key, value = offset_log.encode(record)
+            olog.send(key, value)
+        olog.read_to_end(self.config.worker_sync_timeout_ms / 1000)
+
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            raise RuntimeError("worker not started")
+        return self._admin
+
+    def owns_running_task(self, task: TaskId) -> bool:
+        with self._lock:
+            return task in self.herder.running_tasks
+
+    def request_task_restart(self, task: TaskId) -> None:
+        """Restart a task held here on the herder thread (stop, RESTARTING, start)."""
+        self._events.put(_RestartTask(task))
 
     def describe_group(self) -> GroupDescription:
         return self._require_member().describe()
