@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from kconnect.rest import group as group_routes
 from kconnect.rest.admin import admin_router
+from kconnect.rest.connectors import operations_router
 from kconnect.rest.limits import BodyLimit
 from kconnect.rest.openapi import install_openapi
 from kconnect.rest.plugins import plugins_router
@@ -98,13 +99,18 @@ def create_app(worker: Worker) -> FastAPI:
         return out
 
     async def forward_or_raise(request: Request, exc: NotLeaderError, body: bytes | None = None) -> Response:
-        if request.query_params.get("forward") == "false":
-            raise ConnectError("Cannot complete request because worker is not leader and forwarding is off")
+        # Java's rule: a user's request (no ``forward``) may be forwarded twice, e.g. a follower to the
+        # leader (forward=true), then the leader to a task's owner (forward=false); never a third time.
+        forward = request.query_params.get("forward")
+        if forward == "false":
+            raise RebalanceNeededError(
+                "Cannot complete request because of a conflicting operation (e.g. worker rebalance)"
+            )
         async with httpx.AsyncClient(timeout=FORWARD_TIMEOUT_S) as client:
             resp = await client.request(
                 request.method,
                 exc.leader_url.rstrip("/") + request.url.path,
-                params={**dict(request.query_params), "forward": "false"},
+                params={**dict(request.query_params), "forward": "true" if forward is None else "false"},
                 content=body if body is not None else await request.body(),
                 # The leader checks the caller's credentials too (basic auth), as Java forwards them.
                 headers={
@@ -512,5 +518,8 @@ def create_app(worker: Worker) -> FastAPI:
 
     app.include_router(plugins_router(worker))
     app.include_router(admin_router(worker))
-    install_openapi(app)
+    app.include_router(
+        operations_router(worker, forward_or_raise, json_body, connector_info, connector_status)
+    )
+    install_openapi(app)  # last: it describes every route included above
     return app

@@ -41,3 +41,13 @@ class NotLeaderError(ConnectError):
     def __init__(self, leader_url: str) -> None:
         super().__init__("Cannot complete request because worker is not leader")
         self.leader_url = leader_url
+
+
+class NotAssignedError(NotLeaderError):
+    """The request must run on the worker that owns a connector or task (Java's NotAssignedException):
+    the REST layer forwards it to ``leader_url``, which here is the owner's URL."""
+
+    def __init__(self, owner_url: str, what: str) -> None:
+        super().__init__(owner_url)
+        self.message = f"Cannot complete request because {what} is not assigned to this worker"
+        self.args = (self.message,)

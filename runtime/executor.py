@@ -4,7 +4,7 @@ The data plane (tasks as PySpark jobs) is its own piece of work; the herder only
 with its config, stop it within a bound, and learn its state. ``HeldTasks`` is the implementation used
 until the data plane lands: it records which tasks this worker holds, and how often each was started
 and stopped (which the rebalancing tests count), and reports them UNASSIGNED, because nothing
-processes their records yet.
+processes their records yet, or PAUSED while their connector's target state is PAUSED or STOPPED.
 """
 
 from __future__ import annotations
@@ -28,6 +28,14 @@ class Executor(Protocol):
     def start_task(self, task: TaskId, config: Mapping[str, str], target_state: str) -> TaskState: ...
 
     def stop_task(self, task: TaskId, timeout_s: float) -> None: ...
+
+    def transition_task(self, task: TaskId, target_state: str) -> TaskState:
+        """Pause (PAUSED or STOPPED) or resume (STARTED) a task held here, keeping it assigned.
+
+        Returns the state to report, as ``start_task`` does. Pausing must not lose the task's place:
+        a resumed task continues from its committed offsets, as in Java.
+        """
+        ...
 
     def held(self) -> set[TaskId]: ...
 
@@ -53,7 +61,15 @@ class HeldTasks:
         with self._lock:
             self._held[task] = dict(config)
             self.starts[task] += 1
-        return TaskState("UNASSIGNED", None)
+        return self._state(target_state)
+
+    def transition_task(self, task: TaskId, target_state: str) -> TaskState:
+        return self._state(target_state)
+
+    @staticmethod
+    def _state(target_state: str) -> TaskState:
+        # A paused task reports PAUSED as Java's does; a started one is held, not run: UNASSIGNED.
+        return TaskState("UNASSIGNED" if target_state == "STARTED" else "PAUSED", None)
 
     def stop_task(self, task: TaskId, timeout_s: float) -> None:
         with self._lock:

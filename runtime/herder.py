@@ -8,6 +8,12 @@ sequence of rebalances can be replayed in a unit test.
 
 Where a rebalance decision is made: the assignors (``assignor``) decide who owns what; the herder
 decides only how this worker moves from what it runs to what it owns.
+
+Operations (Apache Kafka Connect's pause, resume, stop and restart) arrive the way they do in Java: as
+``target-state-<name>`` and ``restart-connector-<name>`` records in the config topic, which every worker
+reads; each acts only on the connectors and tasks it owns. A target state change becomes a transition of
+what runs here; a restart request becomes stop, RESTARTING, start, once per request (the offset it was
+read at is remembered), with :func:`restart_plan` deciding what ``onlyFailed``/``includeTasks`` select.
 """
 
 from __future__ import annotations
@@ -16,9 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kconnect.runtime import protocol
-from kconnect.runtime.config_log import ClusterConfigSnapshot, Properties, TargetState
+from kconnect.runtime.config_log import ClusterConfigSnapshot, Properties, RestartRequest, TargetState
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.protocol import ConnectAssignment
+from kconnect.runtime.status_log import State, StatusState
 
 # --------------------------------------------------------------------------------------------- actions
 
@@ -75,6 +82,35 @@ class ReadyToLeave:
     """A leaving worker holds nothing any more: it can send LeaveGroup and exit."""
 
 
+@dataclass(frozen=True, slots=True)
+class TransitionConnector:
+    """A connector running here moves to a new target state (Java's ``Worker.setTargetState``).
+
+    STARTED starts the connector instance if it is not started and reports RUNNING; PAUSED and
+    STOPPED stop the instance and report PAUSED or STOPPED. The instance is kept, so a resume needs no
+    rebalance.
+    """
+
+    name: str
+    target_state: TargetState
+
+
+@dataclass(frozen=True, slots=True)
+class TransitionTask:
+    """A task held here moves to a new target state; the executor reports the state that results."""
+
+    task: TaskId
+    target_state: TargetState
+
+
+@dataclass(frozen=True, slots=True)
+class ReportRestarting:
+    """Write RESTARTING for a connector (``task`` None) or one of its tasks, between its stop and start."""
+
+    connector: str
+    task: TaskId | None = None
+
+
 Action = (
     StartConnector
     | StopConnector
@@ -84,7 +120,45 @@ Action = (
     | RequestRejoin
     | CatchUpConfig
     | ReadyToLeave
+    | TransitionConnector
+    | TransitionTask
+    | ReportRestarting
 )
+
+
+# --------------------------------------------------------------------------------------------- restarts
+
+
+@dataclass(frozen=True, slots=True)
+class RestartPlan:
+    """What one restart request restarts, judged against the statuses when it is processed."""
+
+    connector: bool
+    tasks: tuple[TaskId, ...]
+
+
+def restart_plan(
+    request: RestartRequest, snapshot: ClusterConfigSnapshot, statuses: StatusState
+) -> RestartPlan | None:
+    """Java's ``RestartRequest.shouldRestartConnector``/``shouldRestartTask`` over the current statuses.
+
+    The connector restarts unless ``only_failed`` is set and it is not FAILED; a task restarts only with
+    ``include_tasks``, and then under the same rule. None when the connector is unknown or has no status
+    yet: Java answers "status not found" then, since "only failed" cannot be judged without one.
+    """
+    name = request.connector
+    status = statuses.connector_status(name)
+    if not snapshot.contains(name) or status is None:
+        return None
+    restart_connector = not request.only_failed or status.state is State.FAILED
+    tasks: list[TaskId] = []
+    if request.include_tasks:
+        for task in snapshot.tasks(name):
+            task_status = statuses.task_status(task)
+            failed = task_status is not None and task_status.state is State.FAILED
+            if not request.only_failed or failed:
+                tasks.append(task)
+    return RestartPlan(restart_connector, tuple(tasks))
 
 
 # --------------------------------------------------------------------------------------------- state
@@ -121,6 +195,16 @@ class Herder:
     rebalances_completed: int = 0
     #: Graceful hand-over (kconnect's, beyond Apache Kafka Connect): the worker announced it is leaving.
     leaving: bool = False
+    #: The target state each running connector and task was last started or transitioned with.
+    connector_targets: dict[str, TargetState] = field(default_factory=dict)
+    task_targets: dict[TaskId, TargetState] = field(default_factory=dict)
+    #: connector -> config-topic offset of the last restart request acted on (or skipped as old).
+    restarts_seen: dict[str, int] = field(default_factory=dict)
+    #: The latest statuses the shell handed in: what "only failed" restarts are judged against.
+    statuses: StatusState = field(default_factory=StatusState)
+
+    def __post_init__(self) -> None:
+        self._mark_restarts_seen(self.snapshot)
 
     # -- queries ---------------------------------------------------------------------------------------
 
@@ -148,6 +232,12 @@ class Herder:
 
     # -- events ----------------------------------------------------------------------------------------
 
+    def on_startup_config(self, snapshot: ClusterConfigSnapshot) -> None:
+        """The config topic as read before joining. Restart requests in it are history, not orders:
+        Java's config store hands only requests read after start-up to the herder."""
+        self.snapshot = snapshot
+        self._mark_restarts_seen(snapshot)
+
     def on_rejoin_preparing(self, member_lost: bool, selected_protocol: str | None) -> list[Action]:
         """Before (re)joining: eager workers release everything; so does a member that lost its session.
 
@@ -161,8 +251,15 @@ class Herder:
         return []
 
     def on_rebalanced(
-        self, generation: int, member_id: str, selected_protocol: str, assignment: ConnectAssignment
+        self,
+        generation: int,
+        member_id: str,
+        selected_protocol: str,
+        assignment: ConnectAssignment,
+        statuses: StatusState | None = None,
     ) -> list[Action]:
+        if statuses is not None:
+            self.statuses = statuses
         if assignment.error != protocol.NO_ERROR:
             # The leader was behind the group's newest config: catch up, then try again.
             self.rebalancing = True
@@ -198,6 +295,7 @@ class Herder:
         if self.leaving:
             return actions + self._leave_step(version, assignment)
         actions += self._converge()
+        actions += self._process_restarts()
         if downgraded:
             actions.append(RequestRejoin("protocol downgraded to eager"))
         elif version >= 1 and (assignment.revoked_connectors or assignment.revoked_tasks):
@@ -221,8 +319,11 @@ class Herder:
             return [*self._release(set(self.owned_connectors), set(self.owned_tasks)), ReadyToLeave()]
         return [ReadyToLeave()]
 
-    def on_config(self, snapshot: ClusterConfigSnapshot) -> list[Action]:
-        """The config topic moved on: restart what changed here; rebalance when the work set changed."""
+    def on_config(self, snapshot: ClusterConfigSnapshot, statuses: StatusState | None = None) -> list[Action]:
+        """The config topic moved on: restart what changed here; rebalance when the work set changed;
+        follow new target states; carry out new restart requests for what runs here."""
+        if statuses is not None:
+            self.statuses = statuses
         old, self.snapshot = self.snapshot, snapshot
         actions: list[Action] = []
         work_changed = set(old.connectors()) != set(snapshot.connectors()) or any(
@@ -239,9 +340,22 @@ class Herder:
                 actions += self._release({name}, set())
         if not self.rebalancing:
             actions += self._converge()
+            actions += self._process_restarts()
         if work_changed:
             actions.append(RequestRejoin("connectors or task configs changed"))
         return actions
+
+    def on_restart_task(self, task: TaskId) -> list[Action]:
+        """A REST request to restart one task reached its owner: stop, RESTARTING, start again.
+
+        Nothing happens when the task does not run here (any more): the REST layer found the owner
+        from the leader's last assignment, which a rebalance may have changed since.
+        """
+        config = self.running_tasks.pop(task, None)
+        if config is None:
+            return []
+        self.task_targets.pop(task, None)
+        return [StopTask(task), ReportRestarting(task.connector, task), *self._converge()]
 
     def begin_leave(self) -> list[Action]:
         """Announce a planned departure: rejoin flagged as leaving, so the leader moves the work now.
@@ -270,12 +384,47 @@ class Herder:
         actions: list[Action] = []
         for t in sorted(tasks):
             self.owned_tasks.discard(t)
+            self.task_targets.pop(t, None)
             if self.running_tasks.pop(t, None) is not None:
                 actions.append(StopTask(t))
         for c in sorted(connectors):
             self.owned_connectors.discard(c)
+            self.connector_targets.pop(c, None)
             if self.running_connectors.pop(c, None) is not None:
                 actions.append(StopConnector(c))
+        return actions
+
+    def _mark_restarts_seen(self, snapshot: ClusterConfigSnapshot) -> None:
+        for name, pending in snapshot.restart_requests.items():
+            self.restarts_seen[name] = max(self.restarts_seen.get(name, -1), pending.offset)
+
+    def _process_restarts(self) -> list[Action]:
+        """Act once on each restart request not yet seen, for the parts of it that run here.
+
+        Java stops what restarts, reports it RESTARTING, then starts it again: connector first, then
+        its tasks. Only the newest request per connector is kept by the config fold, as in Java, where
+        a newer request replaces a pending one.
+        """
+        actions: list[Action] = []
+        for name, pending in sorted(self.snapshot.restart_requests.items()):
+            if self.restarts_seen.get(name, -1) >= pending.offset:
+                continue
+            self.restarts_seen[name] = pending.offset
+            plan = restart_plan(pending.request, self.snapshot, self.statuses)
+            if plan is None:
+                continue
+            if plan.connector and name in self.running_connectors:
+                del self.running_connectors[name]
+                self.connector_targets.pop(name, None)
+                actions += [StopConnector(name), ReportRestarting(name)]
+            tasks = [t for t in plan.tasks if t in self.running_tasks]
+            for task in tasks:
+                del self.running_tasks[task]
+                self.task_targets.pop(task, None)
+                actions.append(StopTask(task))
+            actions += [ReportRestarting(name, task) for task in tasks]
+        if actions:
+            actions += self._converge()
         return actions
 
     def _converge(self) -> list[Action]:
@@ -290,13 +439,18 @@ class Herder:
             config = snap.connector_config(name)
             if config is None:
                 continue
+            target = snap.target_state(name) or TargetState.STARTED
             running = self.running_connectors.get(name)
             if running is not None and dict(running) != dict(config):
                 actions.append(StopConnector(name))
                 running = None
             if running is None:
                 self.running_connectors[name] = config
-                actions.append(StartConnector(name, config, snap.target_state(name) or TargetState.STARTED))
+                self.connector_targets[name] = target
+                actions.append(StartConnector(name, config, target))
+            elif self.connector_targets.get(name) != target:
+                self.connector_targets[name] = target
+                actions.append(TransitionConnector(name, target))
         for task in sorted(self.owned_tasks):
             if not snap.contains(task.connector) or snap.is_inconsistent(task.connector):
                 continue
@@ -304,13 +458,16 @@ class Herder:
             if task.task >= len(configs):
                 continue
             tconfig = configs[task.task]
+            task_target = snap.target_state(task.connector) or TargetState.STARTED
             running_t = self.running_tasks.get(task)
             if running_t is not None and dict(running_t) != dict(tconfig):
                 actions.append(StopTask(task))
                 running_t = None
             if running_t is None:
                 self.running_tasks[task] = tconfig
-                actions.append(
-                    StartTask(task, tconfig, snap.target_state(task.connector) or TargetState.STARTED)
-                )
+                self.task_targets[task] = task_target
+                actions.append(StartTask(task, tconfig, task_target))
+            elif self.task_targets.get(task) != task_target:
+                self.task_targets[task] = task_target
+                actions.append(TransitionTask(task, task_target))
         return actions

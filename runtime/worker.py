@@ -31,6 +31,7 @@ from kconnect.runtime import (
     leader_memory,
     logs,
     metrics,
+    offset_log,
     protocol,
     status_log,
     topics,
@@ -52,16 +53,19 @@ from kconnect.runtime.herder import (
     Herder,
     PublishTaskConfigs,
     ReadyToLeave,
+    ReportRestarting,
     RequestRejoin,
     StartConnector,
     StartTask,
     StopConnector,
     StopTask,
+    TransitionConnector,
+    TransitionTask,
 )
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.kafka_log import KafkaLog, KafkaLogError, LogRecord
 from kconnect.runtime.member import GroupDescription, MemberError, WorkerMember
-from kconnect.runtime.offset_log import OffsetState
+from kconnect.runtime.offset_log import OffsetState, SourceOffset
 from kconnect.runtime.plugins import Connector, ConnectorContext, PluginRegistry, connector_type
 from kconnect.runtime.protocol import ConnectAssignment, WorkerState
 
@@ -82,6 +86,8 @@ class StartupError(RuntimeError):
 class _RunningConnector:
     instance: Connector
     config: Properties
+    #: Whether ``instance.start`` ran (and ``stop`` is owed): not while PAUSED or STOPPED.
+    started: bool = False
 
 
 @dataclass
@@ -97,6 +103,13 @@ class _ConfigMoved:
 @dataclass
 class _BeginLeave:
     pass
+
+
+@dataclass
+class _RestartTask:
+    """A REST task restart that reached this worker, the task's owner; the herder thread carries it out."""
+
+    task: TaskId
 
 
 @dataclass
@@ -245,7 +258,7 @@ class Worker:
             raise StartupError(str(exc)) from exc
         self._config_caught_up = True
         with self._lock:
-            self.herder.snapshot = self._config_state.snapshot()
+            self.herder.on_startup_config(self._config_state.snapshot())
 
         self._member = WorkerMember(
             bootstrap_servers=bootstrap,
@@ -327,11 +340,19 @@ class Worker:
                     actions = self.herder.begin_leave()
                 self.log.info("leaving the group: handing work over first")
                 self._execute(actions)
+            elif isinstance(event, _RestartTask):
+                with self._lock:
+                    actions = self.herder.on_restart_task(event.task)
+                self._execute(actions)
         if config_moved:
             with self._lock:
                 snapshot = self._config_state.snapshot()
                 old_static = self.herder.snapshot.static_overrides.get(self.worker_id)
-                actions = self.herder.on_config(snapshot) if snapshot is not self.herder.snapshot else []
+                actions = (
+                    self.herder.on_config(snapshot, self._status_state)
+                    if snapshot is not self.herder.snapshot
+                    else []
+                )
             if snapshot.static_overrides.get(self.worker_id) != old_static:
                 # This worker's static assignment changed over REST: it takes effect at a rebalance.
                 self.log.info("static assignment override changed; rejoining")
@@ -349,7 +370,7 @@ class Worker:
                 self.herder.snapshot = self._config_state.snapshot()
         with self._lock:
             actions = self.herder.on_rebalanced(
-                joined.generation, joined.member_id, joined.protocol, assignment
+                joined.generation, joined.member_id, joined.protocol, assignment, self._status_state
             )
             group = self.herder.group
         started = self.metrics.rebalance_started_at
@@ -419,6 +440,23 @@ class Worker:
         elif isinstance(action, StopTask):
             self.executor.stop_task(action.task, self.config.task_shutdown_graceful_timeout_ms / 1000)
             self.log.info("task stopped", connector=action.task.connector, task=action.task.task)
+        elif isinstance(action, TransitionConnector):
+            self._transition_connector(action.name, action.target_state, gen)
+        elif isinstance(action, TransitionTask):
+            state = self.executor.transition_task(action.task, action.target_state)
+            self._put_status(
+                status_log.TaskStatus(
+                    action.task, status_log.State(state.state), state.trace, self.worker_id, gen
+                )
+            )
+            self.log.info("task transitioned", task=str(action.task), target_state=action.target_state)
+        elif isinstance(action, ReportRestarting):
+            restarting = status_log.State.RESTARTING
+            self._put_status(
+                status_log.ConnectorStatus(action.connector, restarting, None, self.worker_id, gen)
+                if action.task is None
+                else status_log.TaskStatus(action.task, restarting, None, self.worker_id, gen)
+            )
         elif isinstance(action, PublishTaskConfigs):
             self._publish_task_configs(action.connector, [dict(c) for c in action.configs])
         elif isinstance(action, RequestRejoin):
@@ -445,7 +483,7 @@ class Worker:
                 state = "RUNNING"
             else:
                 state = "PAUSED" if target_state == "PAUSED" else "STOPPED"
-            self._connectors[name] = _RunningConnector(instance, config)
+            self._connectors[name] = _RunningConnector(instance, config, started=target_state == "STARTED")
             self._put_status(
                 status_log.ConnectorStatus(name, status_log.State(state), None, self.worker_id, gen)
             )
@@ -467,7 +505,8 @@ class Worker:
         if running is None:
             return
         try:
-            running.instance.stop()
+            if running.started:
+                running.instance.stop()
         except Exception as exc:
             log.warning("connector stop raised", connector=name, error=str(exc))
         with self._lock:
@@ -477,6 +516,38 @@ class Worker:
                 status_log.ConnectorStatus(name, status_log.State.UNASSIGNED, None, self.worker_id, gen)
             )
         log.info("connector stopped", connector=name)
+
+    def _transition_connector(self, name: str, target_state: str, gen: int) -> None:
+        """Java's WorkerConnector transitions: STARTED starts the instance (and asks it for task configs);
+        PAUSED and STOPPED stop it but keep it, so resuming needs no rebalance."""
+        running = self._connectors.get(name)
+        if running is None:
+            return
+        clog = log.bind(connector=name)
+        try:
+            if target_state == "STARTED":
+                if not running.started:
+                    running.instance.initialize(_Context(self, name))
+                    running.instance.start(_strings(running.config))
+                    running.started = True
+                state = status_log.State.RUNNING
+            else:
+                if running.started:
+                    running.started = False
+                    running.instance.stop()
+                state = status_log.State.PAUSED if target_state == "PAUSED" else status_log.State.STOPPED
+        except Exception as exc:
+            clog.error("connector failed in a state transition", target_state=target_state, error=str(exc))
+            self._put_status(
+                status_log.ConnectorStatus(
+                    name, status_log.State.FAILED, traceback.format_exc(), self.worker_id, gen
+                )
+            )
+            return
+        self._put_status(status_log.ConnectorStatus(name, state, None, self.worker_id, gen))
+        clog.info("connector transitioned", state=state.value)
+        if target_state == "STARTED":
+            self._events.put(_ReconfigureRequest(name))
 
     def _reconfigure(self, name: str) -> None:
         running = self._connectors.get(name)
@@ -592,8 +663,6 @@ class Worker:
             self._status_state = status_log.apply(self._status_state, decoded)
 
     def _on_offset_record(self, record: LogRecord) -> None:
-        from kconnect.runtime import offset_log
-
         try:
             decoded = offset_log.decode(record.key, record.value)
         except offset_log.CorruptRecord as exc:
@@ -1015,6 +1084,52 @@ class Worker:
         deadline = time.monotonic() + timeout_s
         while self._config_offset() <= offset and time.monotonic() < deadline:
             time.sleep(0.01)
+
+    # ------------------------------------------------------ support for connector operations (operations.py)
+
+    def append_config(self, *records: config_log.ConfigRecord) -> None:
+        """Leader only: write config records in order, then wait until this worker has read them back,
+        so the answer to the REST request already reflects them."""
+        self.require_leader()
+        clog = self._require(self._config_log)
+        offset = -1
+        for record in records:
+            key, value = config_log.encode(record)
+            offset = clog.send(key, value)
+        if offset >= 0:
+            self._await_config(offset)
+
+    def write_status(self, record: status_log.StatusRecord) -> None:
+        """Write one status-topic record (any worker may, as in Java)."""
+        key, value = status_log.encode(record)
+        self._require(self._status_log).send(key, value)
+
+    def source_offsets(self) -> OffsetState:
+        """The offsets topic read to its end: what ``GET /connectors/{name}/offsets`` answers for sources."""
+        self._require(self._offset_log).read_to_end(self.config.worker_sync_timeout_ms / 1000)
+        with self._lock:
+            return self._offset_state
+
+    def write_source_offsets(self, records: list[SourceOffset]) -> None:
+        """Write offsets-topic records (tombstones for None offsets) and read them back."""
+        olog = self._require(self._offset_log)
+        for record in records:
+            key, value = offset_log.encode(record)
+            olog.send(key, value)
+        olog.read_to_end(self.config.worker_sync_timeout_ms / 1000)
+
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            raise RuntimeError("worker not started")
+        return self._admin
+
+    def owns_running_task(self, task: TaskId) -> bool:
+        with self._lock:
+            return task in self.herder.running_tasks
+
+    def request_task_restart(self, task: TaskId) -> None:
+        """Restart a task held here on the herder thread (stop, RESTARTING, start)."""
+        self._events.put(_RestartTask(task))
 
     def describe_group(self) -> GroupDescription:
         return self._require_member().describe()
