@@ -228,7 +228,7 @@ _OPERATIONS: dict[tuple[str, str], tuple[dict[str, Any] | None, int, dict[str, A
     ("put", "/connectors/{name}/resume"): (None, 202, None),
     ("put", "/connectors/{name}/stop"): (None, 204, None),
     ("get", "/connectors/{name}/topics"): (None, 200, _ref("ConnectorTopics")),
-    ("put", "/connectors/{name}/topics/reset"): (None, 204, None),
+    ("put", "/connectors/{name}/topics/reset"): (None, 202, None),
     ("get", "/connectors/{name}/offsets"): (None, 200, _ref("ConnectorOffsets")),
     ("patch", "/connectors/{name}/offsets"): (_ref("ConnectorOffsets"), 200, _ref("Message")),
     ("delete", "/connectors/{name}/offsets"): (None, 200, _ref("Message")),
