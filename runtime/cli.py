@@ -8,6 +8,7 @@ Exit statuses: 0 clean stop, 1 the worker could not start (broker unreachable, b
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import os
 import signal
 import sys
@@ -151,6 +152,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from kconnect.runtime import logs
 
     logs.configure(args.log_level)
+    # `kill -USR1 <pid>` prints every thread's stack to stderr (Java's jstack): a stuck worker explains
+    # itself without a debugger.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         config = load_worker_config(args.properties)
         rest = rest_setup(config)

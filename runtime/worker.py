@@ -37,7 +37,7 @@ from kconnect.runtime import (
     topics,
 )
 from kconnect.runtime.config_log import ClusterConfigSnapshot, Properties
-from kconnect.runtime.connector_config import validate_connector_config
+from kconnect.runtime.connector_config import ConnectorConfigError, validate_connector_config
 from kconnect.runtime.errors import (
     AlreadyExistsError,
     BadRequestError,
@@ -66,7 +66,13 @@ from kconnect.runtime.ids import TaskId
 from kconnect.runtime.kafka_log import KafkaLog, KafkaLogError, LogRecord
 from kconnect.runtime.member import GroupDescription, MemberError, WorkerMember
 from kconnect.runtime.offset_log import OffsetState, SourceOffset
-from kconnect.runtime.plugins import Connector, ConnectorContext, PluginRegistry, connector_type
+from kconnect.runtime.plugins import (
+    Connector,
+    ConnectorContext,
+    PluginError,
+    PluginRegistry,
+    connector_type,
+)
 from kconnect.runtime.protocol import ConnectAssignment, WorkerState
 
 log = logs.get(__name__)
@@ -588,7 +594,14 @@ class Worker:
         self._execute(actions)
 
     def _publish_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
-        """Only the leader writes task configs; a follower sends them to the leader, signed if sessioned."""
+        """Only the leader writes task configs; a follower sends them to the leader, signed if sessioned.
+
+        The herder thread never waits on that request: it also heartbeats and completes rebalances, and a
+        leader that is itself mid-rebalance answers only once the rebalance is over, so a synchronous
+        forward could hold the very rebalance it waits for (Java forwards on an executor of its own too).
+        While no other worker leads (no leader known, or this worker about to lead again) the configs are
+        recomputed a moment later instead.
+        """
         with self._lock:
             is_leader = self.herder.is_leader
             leader_url = self.herder.group.leader_url
@@ -598,17 +611,32 @@ class Worker:
         if self._forwarder is None:
             log.warning("no REST forwarder to send task configs to the leader", connector=name)
             return
+        if not leader_url or leader_url.rstrip("/") == self.url.rstrip("/"):
+            self._retry_reconfigure(name)
+            return
         import json
 
         body = json.dumps(configs).encode()
         headers = self.sign(body)
-        try:
-            self._forwarder("POST", leader_url, f"/connectors/{name}/tasks", body, headers)
-        except Exception as exc:
-            log.warning(
-                "sending task configs to the leader failed; will retry", connector=name, error=str(exc)
-            )
-            threading.Timer(1.0, lambda: self._events.put(_ReconfigureRequest(name))).start()
+        forwarder = self._forwarder
+
+        def send() -> None:
+            try:
+                forwarder("POST", leader_url, f"/connectors/{name}/tasks", body, headers)
+            except Exception as exc:
+                log.warning(
+                    "sending task configs to the leader failed; will retry", connector=name, error=str(exc)
+                )
+                self._retry_reconfigure(name)
+
+        threading.Thread(target=send, name=f"forward-task-configs-{name}", daemon=True).start()
+
+    def _retry_reconfigure(self, name: str, delay_s: float = 1.0) -> None:
+        if self._stopping.is_set():
+            return
+        timer = threading.Timer(delay_s, lambda: self._events.put(_ReconfigureRequest(name)))
+        timer.daemon = True
+        timer.start()
 
     # ================================================================================= config records
 
@@ -1006,7 +1034,11 @@ class Worker:
         raise RebalanceNeededError("Request cannot be completed because a rebalance is expected")
 
     def validate(self, config: Mapping[str, str]) -> None:
-        infos = validate_connector_config(self.registry, dict(config))
+        try:
+            infos = validate_connector_config(self.registry, dict(config))
+        except (ConnectorConfigError, PluginError) as exc:
+            # No connector.class, or one no plugin answers to: the request is at fault (400), as in Java.
+            raise BadRequestError(str(exc.args[0]) if exc.args else str(exc)) from exc
         if infos.error_count:
             raise BadRequestError(infos.invalid_config_message())
 

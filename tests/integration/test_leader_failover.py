@@ -13,14 +13,24 @@ Each step is checked in ``GET /workers`` (what every worker holds) and ``GET /gr
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 
 from kconnect.runtime.broker import EmbeddedBroker
+from kconnect.runtime.group_records import (
+    CurrentMemberAssignmentKey,
+    MemberMetadataKey,
+    RecordKey,
+    decode_key,
+)
 from tests.integration.test_cooperative import TASKS, _holdings, _settle, _sink
 from tests.support.cluster import WorkerProcess, stable_view, start_cluster, wait_until
 
@@ -54,6 +64,61 @@ def _group(worker: WorkerProcess) -> dict[str, Any] | None:
     return resp.json() if resp.status_code == 200 else None
 
 
+def _describe(bootstrap: str, group: str) -> dict[str, Any]:
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kconnect.runtime.cli",
+            "group",
+            "describe",
+            "--bootstrap-server",
+            bootstrap,
+            "--group",
+            group,
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    result: dict[str, Any] = json.loads(out.stdout)
+    return result
+
+
+def _read_topic(bootstrap: str, topic: str) -> dict[RecordKey, bytes | None]:
+    """The last value of every key in the topic, read back with a plain consumer."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"readback-{time.time_ns()}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        ends = {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions
+        }
+        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+        last: dict[RecordKey, bytes | None] = {}
+        seen = dict.fromkeys(partitions, 0)
+        deadline = time.monotonic() + 30
+        while any(seen[p] < ends[p] for p in partitions) and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            seen[msg.partition()] = msg.offset() + 1
+            key = msg.key()
+            if key is not None:
+                last[decode_key(key)] = msg.value()
+        return last
+    finally:
+        consumer.close()
+
+
 def test_a_new_leader_remembers_lost_work_and_continues_the_delay(
     tmp_path: Path, broker: EmbeddedBroker
 ) -> None:
@@ -71,6 +136,17 @@ def test_a_new_leader_remembers_lost_work_and_continues_the_delay(
             f"sink-{n}" for n in range(TASKS)
         }
 
+        # The command reads the topic alone and agrees with what every worker says in GET /workers.
+        described = _describe(broker.bootstrap, workers[0].props["group.id"])
+        for w in workers:
+            view = w.workers()
+            assert view is not None
+            assert described["epoch"] == view["generation"]
+            assert sorted(m["member_id"] for m in described["members"]) == sorted(
+                m["id"] for m in view["members"]
+            )
+            current = {c["member_id"]: set(c["tasks"]) for c in described["current"]}
+            assert current == {m["id"]: set(m["assignment"]["tasks"]) for m in view["members"]}
         for w in workers:
             text = w.get("/metrics").text
             me = f'worker="{w.url.removeprefix("http://")}"'
@@ -132,6 +208,24 @@ def test_a_new_leader_remembers_lost_work_and_continues_the_delay(
         )
         assert final["held_back"] == {"connectors": [], "tasks": []}
         assert len(final["members"]) == 2
+
+        # Read back: one key per entity, and the dead members' metadata and current assignment end in
+        # tombstones (what compaction keeps of them: nothing).
+        last_value = _read_topic(broker.bootstrap, first.props["group.records.storage.topic"])
+        alive = {m["member_id"] for m in final["members"]}
+        member_keys = [
+            k for k in last_value if isinstance(k, (MemberMetadataKey, CurrentMemberAssignmentKey))
+        ]
+        dead = {k.member_id for k in member_keys} - alive
+        assert len(dead) >= 2, dead  # the two killed workers, at least
+        assert all(last_value[k] is None for k in member_keys if k.member_id in dead)
+        assert all(last_value[k] is not None for k in member_keys if k.member_id in alive)
+        singletons = [
+            k for k in last_value if not isinstance(k, (MemberMetadataKey, CurrentMemberAssignmentKey))
+        ]
+        assert sorted(type(k).__name__ for k in singletons) == sorted(
+            ["GroupMetadataKey", "ConnectorsTasksKey", "TargetAssignmentKey", "GroupConfigurationKey"]
+        )
     finally:
         for w in workers + extra:
             if w.alive():
