@@ -25,6 +25,7 @@ from kconnect.rest.connectors import operations_router
 from kconnect.rest.limits import BodyLimit
 from kconnect.rest.openapi import install_openapi
 from kconnect.rest.plugins import plugins_router
+from kconnect.rest.server import client_verify
 from kconnect.runtime import __version__
 from kconnect.runtime.errors import (
     BadRequestError,
@@ -47,6 +48,8 @@ def error(status: int, message: str) -> JSONResponse:
 
 def create_app(worker: Worker) -> FastAPI:
     app = FastAPI(title="kconnect", version=__version__, docs_url="/docs", openapi_url="/openapi.json")
+    # Requests to other workers (forwarding to the leader, task configs) trust what this worker trusts.
+    verify = client_verify(worker.config.passthrough)
 
     def forward_http(method: str, leader_url: str, path: str, body: Any, headers: dict[str, str]) -> None:
         resp = httpx.request(
@@ -56,6 +59,7 @@ def create_app(worker: Worker) -> FastAPI:
             headers={"Content-Type": "application/json", **headers},
             params={"forward": "false"},
             timeout=FORWARD_TIMEOUT_S,
+            verify=verify,
         )
         if resp.status_code >= 400:
             raise ConnectError(f"leader answered {resp.status_code}: {resp.text}")
@@ -106,7 +110,7 @@ def create_app(worker: Worker) -> FastAPI:
             raise RebalanceNeededError(
                 "Cannot complete request because of a conflicting operation (e.g. worker rebalance)"
             )
-        async with httpx.AsyncClient(timeout=FORWARD_TIMEOUT_S) as client:
+        async with httpx.AsyncClient(timeout=FORWARD_TIMEOUT_S, verify=verify) as client:
             resp = await client.request(
                 request.method,
                 exc.leader_url.rstrip("/") + request.url.path,
@@ -485,9 +489,12 @@ def create_app(worker: Worker) -> FastAPI:
             }
         if group.known and group.leader_url and request.query_params.get("forward") != "false":
             try:
-                async with httpx.AsyncClient(timeout=10) as client:
+                auth = request.headers.get("authorization")
+                async with httpx.AsyncClient(timeout=10, verify=verify) as client:
                     resp = await client.get(
-                        group.leader_url.rstrip("/") + "/workers", params={"forward": "false"}
+                        group.leader_url.rstrip("/") + "/workers",
+                        params={"forward": "false"},
+                        headers={"Authorization": auth} if auth else None,
                     )
                 if resp.status_code == 200:
                     body = resp.json()

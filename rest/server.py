@@ -163,6 +163,39 @@ def tls_settings(
     return TlsSettings(certfile, keyfile, password, cafile, client_auth)  # type: ignore[arg-type]
 
 
+def client_verify(passthrough: Mapping[str, str]) -> ssl.SSLContext | bool:
+    """How this worker checks other workers' https certificates when it forwards a request to them.
+
+    Java's inter-worker client uses the worker's own ``ssl.*`` settings (its truststore); kconnect does
+    the same, falling back to the ``listeners.https.`` ones when no unprefixed truststore is set, and to
+    the system's trust roots when there is none at all. ``ssl.endpoint.identification.algorithm`` empty
+    turns hostname verification off, as in Kafka. Raises ConfigError for a truststore it cannot read.
+    """
+    ssl_keys = {k: v for k, v in passthrough.items() if k.startswith("ssl.")}
+    shown = ""
+    if not (ssl_keys.get("ssl.truststore.location") or ssl_keys.get("ssl.truststore.certificates")):
+        ssl_keys, shown = _ssl_view(passthrough, "listeners.https.")
+    location = ssl_keys.get("ssl.truststore.location")
+    inline = ssl_keys.get("ssl.truststore.certificates")
+    if not location and not inline:
+        return True
+    kind = ssl_keys.get("ssl.truststore.type", "JKS")
+    if kind.strip().upper() != "PEM":
+        raise ConfigError(shown + "ssl.truststore.type", kind, "PEM (kconnect reads PEM trust stores only)")
+    try:
+        context = (
+            ssl.create_default_context(cafile=location)
+            if location
+            else ssl.create_default_context(cadata=inline)
+        )
+    except (OSError, ssl.SSLError) as exc:
+        key = "ssl.truststore.location" if location else "ssl.truststore.certificates"
+        raise ConfigError(shown + key, location or "(inline)", f"a readable PEM truststore ({exc})") from exc
+    if ssl_keys.get("ssl.endpoint.identification.algorithm", "https").strip() == "":
+        context.check_hostname = False
+    return context
+
+
 # ========================================================================================== listeners
 
 

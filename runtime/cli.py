@@ -80,8 +80,9 @@ def load_worker_config(path: str) -> Any:
 
 def rest_setup(config: Any) -> tuple[Any, Any]:
     """The listeners to serve and the REST extension (basic auth) to apply; raises ConfigError."""
-    from kconnect.rest.server import listener_plan, rest_extensions
+    from kconnect.rest.server import client_verify, listener_plan, rest_extensions
 
+    client_verify(config.passthrough)  # a truststore it cannot read is a config error at start-up
     return listener_plan(config), rest_extensions(config, os.environ)
 
 

@@ -110,6 +110,73 @@ def test_https_admin_listener_cors_and_basic_auth(
         worker.stop()
 
 
+def test_two_https_workers_with_basic_auth_forward_to_each_other(
+    tmp_path: Path, broker: EmbeddedBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A follower forwards writes and GET /workers to the leader over https, trusting the worker's own
+    truststore and passing the caller's credentials on, as Java's inter-worker client does."""
+    keystore, cert = self_signed(tmp_path)
+    (tmp_path / "users.properties").write_text("alice=s3cret\n")
+    jaas = tmp_path / "jaas.conf"
+    users = tmp_path / "users.properties"
+    jaas.write_text(f'KafkaConnect {{\n  {PROPERTY_FILE_LOGIN_MODULE} required\n  file="{users}";\n}};\n')
+    monkeypatch.setenv("KAFKA_OPTS", f"-Djava.security.auth.login.config={jaas}")
+    group = f"tls2-{uuid.uuid4().hex[:6]}"
+    workers = []
+    for _ in range(2):
+        port = free_port()
+        props = worker_properties(broker.bootstrap, group, port)
+        props.update(
+            {
+                "listeners": f"https://127.0.0.1:{port}",
+                "listeners.https.ssl.keystore.type": "PEM",
+                "listeners.https.ssl.keystore.location": str(keystore),
+                "ssl.truststore.type": "PEM",
+                "ssl.truststore.location": str(cert),
+                "rest.extension.classes": BASIC_AUTH_EXTENSION,
+            }
+        )
+        workers.append(WorkerProcess(tmp_path, props).start())
+    creds = ("alice", "s3cret")
+    clients = [
+        httpx.Client(
+            base_url=w.url.replace("http://", "https://"),
+            verify=ssl.create_default_context(cafile=str(cert)),
+            auth=creds,
+            timeout=30,
+        )
+        for w in workers
+    ]
+    try:
+
+        def settled() -> dict[str, object] | None:
+            try:
+                views = [c.get("/workers").json() for c in clients]
+            except (httpx.HTTPError, ValueError):
+                return None
+            if all(v.get("source") == "leader" and len(v.get("members", [])) == 2 for v in views):
+                return views[0]
+            return None
+
+        view = wait_until(settled, 90, "both https workers answering from the leader's view")
+        leader_url = str(view["leader_url"]).rstrip("/").replace("http://", "https://")
+        follower = next(c for c in clients if str(c.base_url).rstrip("/") != leader_url)
+        config = {
+            "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+            "topics": "tls-in",
+            "tasks.max": "1",
+        }
+        created = follower.post("/connectors", json={"name": "tls-sink", "config": config})
+        assert created.status_code == 201, created.text
+        for c in clients:
+            assert wait_until(lambda c=c: c.get("/connectors").json() == ["tls-sink"] or None, 30, "visible")
+    finally:
+        for c in clients:
+            c.close()
+        for w in workers:
+            w.stop()
+
+
 @pytest.mark.parametrize(
     ("change", "fragment"),
     [
