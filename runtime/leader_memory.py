@@ -187,13 +187,19 @@ def remember(
     """The assignor state a new leader starts from, rebuilt from the group's records; None when there
     is nothing to remember (no target assignment was ever written for this group).
 
-    ``completed`` is the last generation the new leader completed: the rebuilt state claims it as its
-    previous generation so the assignor uses it instead of starting afresh. ``now_ms`` is wall-clock
+    ``completed`` is the last generation the new leader completed: the records are used only when their
+    target assignment is of that very generation, and the rebuilt state then claims it as its previous
+    generation so the assignor uses it instead of starting afresh. ``now_ms`` is wall-clock
     time, the clock of the records' timestamps.
     """
     if group is None or group.target is None or group.connectors_tasks is None:
         return None
     target = group.target
+    if target.assignment_epoch != completed:
+        # The records describe a generation this leader did not complete (it missed it, or the old
+        # leader wrote a round that never completed): members report allocations of another epoch, and
+        # matching them against this target would call work lost that was only never handed out.
+        return None
     decoded = _decoded_targets(target)
     revoked_c = frozenset(c for a in decoded for c in a.revoked_connectors)
     revoked_t = frozenset(t for a in decoded for t in a.revoked_tasks)

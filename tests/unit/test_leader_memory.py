@@ -191,6 +191,17 @@ def test_remember_an_expired_delay_reassigns_at_the_next_round() -> None:
     assert held == {"A", "B", TaskId("A", 0), TaskId("A", 1)}
 
 
+def test_records_of_a_generation_the_new_leader_did_not_complete_are_not_used() -> None:
+    g = initial(True)
+    state = g.state()
+    assert state is not None and state.target is not None
+    epoch = state.target.assignment_epoch
+    assert leader_memory.remember(state, completed=epoch, now_ms=T0) is not None
+    # It missed the last generation (a follower's SyncGroup can be lost): its members' allocations are
+    # of another epoch than the target, so the target would call work lost that was never handed out.
+    assert leader_memory.remember(state, completed=epoch - 1, now_ms=T0) is None
+
+
 def test_nothing_to_remember_without_a_target_assignment() -> None:
     assert leader_memory.remember(None, completed=1, now_ms=0) is None
     assert leader_memory.remember(group_records.GroupState(GROUP), completed=1, now_ms=0) is None
