@@ -185,7 +185,8 @@ def due_records(throughput: int, elapsed_s: float, produced: int, limit: int) ->
     """
     if throughput < 0:
         return limit
-    allowed = math.floor(max(elapsed_s, 0.0) * throughput) + 1
+    # The epsilon keeps float error (0.1 * 10 = 0.9999...) from holding a due record back.
+    allowed = math.floor(max(elapsed_s, 0.0) * throughput + 1e-9) + 1
     return max(0, min(limit, allowed - produced))
 
 
@@ -358,7 +359,7 @@ class _LineFile:
             self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         except OSError as exc:
             raise ConnectorError(
-                f"{owner} cannot open '{path}' ({FILE_CONFIG}) for appending: {exc}"
+                f"{owner} cannot open '{path}' (the '{FILE_CONFIG}' setting) for appending: {exc}"
             ) from exc
         self._lock = threading.Lock()
 
@@ -555,9 +556,8 @@ class VerifiableSourceTask(SourceTask):
     def stop(self) -> None:
         self._stopping.set()
         self._write_acked()
-        file, self._file = self._file, None
-        if file is not None:
-            file.close()
+        if self._file is not None:
+            self._file.close()
 
     def _write_acked(self) -> None:
         with self._lock:
@@ -642,9 +642,8 @@ class VerifiableSinkTask(SinkTask):
     def stop(self) -> None:
         with self._lock:
             self._unflushed = []
-        file, self._file = self._file, None
-        if file is not None:
-            file.close()
+        if self._file is not None:
+            self._file.close()  # kept, so that a flush after stop fails rather than print instead
 
     def _print(self, lines: Sequence[str]) -> None:
         if lines:
