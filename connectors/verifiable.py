@@ -317,6 +317,24 @@ def expected_from_last(last_seqnos: Mapping[int, int]) -> dict[int, range]:
     return {task: range(last + 1) for task, last in last_seqnos.items()}
 
 
+def expected_from_offsets(
+    offsets: Iterable[tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]],
+) -> dict[int, range]:
+    """Per task, every seqno up to its committed source offset: what a sink must have seen.
+
+    Takes ``(partition, offset)`` pairs as the offsets topic or ``GET /connectors/{name}/offsets``
+    gives them (``{"id": 0}``, ``{"seqno": 41}``); pairs that are not a verifiable task's are skipped,
+    so the whole answer for a connector can be passed in.
+    """
+    expected: dict[int, range] = {}
+    for partition, offset in offsets:
+        task = None if partition is None else partition.get(ID_FIELD)
+        seqno = None if offset is None else offset.get(SEQNO_FIELD)
+        if _is_int(task) and _is_int(seqno) and seqno >= 0:
+            expected[task] = range(max(seqno + 1, len(expected.get(task, range(0)))))
+    return expected
+
+
 def verify(seen: Iterable[tuple[int, int]], expected: Mapping[int, Iterable[int]]) -> Verification:
     """Compare the ``(task, seqno)`` pairs a sink saw with the seqnos each task should have delivered."""
     counts: Counter[tuple[int, int]] = Counter(seen)
@@ -522,6 +540,8 @@ class VerifiableSourceTask(SourceTask):
         )
 
     def poll(self) -> list[SourceRecord] | None:
+        if self._stopping.is_set():
+            return None
         count = self._due()
         if count == 0:
             delay = seconds_until_due(self.throughput, self._clock() - self._started_at, self._produced())

@@ -25,6 +25,7 @@ from kconnect.connectors.verifiable import (
     VerifiableSourceTask,
     due_records,
     expected_from_last,
+    expected_from_offsets,
     next_seqno,
     seconds_until_due,
     seen_in_lines,
@@ -400,6 +401,9 @@ def test_stop_makes_a_waiting_poll_return_nothing() -> None:
     assert task.poll() is not None
     task.stop()
     assert task.poll() is None
+    unthrottled = _source_task(_source_props())
+    unthrottled.stop()
+    assert unthrottled.poll() is None
 
 
 # ---- sink task
@@ -612,3 +616,16 @@ def test_seen_in_lines_keeps_only_marked_json_lines_with_integer_task_and_seqno(
     ]
     assert seen_in_lines(lines) == [(0, 2), (1, 6)]
     assert seen_in_lines(lines, marker="committed") == [(1, 5)]
+
+
+def test_expected_from_offsets_reads_committed_source_offsets() -> None:
+    offsets = [
+        ({"id": 0}, {"seqno": 41}),
+        ({"id": 1}, {"seqno": 0}),
+        ({"id": 2}, None),  # reset: nothing expected of it
+        ({"filename": "/x"}, {"position": 10}),  # not a verifiable task's
+        ({"id": 3}, {"seqno": "7"}),
+        (None, {"seqno": 1}),
+    ]
+    assert expected_from_offsets(offsets) == {0: range(42), 1: range(1)}
+    assert expected_from_offsets(offsets) == expected_from_last({0: 41, 1: 0})
