@@ -842,9 +842,10 @@ class Worker:
         # Wall-clock time: a scheduled rebalance must mean the same instant to the next leader, which
         # reads it from the group records' timestamps.
         now_ms = int(time.time() * 1000)
-        completed = last_generation if last_generation >= 0 else generation - 1
-        if self._leader_state.previous_generation != completed:
-            self._remember_from_records(completed, now_ms)
+        # Only a leader that completed a generation itself can tell whose work of that generation is
+        # missing; a freshly started one (a whole cluster restarting) assigns everything, as Java does.
+        if last_generation >= 0 and self._leader_state.previous_generation != last_generation:
+            self._remember_from_records(last_generation, now_ms)
         result, self._leader_state = assignor.leader_assign(
             self._leader_state,
             selected_protocol=protocol_name,
