@@ -204,13 +204,17 @@ def audit(outcomes: Iterable[Outcome], known: Mapping[str, KnownDifference]) -> 
     return problems
 
 
+def _code(answer: Answer) -> str:
+    return str(answer.status) if answer.polls == 1 else f"{answer.status} ({answer.polls} polls)"
+
+
 def summary(outcomes: Iterable[Outcome], known: Mapping[str, KnownDifference]) -> str:
     """A side-by-side table: step, request, Java's code, kconnect's code, and same / known / DIFF."""
     rows = [("step", "request", "java", "kconnect", "result")]
     for o in outcomes:
         verdict = "same" if o.same else ("known" if o.step.name in known else "DIFF")
         request = f"{o.step.method} {o.step.path}"
-        rows.append((o.step.name, request[:58], str(o.java.status), str(o.ours.status), verdict))
+        rows.append((o.step.name, request[:58], _code(o.java), _code(o.ours), verdict))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
