@@ -327,7 +327,8 @@ class Side:
     sink_name: str
 
     def send(self, step: Step) -> Answer:
-        """Send ``step``; with ``until``, repeat it (GETs only wait) until the answer satisfies it."""
+        """Send ``step``; with ``until``, repeat it until the answer satisfies it."""
+        # A polled write (a sink offsets alteration Java refuses at first) is repeated: it is idempotent.
         deadline = time.monotonic() + POLL_TIMEOUT_S
         path = step.path.replace(SINK_NAME, self.sink_name)
         polls = 0
