@@ -21,7 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from kconnect.rest import group as group_routes
 from kconnect.rest.admin import admin_router
-from kconnect.rest.connectors import operations_router
+from kconnect.rest.connectors import operations_router, task_number
 from kconnect.rest.limits import BodyLimit
 from kconnect.rest.openapi import install_openapi
 from kconnect.rest.plugins import plugins_router
@@ -287,12 +287,13 @@ def create_app(worker: Worker) -> FastAPI:
         ]
 
     @app.get("/connectors/{name}/tasks/{task}/status")
-    def get_task_status(name: str, task: int) -> dict[str, Any]:
+    def get_task_status(name: str, task: str) -> dict[str, Any]:
+        number = task_number(task)  # a non-integer is Java's 404, not a validation 400
         snap = worker.snapshot()
-        if not snap.contains(name) or task >= len(snap.task_configs(name)) or task < 0:
-            raise NotFoundError(f"No status found for task {name}-{task}")
-        ts = worker.status_state().task_status(TaskId(name, task))
-        return {"id": task, **(status_entry(ts) if ts else {"state": "UNASSIGNED", "worker_id": ""})}
+        if not snap.contains(name) or number >= len(snap.task_configs(name)) or number < 0:
+            raise NotFoundError(f"No status found for task {name}-{number}")
+        ts = worker.status_state().task_status(TaskId(name, number))
+        return {"id": number, **(status_entry(ts) if ts else {"state": "UNASSIGNED", "worker_id": ""})}
 
     @app.post("/connectors/{name}/tasks", include_in_schema=False)
     async def put_task_configs(name: str, request: Request) -> Response:

@@ -13,6 +13,7 @@ thread (it blocks on Kafka), and forward to the leader or the owner when told to
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -34,6 +35,22 @@ Shape = Callable[[str], dict[str, Any]]
 def java_boolean(text: str | None) -> bool:
     """JAX-RS reads a Boolean query parameter with ``Boolean.valueOf``: "true" in any case, else false."""
     return text is not None and text.lower() == "true"
+
+
+_JAVA_INT = re.compile(r"[+-]?\d+")  # \d: any Unicode decimal digit, as Java's Character.digit
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
+
+
+def task_number(text: str) -> int:
+    """A ``{task}`` path segment as Java binds it (``Integer.valueOf``), else the 404 Java answers.
+
+    JAX-RS treats a path parameter that does not convert as a route that does not match, so
+    ``/connectors/src/tasks/zero/status`` is "HTTP 404 Not Found", not a 400. ``Integer.valueOf`` takes
+    an optional sign and decimal digits within 32 bits; Python's ``int`` would also take blanks and "_".
+    """
+    if _JAVA_INT.fullmatch(text) is None or not _INT_MIN <= int(text) <= _INT_MAX:
+        raise NotFoundError("HTTP 404 Not Found")
+    return int(text)
 
 
 def config_patch(body: Any) -> dict[str, str | None]:
@@ -120,11 +137,7 @@ def operations_router(
 
     @router.post("/connectors/{name}/tasks/{task}/restart")
     async def restart_task(name: str, task: str, request: Request) -> Response:
-        try:
-            number = int(task)
-        except ValueError:
-            raise NotFoundError("HTTP 404 Not Found") from None  # Java's router does not match a non-int
-        done = await leader_call(request, b"", ops.restart_task, name, number)
+        done = await leader_call(request, b"", ops.restart_task, name, task_number(task))
         if isinstance(done, Response):
             return done
         return Response(status_code=204)
