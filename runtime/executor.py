@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -22,6 +22,23 @@ from kconnect.runtime.ids import TaskId
 class TaskState:
     state: str  # Apache Kafka Connect's task states: UNASSIGNED, RUNNING, PAUSED, FAILED, RESTARTING
     trace: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskCounters:
+    """Per-task figures for ``GET /metrics``: records polled (source) or read (sink), offset commits."""
+
+    records: int = 0
+    offset_commits: int = 0
+    offset_commit_ms_total: float = 0.0
+
+    @property
+    def offset_commit_avg_ms(self) -> float:
+        return self.offset_commit_ms_total / self.offset_commits if self.offset_commits else 0.0
+
+
+#: Called with a task and its trace when a task fails after ``start_task`` returned.
+FailureListener = Callable[[TaskId, str], None]
 
 
 class Executor(Protocol):
@@ -44,6 +61,14 @@ class Executor(Protocol):
         ...
 
     def close(self, timeout_s: float) -> None: ...
+
+    def set_failure_listener(self, listener: FailureListener) -> None:
+        """Where to report a task that fails on its own thread; the worker writes its FAILED status."""
+        ...
+
+    def task_figures(self) -> Mapping[TaskId, TaskCounters]:
+        """Counters of the tasks running here (none for tasks that are only held)."""
+        ...
 
 
 class HeldTasks:
@@ -87,3 +112,9 @@ class HeldTasks:
     def close(self, timeout_s: float) -> None:
         for task in self.held():
             self.stop_task(task, timeout_s)
+
+    def set_failure_listener(self, listener: FailureListener) -> None:
+        """Held tasks never run, so they never fail."""
+
+    def task_figures(self) -> Mapping[TaskId, TaskCounters]:
+        return {}

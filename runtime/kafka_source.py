@@ -101,9 +101,9 @@ def assigned_partitions(
     return [tp for i, tp in enumerate(sorted(set(partitions))) if i % task_count == task_index]
 
 
-def advance(previous: Mapping[TopicPartitionKey, int], latest: Mapping[TopicPartitionKey, int]) -> dict[
-    TopicPartitionKey, int
-]:
+def advance(
+    previous: Mapping[TopicPartitionKey, int], latest: Mapping[TopicPartitionKey, int]
+) -> dict[TopicPartitionKey, int]:
     """The next end offsets: never behind the previous ones (a stream's offsets only move forward)."""
     merged = dict(previous)
     for tp, offset in latest.items():
@@ -158,8 +158,8 @@ class KafkaStreamReader(DataSourceStreamReader):
         from confluent_kafka import Consumer
 
         if self._consumer is None:
-            conf = client_config(self.options)
-            conf.update({"group.id": self.group_id, "enable.auto.commit": False})
+            conf: dict[str, Any] = {**client_config(self.options), "group.id": self.group_id}
+            conf["enable.auto.commit"] = False
             self._consumer = Consumer(conf)
         return self._consumer
 
@@ -220,14 +220,12 @@ class KafkaStreamReader(DataSourceStreamReader):
 
         assert isinstance(partition, _Range)
         r = partition.range
-        conf = client_config(self.options)
-        conf.update(
-            {
-                "group.id": f"{self.group_id}-reader-{uuid.uuid4().hex[:8]}",
-                "enable.auto.commit": False,
-                "auto.offset.reset": "earliest",
-            }
-        )
+        conf: dict[str, Any] = {
+            **client_config(self.options),
+            "group.id": f"{self.group_id}-reader-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
         consumer = Consumer(conf)
         try:
             consumer.assign([TopicPartition(r.topic, r.partition, r.start)])
@@ -243,11 +241,12 @@ class KafkaStreamReader(DataSourceStreamReader):
                 for msg in messages:
                     if msg.error() is not None:
                         raise RuntimeError(f"reading {r.topic}-{r.partition}: {msg.error()}")
-                    offset = msg.offset()
+                    offset = int(msg.offset() or 0)
                     if offset >= r.end:
                         position = r.end
                         break
-                    kind, ts = msg.timestamp()
+                    stamp: Any = msg.timestamp()
+                    kind, ts = int(stamp[0]), int(stamp[1])
                     yield (
                         r.topic,
                         r.partition,
@@ -255,7 +254,7 @@ class KafkaStreamReader(DataSourceStreamReader):
                         ts if kind != 0 else -1,
                         msg.key(),
                         msg.value(),
-                        [(k, v) for k, v in (msg.headers() or [])],
+                        [tuple(h) for h in (msg.headers() or [])],
                     )
                     position = offset + 1
                     deadline = time.monotonic() + self.timeout_s

@@ -28,9 +28,7 @@ class CodecError(ValueError):
     """A record a converter cannot turn into (or out of) bytes; the message names the key and value."""
 
 
-def converter_config(
-    worker_defaults: Mapping[str, str], task_config: Mapping[str, str]
-) -> dict[str, str]:
+def converter_config(worker_defaults: Mapping[str, str], task_config: Mapping[str, str]) -> dict[str, str]:
     """The converter settings a task uses: worker ones, overridden by the connector's (Java's rule).
 
     A connector that names its own ``value.converter`` drops the worker's ``value.converter.*`` settings,
