@@ -28,6 +28,7 @@ class TaskState:
 class TaskCounters:
     """Per-task figures for ``GET /metrics``: records polled (source) or read (sink), offset commits."""
 
+    kind: str = "sink"  # "source" (records polled) or "sink" (records read)
     records: int = 0
     offset_commits: int = 0
     offset_commit_ms_total: float = 0.0

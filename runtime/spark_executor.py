@@ -211,7 +211,10 @@ class SparkExecutor:
             runners = dict(self._runners)
         return {
             task: TaskCounters(
-                r.counters.records, r.counters.offset_commits, r.counters.offset_commit_ms_total
+                "source" if isinstance(r, SourceTaskRunner) else "sink",
+                r.counters.records,
+                r.counters.offset_commits,
+                r.counters.offset_commit_ms_total,
             )
             for task, r in runners.items()
         }
