@@ -88,8 +88,8 @@ _JSON_SCHEMA_TYPES: tuple[tuple[type, str], ...] = (
 
 
 def _encode(kind: str, schemas: bool, value: Any, side: str, topic: str) -> bytes | None:
-    if value is None and not (kind == "json" and schemas):
-        return None
+    if value is None:
+        return None  # a null (a tombstone's value, a keyless record's key) stays null, as Java writes it
     if kind == "bytearray":
         if not isinstance(value, bytes | bytearray):
             raise CodecError(
@@ -100,19 +100,16 @@ def _encode(kind: str, schemas: bool, value: Any, side: str, topic: str) -> byte
     if kind == "string":
         return (value if isinstance(value, str) else str(value)).encode("utf-8")
     if schemas:
-        schema: dict[str, Any] | None = None
-        if value is not None:
-            for python_type, name in _JSON_SCHEMA_TYPES:
-                if isinstance(value, python_type):
-                    schema = {"type": name, "optional": False}
-                    break
-            else:
-                raise CodecError(
-                    f"{side} for topic {topic} is a {type(value).__name__} without a Connect schema; "
-                    f"with {side}.converter.schemas.enable=true only str, int, float and bool values are "
-                    "supported here: set schemas.enable=false"
-                )
-        value = {"schema": schema, "payload": value}
+        for python_type, name in _JSON_SCHEMA_TYPES:
+            if isinstance(value, python_type):
+                value = {"schema": {"type": name, "optional": False}, "payload": value}
+                break
+        else:
+            raise CodecError(
+                f"{side} for topic {topic} is a {type(value).__name__} without a Connect schema; "
+                f"with {side}.converter.schemas.enable=true only str, int, float and bool values are "
+                "supported here: set schemas.enable=false"
+            )
     try:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     except (TypeError, ValueError) as exc:
