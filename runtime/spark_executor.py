@@ -43,7 +43,12 @@ log = logs.get(__name__)
 
 def spark_settings(config: WorkerConfig) -> dict[str, str]:
     """The SparkSession's settings: every ``spark.*`` worker key, FAIR scheduling unless set otherwise."""
-    settings = {"spark.scheduler.mode": "FAIR", "spark.app.name": f"kconnect-{config.group_id}"}
+    settings = {
+        "spark.scheduler.mode": "FAIR",
+        "spark.app.name": f"kconnect-{config.group_id}",
+        # Progress bars would interleave with the worker's structured log lines on stderr.
+        "spark.ui.showConsoleProgress": "false",
+    }
     settings.update(config.spark)
     return settings
 

@@ -130,6 +130,16 @@ def test_file_source_to_file_sink_end_to_end(pipeline: Pipeline) -> None:
         return offsets and offsets[0]["offset"]["kafka_offset"] == LINES and offsets
 
     wait_until(sink_offset, 30, f"the sink group's committed offset at {LINES}")
+
+    # Steady state, the query already running: printed for the report, not asserted.
+    steady = 5000
+    with p.source_file.open("a") as out:
+        out.write("".join(f"line {n}\n" for n in range(LINES, LINES + steady)))
+    started = time.monotonic()
+    wait_until(lambda: len(p.sink_lines()) >= LINES + steady, 120, f"{steady} more lines")
+    elapsed = time.monotonic() - started
+    assert p.sink_lines() == [f"line {n}" for n in range(LINES + steady)]
+    print(f"steady state: {steady} lines in {elapsed:.1f} s: {steady / elapsed:.0f}/s")
     text = p.worker.get("/metrics").text
     assert "connect_sink_task_sink_record_read_total{worker=" in text
     read = [
@@ -144,10 +154,11 @@ def test_restarted_sink_task_resumes_from_committed_offsets(pipeline: Pipeline) 
     assert before >= LINES
     resp = p.worker.request("POST", "/connectors/sink/tasks/0/restart")
     assert resp.status_code == 204, resp.text
+    first = len(set(p.sink_lines()))  # every line of the file so far, each written at least once
     more = 500
     with p.source_file.open("a") as out:
-        out.write("".join(f"line {n}\n" for n in range(LINES, LINES + more)))
-    expected = [f"line {n}" for n in range(LINES + more)]
+        out.write("".join(f"line {n}\n" for n in range(first, first + more)))
+    expected = [f"line {n}" for n in range(first + more)]
     wait_until(lambda: set(expected) <= set(p.sink_lines()), 120, "every line after the restart")
     lines = p.sink_lines()
     duplicates = len(lines) - len(set(lines))
@@ -157,6 +168,17 @@ def test_restarted_sink_task_resumes_from_committed_offsets(pipeline: Pipeline) 
     assert first_seen == expected
     # Resumed from the committed offset, not from the start of the topic.
     assert duplicates < LINES
+
+    # Paused, the task keeps its place: lines written meanwhile arrive after the resume, none lost.
+    assert p.worker.request("PUT", "/connectors/sink/pause").status_code == 202
+    wait_until(lambda: (p.task_state("sink") or {}).get("state") == "PAUSED", 30, "the sink task PAUSED")
+    with p.source_file.open("a") as out:
+        out.write("".join(f"line {n}\n" for n in range(first + more, first + more + 100)))
+    assert p.worker.request("PUT", "/connectors/sink/resume").status_code == 202
+    wait_until(lambda: (p.task_state("sink") or {}).get("state") == "RUNNING", 30, "the sink task RUNNING")
+    expected = [f"line {n}" for n in range(first + more + 100)]
+    wait_until(lambda: set(expected) <= set(p.sink_lines()), 120, "every line after the resume")
+    assert list(dict.fromkeys(p.sink_lines())) == expected
 
 
 def test_failing_task_is_failed_with_trace_while_others_run(pipeline: Pipeline) -> None:
