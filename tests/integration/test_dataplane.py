@@ -148,12 +148,14 @@ def test_file_source_to_file_sink_end_to_end(pipeline: Pipeline) -> None:
     assert read and float(read[0].rsplit(" ", 1)[1]) >= LINES, read
 
 
-def test_restarted_sink_task_resumes_from_committed_offsets(pipeline: Pipeline) -> None:
+def test_restarted_tasks_resume_from_committed_offsets(pipeline: Pipeline) -> None:
     p = pipeline
     before = len(p.sink_lines())
     assert before >= LINES
-    resp = p.worker.request("POST", "/connectors/sink/tasks/0/restart")
-    assert resp.status_code == 204, resp.text
+    # Both tasks restart: the source from its offset in the offsets topic, the sink from its group's.
+    for name in ("src", "sink"):
+        resp = p.worker.request("POST", f"/connectors/{name}/tasks/0/restart")
+        assert resp.status_code == 204, resp.text
     first = len(set(p.sink_lines()))  # every line of the file so far, each written at least once
     more = 500
     with p.source_file.open("a") as out:
@@ -162,7 +164,7 @@ def test_restarted_sink_task_resumes_from_committed_offsets(pipeline: Pipeline) 
     wait_until(lambda: set(expected) <= set(p.sink_lines()), 120, "every line after the restart")
     lines = p.sink_lines()
     duplicates = len(lines) - len(set(lines))
-    print(f"\nafter the sink task restart: {len(lines)} lines written, {duplicates} duplicates")
+    print(f"\nafter the task restarts: {len(lines)} lines written, {duplicates} duplicates")
     # At-least-once from the committed offsets: nothing lost, and the first copies keep the file's order.
     first_seen = list(dict.fromkeys(lines))
     assert first_seen == expected
