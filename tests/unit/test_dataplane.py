@@ -9,6 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kconnect.config.worker import WorkerConfig
+from kconnect.runtime.ids import TaskId
 from kconnect.runtime.kafka_source import (
     PartitionRange,
     advance,
@@ -18,10 +20,11 @@ from kconnect.runtime.kafka_source import (
     encode_offsets,
     plan_ranges,
 )
-from kconnect.runtime.offset_log import SourceOffset
-from kconnect.runtime.plugins import Header, SourceRecord, TopicPartition
+from kconnect.runtime.offset_log import OffsetState, SourceOffset
+from kconnect.runtime.plugins import Header, PluginRegistry, SourceRecord, TopicPartition
 from kconnect.runtime.record_codec import CodecError, converter_config, to_kafka_record, to_sink_records
 from kconnect.runtime.records import RAW_FIELDS, RAW_SCHEMA
+from kconnect.runtime.spark_executor import SparkExecutor
 from kconnect.runtime.task_runner import (
     client_settings,
     consumed_offsets,
@@ -241,3 +244,37 @@ def test_to_kafka_record_encodings() -> None:
         to_kafka_record(record, {"key.converter": "bytearray", "value.converter": "bytearray"})
     with pytest.raises(CodecError, match="without a Connect schema"):
         to_kafka_record(record, JSON_SCHEMAS)
+
+
+def _executor() -> SparkExecutor:
+    config = WorkerConfig.from_properties(
+        {
+            "group.id": "g",
+            "config.storage.topic": "c",
+            "offset.storage.topic": "o",
+            "status.storage.topic": "s",
+            "key.converter": "json",
+            "value.converter": "json",
+        }
+    )
+    return SparkExecutor(config, PluginRegistry.discover(), lambda: OffsetState(), lambda records: None)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"connector.class": "NoSuchConnector"}, "Failed to find any class that implements Connector"),
+        ({}, "names neither task.class nor connector.class"),
+        ({"connector.class": "FileStreamSink", "file": "/tmp/x"}, "Must configure one of topics"),
+    ],
+)
+def test_a_task_that_cannot_start_is_failed_with_its_trace_and_starts_no_spark(
+    config: dict[str, str], message: str
+) -> None:
+    executor = _executor()
+    state = executor.start_task(TaskId("c", 0), config, "STARTED")
+    assert state.state == "FAILED"
+    assert state.trace is not None and message in state.trace
+    assert executor.held() == set()
+    assert executor.counters() == {"task_starts": 1, "task_stops": 0}
+    assert not executor.spark.started  # the SparkSession is only created by a running sink task
