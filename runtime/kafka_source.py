@@ -94,8 +94,13 @@ def plan_ranges(
 def assigned_partitions(
     partitions: Iterable[TopicPartitionKey], task_index: int, task_count: int
 ) -> list[TopicPartitionKey]:
-    """This task's share of the partitions: round-robin over the sorted list, as Java's default
-    RangeAssignor-free spreading would give, without needing a consumer-group rebalance."""
+    """This task's share of the partitions: round-robin over the sorted list.
+
+    Java's sink tasks share partitions through consumer-group rebalances of group ``connect-<connector>``;
+    here each task's share is decided from its number and the connector's task count, so every partition
+    is read by exactly one task and tasks never rebalance among themselves (a new task count restarts
+    all of them anyway). Partitions created later are picked up by whichever task they fall to.
+    """
     if task_count < 1 or not 0 <= task_index < task_count:
         raise ValueError(f"task {task_index} of {task_count}: the index must be in [0, task count)")
     return [tp for i, tp in enumerate(sorted(set(partitions))) if i % task_count == task_index]

@@ -100,8 +100,12 @@ class SparkExecutor:
         registry: PluginRegistry,
         read_offsets: Callable[[], OffsetState],
         write_offsets: Callable[[list[SourceOffset]], None],
+        task_count: Callable[[str], int] | None = None,
     ) -> None:
         self.config = config
+        #: How many tasks a connector has now (the config topic's task commit); a sink task reads its
+        #: share of the partitions, so it must know how many shares there are.
+        self._task_count = task_count
         self.registry = registry
         self._read_offsets = read_offsets
         self._write_offsets = write_offsets
@@ -154,12 +158,16 @@ class SparkExecutor:
         bootstrap = ",".join(self.config.bootstrap_servers)
         converters = converter_config(self._worker_converters, config)
         if isinstance(task, SinkTask):
+            count = self._task_count(task_id.connector) if self._task_count is not None else 0
+            if count <= 0:
+                count = int(config.get("tasks.max", "1"))
             return SinkTaskRunner(
                 task_id,
                 task,
                 config,
                 self._failed,
                 spark=self.spark.get,
+                task_count=count,
                 bootstrap=bootstrap,
                 converters=converters,
                 consumer_settings=client_settings("consumer", self.config.passthrough, config),

@@ -257,6 +257,7 @@ class SinkTaskRunner(TaskRunner):
         on_failure: Callable[[TaskId, str], None],
         *,
         spark: Callable[[], Any],
+        task_count: int,
         bootstrap: str,
         converters: Mapping[str, str],
         consumer_settings: Mapping[str, str],
@@ -264,6 +265,7 @@ class SinkTaskRunner(TaskRunner):
         super().__init__(task_id, task, config, on_failure)
         self.sink: SinkTask = task
         self._spark = spark
+        self.task_count = task_count
         self._bootstrap = bootstrap
         self._converters = dict(converters)
         self._consumer_settings = dict(consumer_settings)
@@ -334,7 +336,7 @@ class SinkTaskRunner(TaskRunner):
             "group.id": self.group_id,
             "auto.offset.reset": self._consumer_settings.get("auto.offset.reset", "earliest"),
             "task.index": str(self.task_id.task),
-            "task.count": self.config.get("tasks.max", "1"),
+            "task.count": str(self.task_count),
             **{f"kafka.{k}": v for k, v in self._client_conf().items() if k != "auto.offset.reset"},
         }
         self._checkpoint = tempfile.mkdtemp(prefix=f"kconnect-{self.pool}-")

@@ -205,6 +205,7 @@ class Worker:
             self.registry,
             read_offsets=self._current_offsets,
             write_offsets=self.write_source_offsets,
+            task_count=lambda connector: self.snapshot().task_count(connector),
         )
 
     def _current_offsets(self) -> OffsetState:
