@@ -107,12 +107,20 @@ def assigned_partitions(
 
 
 def advance(
-    previous: Mapping[TopicPartitionKey, int], latest: Mapping[TopicPartitionKey, int]
+    previous: Mapping[TopicPartitionKey, int],
+    latest: Mapping[TopicPartitionKey, int],
+    cap: int | None = None,
 ) -> dict[TopicPartitionKey, int]:
-    """The next end offsets: never behind the previous ones (a stream's offsets only move forward)."""
+    """The next end offsets: never behind the previous ones (a stream's offsets only move forward), and
+    at most ``cap`` records past them per partition, so one micro-batch (collected on the driver and
+    handed to ``put`` at once) stays bounded however large the backlog is."""
     merged = dict(previous)
     for tp, offset in latest.items():
-        merged[tp] = max(offset, merged.get(tp, offset))
+        before = merged.get(tp)
+        if before is None:
+            merged[tp] = offset  # a new partition: its first batch is planned from 0 (plan_ranges)
+        elif offset > before:
+            merged[tp] = offset if cap is None else min(offset, before + cap)
     return merged
 
 
@@ -131,7 +139,8 @@ class _Range(InputPartition):
 
 class KafkaDataSource(DataSource):
     """``spark.readStream.format("kconnect_kafka")`` with options ``topics``, ``group.id``,
-    ``auto.offset.reset``, ``task.index``, ``task.count``, ``read.timeout.ms`` and ``kafka.*``."""
+    ``auto.offset.reset``, ``task.index``, ``task.count``, ``read.timeout.ms``,
+    ``max.records.per.partition`` (per micro-batch) and ``kafka.*``."""
 
     @classmethod
     def name(cls) -> str:
@@ -156,6 +165,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.task_index = int(self.options.get("task.index", "0"))
         self.task_count = int(self.options.get("task.count", "1"))
         self.timeout_s = int(self.options.get("read.timeout.ms", "30000")) / 1000
+        self.cap = int(self.options.get("max.records.per.partition", "10000"))
         self._last: dict[TopicPartitionKey, int] = {}
         self._consumer: Any = None
 
@@ -214,7 +224,7 @@ class KafkaStreamReader(DataSourceStreamReader):
     def latestOffset(self) -> dict[str, int]:
         tps = self._partitions()
         highs = {tp: high for tp, (_, high) in self._watermarks(tps).items()}
-        self._last = advance(self._last, highs)
+        self._last = advance(self._last, highs, self.cap)
         return encode_offsets(self._last)
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:

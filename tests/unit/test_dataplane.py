@@ -114,6 +114,25 @@ def test_advance_never_goes_backwards() -> None:
     }
 
 
+def test_advance_caps_each_batch_per_partition() -> None:
+    previous = {("t", 0): 100, ("t", 1): 5}
+    latest = {("t", 0): 100_000, ("t", 1): 8, ("t", 2): 50}
+    assert advance(previous, latest, cap=1000) == {("t", 0): 1100, ("t", 1): 8, ("t", 2): 50}
+
+
+@given(
+    st.dictionaries(st.tuples(topics, st.integers(0, 5)), st.integers(0, 10**6)),
+    st.dictionaries(st.tuples(topics, st.integers(0, 5)), st.integers(0, 10**6)),
+    st.integers(1, 10**4),
+)
+def test_advance_moves_forward_within_the_cap(
+    previous: dict[tuple[str, int], int], latest: dict[tuple[str, int], int], cap: int
+) -> None:
+    nxt = advance(previous, latest, cap)
+    for tp, before in previous.items():
+        assert before <= nxt[tp] <= before + cap
+
+
 def test_client_config_strips_the_prefix() -> None:
     assert client_config({"kafka.bootstrap.servers": "b:1", "topics": "t"}) == {"bootstrap.servers": "b:1"}
 
