@@ -1,10 +1,11 @@
 """The narrow interface through which the herder starts and stops tasks.
 
-The data plane (tasks as PySpark jobs) is its own piece of work; the herder only needs to start a task
-with its config, stop it within a bound, and learn its state. ``HeldTasks`` is the implementation used
-until the data plane lands: it records which tasks this worker holds, and how often each was started
-and stopped (which the rebalancing tests count), and reports them UNASSIGNED, because nothing
-processes their records yet, or PAUSED while their connector's target state is PAUSED or STOPPED.
+The herder only needs to start a task with its config, stop it within a bound, and learn its state;
+a task that fails later, on a thread of its own, is reported through the failure listener. The data
+plane (``spark_executor.SparkExecutor``) runs tasks. ``HeldTasks`` (``kconnect.executor=held``) only
+records which tasks this worker holds, and how often each was started and stopped (which the
+rebalancing tests count), and reports them UNASSIGNED, because nothing processes their records, or
+PAUSED while their connector's target state is PAUSED or STOPPED.
 """
 
 from __future__ import annotations
@@ -73,9 +74,9 @@ class Executor(Protocol):
 
 
 class HeldTasks:
-    """Holds tasks for the herder without running them (no data plane yet)."""
+    """Holds tasks for the herder without running them (``kconnect.executor=held``)."""
 
-    REASON = "no data plane runs tasks in this version of kconnect; the task is held by this worker"
+    REASON = "the task is held by this worker but not run (kconnect.executor=held)"
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
