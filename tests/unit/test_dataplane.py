@@ -24,7 +24,7 @@ from kconnect.runtime.offset_log import OffsetState, SourceOffset
 from kconnect.runtime.plugins import Header, PluginRegistry, SourceRecord, TopicPartition
 from kconnect.runtime.record_codec import CodecError, converter_config, to_kafka_record, to_sink_records
 from kconnect.runtime.records import RAW_FIELDS, RAW_SCHEMA
-from kconnect.runtime.spark_executor import SparkExecutor
+from kconnect.runtime.spark_executor import SparkExecutor, spark_settings
 from kconnect.runtime.task_runner import (
     client_settings,
     consumed_offsets,
@@ -265,17 +265,29 @@ def test_to_kafka_record_encodings() -> None:
         to_kafka_record(record, JSON_SCHEMAS)
 
 
-def _executor() -> SparkExecutor:
-    config = WorkerConfig.from_properties(
-        {
-            "group.id": "g",
-            "config.storage.topic": "c",
-            "offset.storage.topic": "o",
-            "status.storage.topic": "s",
-            "key.converter": "json",
-            "value.converter": "json",
-        }
+BASE = {
+    "group.id": "g",
+    "config.storage.topic": "c",
+    "offset.storage.topic": "o",
+    "status.storage.topic": "s",
+    "key.converter": "json",
+    "value.converter": "json",
+}
+
+
+def test_spark_settings_pass_every_spark_key_with_fair_scheduling_by_default() -> None:
+    settings = spark_settings(WorkerConfig.from_properties({**BASE, "spark.executor.memory": "2g"}))
+    assert settings["spark.master"] == "local[*]"
+    assert settings["spark.scheduler.mode"] == "FAIR"
+    assert settings["spark.executor.memory"] == "2g"
+    custom = spark_settings(
+        WorkerConfig.from_properties({**BASE, "spark.master": "local[2]", "spark.scheduler.mode": "FIFO"})
     )
+    assert (custom["spark.master"], custom["spark.scheduler.mode"]) == ("local[2]", "FIFO")
+
+
+def _executor() -> SparkExecutor:
+    config = WorkerConfig.from_properties(BASE)
     return SparkExecutor(config, PluginRegistry.discover(), lambda: OffsetState(), lambda records: None)
 
 
