@@ -117,8 +117,8 @@ def advance(
     merged = dict(previous)
     for tp, offset in latest.items():
         before = merged.get(tp)
-        if before is None:
-            merged[tp] = offset  # a new partition: its first batch is planned from 0 (plan_ranges)
+        if before is None:  # a new partition: its first batch is planned from 0 (plan_ranges)
+            merged[tp] = offset if cap is None else min(offset, cap)
         elif offset > before:
             merged[tp] = offset if cap is None else min(offset, before + cap)
     return merged

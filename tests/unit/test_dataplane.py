@@ -118,6 +118,8 @@ def test_advance_caps_each_batch_per_partition() -> None:
     previous = {("t", 0): 100, ("t", 1): 5}
     latest = {("t", 0): 100_000, ("t", 1): 8, ("t", 2): 50}
     assert advance(previous, latest, cap=1000) == {("t", 0): 1100, ("t", 1): 8, ("t", 2): 50}
+    # a new partition is read from 0, so its first batch ends at the cap too
+    assert advance({}, {("t", 0): 5000}, cap=1000) == {("t", 0): 1000}
 
 
 @given(
@@ -131,6 +133,8 @@ def test_advance_moves_forward_within_the_cap(
     nxt = advance(previous, latest, cap)
     for tp, before in previous.items():
         assert before <= nxt[tp] <= before + cap
+    for tp in latest.keys() - previous.keys():
+        assert nxt[tp] <= cap
 
 
 def test_client_config_strips_the_prefix() -> None:
