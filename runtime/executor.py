@@ -1,17 +1,18 @@
 """The narrow interface through which the herder starts and stops tasks.
 
-The data plane (tasks as PySpark jobs) is its own piece of work; the herder only needs to start a task
-with its config, stop it within a bound, and learn its state. ``HeldTasks`` is the implementation used
-until the data plane lands: it records which tasks this worker holds, and how often each was started
-and stopped (which the rebalancing tests count), and reports them UNASSIGNED, because nothing
-processes their records yet, or PAUSED while their connector's target state is PAUSED or STOPPED.
+The herder only needs to start a task with its config, stop it within a bound, and learn its state;
+a task that fails later, on a thread of its own, is reported through the failure listener. The data
+plane (``spark_executor.SparkExecutor``) runs tasks. ``HeldTasks`` (``kconnect.executor=held``) only
+records which tasks this worker holds, and how often each was started and stopped (which the
+rebalancing tests count), and reports them UNASSIGNED, because nothing processes their records, or
+PAUSED while their connector's target state is PAUSED or STOPPED.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -22,6 +23,24 @@ from kconnect.runtime.ids import TaskId
 class TaskState:
     state: str  # Apache Kafka Connect's task states: UNASSIGNED, RUNNING, PAUSED, FAILED, RESTARTING
     trace: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskCounters:
+    """Per-task figures for ``GET /metrics``: records polled (source) or read (sink), offset commits."""
+
+    kind: str = "sink"  # "source" (records polled) or "sink" (records read)
+    records: int = 0
+    offset_commits: int = 0
+    offset_commit_ms_total: float = 0.0
+
+    @property
+    def offset_commit_avg_ms(self) -> float:
+        return self.offset_commit_ms_total / self.offset_commits if self.offset_commits else 0.0
+
+
+#: Called with a task and its trace when a task fails after ``start_task`` returned.
+FailureListener = Callable[[TaskId, str], None]
 
 
 class Executor(Protocol):
@@ -45,11 +64,19 @@ class Executor(Protocol):
 
     def close(self, timeout_s: float) -> None: ...
 
+    def set_failure_listener(self, listener: FailureListener) -> None:
+        """Where to report a task that fails on its own thread; the worker writes its FAILED status."""
+        ...
+
+    def task_figures(self) -> Mapping[TaskId, TaskCounters]:
+        """Counters of the tasks running here (none for tasks that are only held)."""
+        ...
+
 
 class HeldTasks:
-    """Holds tasks for the herder without running them (no data plane yet)."""
+    """Holds tasks for the herder without running them (``kconnect.executor=held``)."""
 
-    REASON = "no data plane runs tasks in this version of kconnect; the task is held by this worker"
+    REASON = "the task is held by this worker but not run (kconnect.executor=held)"
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -87,3 +114,9 @@ class HeldTasks:
     def close(self, timeout_s: float) -> None:
         for task in self.held():
             self.stop_task(task, timeout_s)
+
+    def set_failure_listener(self, listener: FailureListener) -> None:
+        """Held tasks never run, so they never fail."""
+
+    def task_figures(self) -> Mapping[TaskId, TaskCounters]:
+        return {}

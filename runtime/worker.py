@@ -156,7 +156,8 @@ class Worker:
         self.url = config.rest_url
         self.worker_id = config.worker_id or _host_port(self.url)
         self.registry = registry or PluginRegistry.discover(config.plugin_path)
-        self.executor: Executor = executor or HeldTasks()
+        self.executor: Executor = executor or self._default_executor()
+        self.executor.set_failure_listener(self._task_failed)
         self.metrics = WorkerMetrics()
         self.leader_view: LeaderView | None = None
         self._leader_state = assignor.CooperativeState()  # the leader's memory between rebalances
@@ -192,6 +193,36 @@ class Worker:
         self._member: WorkerMember | None = None
         self._forwarder: Callable[[str, str, str, Any, dict[str, str]], None] | None = None
         self.log = logs.get("kconnect.worker", worker=self.worker_id)
+
+    def _default_executor(self) -> Executor:
+        """``kconnect.executor``: the Spark data plane, or tasks only held (rebalancing-only clusters)."""
+        if self.config.kconnect_executor == "held":
+            return HeldTasks()
+        from kconnect.runtime.spark_executor import SparkExecutor
+
+        return SparkExecutor(
+            self.config,
+            self.registry,
+            read_offsets=self._current_offsets,
+            write_offsets=self.write_source_offsets,
+            task_count=lambda connector: self.snapshot().task_count(connector),
+        )
+
+    def _current_offsets(self) -> OffsetState:
+        with self._lock:
+            return self._offset_state
+
+    def _task_failed(self, task: TaskId, trace: str) -> None:
+        """A task failed on its own thread after it started: report it FAILED, as Java's WorkerTask does."""
+        self.log.error("task failed", connector=task.connector, task=task.task)
+        try:
+            self._put_status(
+                status_log.TaskStatus(
+                    task, status_log.State.FAILED, trace, self.worker_id, self.herder.group.generation
+                )
+            )
+        except Exception as exc:
+            self.log.warning("could not write a task's FAILED status", task=str(task), error=str(exc))
 
     # =========================================================================================== startup
 
@@ -725,11 +756,19 @@ class Worker:
             cs = status.connector_status(name)
             connector_states[name] = cs.state.value if cs is not None else "UNASSIGNED"
         task_figures = []
+        running = self.executor.task_figures()
         for task in tasks:
             ts = status.task_status(task)
+            counts = running.get(task)
+            is_source = counts is not None and counts.kind == "source"
             task_figures.append(
                 metrics.TaskFigures(
-                    task.connector, task.task, ts.state.value if ts is not None else "UNASSIGNED"
+                    task.connector,
+                    task.task,
+                    ts.state.value if ts is not None else "UNASSIGNED",
+                    source_record_poll_total=counts.records if counts is not None and is_source else 0,
+                    sink_record_read_total=counts.records if counts is not None and not is_source else 0,
+                    offset_commit_avg_time_ms=counts.offset_commit_avg_ms if counts is not None else 0.0,
                 )
             )
         since = None if m.last_rebalance_at is None else (time.monotonic() - m.last_rebalance_at) * 1000

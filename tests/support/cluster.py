@@ -45,6 +45,9 @@ def worker_properties(bootstrap: str, group: str, port: int, **extra: Any) -> di
         "rebalance.timeout.ms": "20000",
         "key.converter": "org.apache.kafka.connect.json.JsonConverter",
         "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        # Rebalancing tests count and place tasks, they do not run them: holding them keeps each worker
+        # free of a JVM. Data-plane tests pass kconnect_executor="spark".
+        "kconnect.executor": "held",
     }
     props.update({k.replace("_", "."): str(v) for k, v in extra.items()})
     return props

@@ -1,0 +1,286 @@
+"""A Structured Streaming source that reads Kafka through confluent-kafka (PySpark's Python Data Source API).
+
+Why not Spark's own Kafka source: it needs the spark-sql-kafka jars, which a plain PySpark install does
+not have; the Python Data Source API reads Kafka with the client kconnect already uses and needs no jars.
+
+Shape of the work: ``initialOffset``/``latestOffset``/``partitions`` run on the driver side (in the
+Python process Spark keeps for the query) and only look at offsets; ``read`` runs in an executor and
+consumes one partition's ``[start, end)``. Offsets travel as JSON objects ``{"topic-partition": offset}``
+(Spark's Kafka source spells them the same way), whose values are next offsets to read. Where a sink task
+starts is the committed offsets of its consumer group, else ``auto.offset.reset``: Spark's checkpoint is
+deliberately not the source of truth, because a task moved to another worker has no checkpoint there.
+
+The pure parts (offset JSON, range planning, partition assignment) are module functions, unit-tested.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.types import StructType
+
+from kconnect.runtime.records import RAW_SCHEMA
+
+__all__ = [
+    "FORMAT",
+    "KafkaDataSource",
+    "PartitionRange",
+    "TopicPartitionKey",
+    "assigned_partitions",
+    "decode_offsets",
+    "encode_offsets",
+    "plan_ranges",
+]
+
+FORMAT = "kconnect_kafka"
+#: Options with this prefix are handed to the confluent-kafka clients without it.
+CLIENT_PREFIX = "kafka."
+
+TopicPartitionKey = tuple[str, int]
+
+
+# ------------------------------------------------------------------------------------------ pure core
+
+
+def encode_offsets(offsets: Mapping[TopicPartitionKey, int]) -> dict[str, int]:
+    """``{(topic, partition): offset}`` -> ``{"topic-partition": offset}``, sorted for stable JSON."""
+    return {f"{topic}-{partition}": int(offset) for (topic, partition), offset in sorted(offsets.items())}
+
+
+def decode_offsets(data: Mapping[str, Any]) -> dict[TopicPartitionKey, int]:
+    """The inverse of :func:`encode_offsets`; a topic may itself contain dashes, the partition is last."""
+    out: dict[TopicPartitionKey, int] = {}
+    for key, offset in data.items():
+        topic, sep, number = str(key).rpartition("-")
+        if not sep or not topic or not number.isdigit():
+            raise ValueError(f"offset key '{key}' is not of the form <topic>-<partition>")
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+            raise ValueError(f"offset of '{key}' is {offset!r}; allowed: a non-negative integer")
+        out[(topic, int(number))] = offset
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRange:
+    """One partition's records ``[start, end)`` to read in one micro-batch."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+
+def plan_ranges(
+    start: Mapping[TopicPartitionKey, int], end: Mapping[TopicPartitionKey, int]
+) -> list[PartitionRange]:
+    """The non-empty ranges between two offset maps; a partition new in ``end`` is read from 0.
+
+    Reading a new partition from offset 0 means "from the beginning": if older records were deleted the
+    reader's ``auto.offset.reset=earliest`` moves it to the first one there is.
+    """
+    ranges = []
+    for tp, stop in sorted(end.items()):
+        begin = start.get(tp, 0)
+        if stop > begin:
+            ranges.append(PartitionRange(tp[0], tp[1], begin, stop))
+    return ranges
+
+
+def assigned_partitions(
+    partitions: Iterable[TopicPartitionKey], task_index: int, task_count: int
+) -> list[TopicPartitionKey]:
+    """This task's share of the partitions: round-robin over the sorted list.
+
+    Java's sink tasks share partitions through consumer-group rebalances of group ``connect-<connector>``;
+    here each task's share is decided from its number and the connector's task count, so every partition
+    is read by exactly one task and tasks never rebalance among themselves (a new task count restarts
+    all of them anyway). Partitions created later are picked up by whichever task they fall to.
+    """
+    if task_count < 1 or not 0 <= task_index < task_count:
+        raise ValueError(f"task {task_index} of {task_count}: the index must be in [0, task count)")
+    return [tp for i, tp in enumerate(sorted(set(partitions))) if i % task_count == task_index]
+
+
+def advance(
+    previous: Mapping[TopicPartitionKey, int],
+    latest: Mapping[TopicPartitionKey, int],
+    cap: int | None = None,
+) -> dict[TopicPartitionKey, int]:
+    """The next end offsets: never behind the previous ones (a stream's offsets only move forward), and
+    at most ``cap`` records past them per partition, so one micro-batch (collected on the driver and
+    handed to ``put`` at once) stays bounded however large the backlog is."""
+    merged = dict(previous)
+    for tp, offset in latest.items():
+        before = merged.get(tp)
+        if before is None:  # a new partition: its first batch is planned from 0 (plan_ranges)
+            merged[tp] = offset if cap is None else min(offset, cap)
+        elif offset > before:
+            merged[tp] = offset if cap is None else min(offset, before + cap)
+    return merged
+
+
+def client_config(options: Mapping[str, str]) -> dict[str, str]:
+    return {k[len(CLIENT_PREFIX) :]: v for k, v in options.items() if k.startswith(CLIENT_PREFIX)}
+
+
+# ------------------------------------------------------------------------------------------ Spark edge
+
+
+class _Range(InputPartition):
+    def __init__(self, value: PartitionRange) -> None:
+        super().__init__(value)
+        self.range = value
+
+
+class KafkaDataSource(DataSource):
+    """``spark.readStream.format("kconnect_kafka")`` with options ``topics``, ``group.id``,
+    ``auto.offset.reset``, ``task.index``, ``task.count``, ``read.timeout.ms``,
+    ``max.records.per.partition`` (per micro-batch) and ``kafka.*``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> str:
+        return RAW_SCHEMA
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return KafkaStreamReader(dict(self.options))
+
+
+class KafkaStreamReader(DataSourceStreamReader):
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.options = dict(options)
+        topics = [t.strip() for t in self.options.get("topics", "").split(",") if t.strip()]
+        if not topics:
+            raise ValueError("option topics is empty; allowed: a comma-separated list of topic names")
+        self.topics = topics
+        self.group_id = self.options["group.id"]
+        self.reset = self.options.get("auto.offset.reset", "earliest").lower()
+        self.task_index = int(self.options.get("task.index", "0"))
+        self.task_count = int(self.options.get("task.count", "1"))
+        self.timeout_s = int(self.options.get("read.timeout.ms", "30000")) / 1000
+        self.cap = int(self.options.get("max.records.per.partition", "10000"))
+        self._last: dict[TopicPartitionKey, int] = {}
+        self._consumer: Any = None
+
+    def _client(self) -> Any:
+        from confluent_kafka import Consumer
+
+        if self._consumer is None:
+            conf: dict[str, Any] = {**client_config(self.options), "group.id": self.group_id}
+            conf["enable.auto.commit"] = False
+            self._consumer = Consumer(conf)
+        return self._consumer
+
+    def _partitions(self) -> list[TopicPartitionKey]:
+        metadata = self._client().list_topics(timeout=self.timeout_s)
+        found: list[TopicPartitionKey] = []
+        for topic in self.topics:
+            t = metadata.topics.get(topic)
+            if t is None or t.error is not None:
+                continue  # not created yet: nothing to read until it is
+            found.extend((topic, p) for p in t.partitions)
+        return assigned_partitions(found, self.task_index, self.task_count)
+
+    def _watermarks(self, tps: Sequence[TopicPartitionKey]) -> dict[TopicPartitionKey, tuple[int, int]]:
+        from confluent_kafka import TopicPartition
+
+        consumer = self._client()
+        return {
+            tp: consumer.get_watermark_offsets(TopicPartition(tp[0], tp[1]), timeout=self.timeout_s)
+            for tp in tps
+        }
+
+    def initialOffset(self) -> dict[str, int]:
+        from confluent_kafka import TopicPartition
+
+        tps = self._partitions()
+        committed = self._client().committed([TopicPartition(t, p) for t, p in tps], timeout=self.timeout_s)
+        marks = self._watermarks(tps)
+        start: dict[TopicPartitionKey, int] = {}
+        for tp in committed:
+            key = (tp.topic, tp.partition)
+            low, high = marks[key]
+            if tp.offset >= 0:
+                start[key] = tp.offset
+            elif self.reset == "latest":
+                start[key] = high
+            elif self.reset == "none":
+                raise ValueError(
+                    f"no committed offset for {key[0]}-{key[1]} in group {self.group_id} and "
+                    "consumer.auto.offset.reset=none"
+                )
+            else:
+                start[key] = low
+        self._last = start
+        return encode_offsets(start)
+
+    def latestOffset(self) -> dict[str, int]:
+        tps = self._partitions()
+        highs = {tp: high for tp, (_, high) in self._watermarks(tps).items()}
+        self._last = advance(self._last, highs, self.cap)
+        return encode_offsets(self._last)
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
+        return [_Range(r) for r in plan_ranges(decode_offsets(start), decode_offsets(end))]
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        from confluent_kafka import Consumer, TopicPartition
+
+        assert isinstance(partition, _Range)
+        r = partition.range
+        conf: dict[str, Any] = {
+            **client_config(self.options),
+            "group.id": f"{self.group_id}-reader-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+        consumer = Consumer(conf)
+        try:
+            consumer.assign([TopicPartition(r.topic, r.partition, r.start)])
+            deadline = time.monotonic() + self.timeout_s
+            position = r.start
+            while position < r.end:
+                messages = consumer.consume(num_messages=1000, timeout=0.5)
+                if not messages and time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"read {r.topic}-{r.partition} up to offset {position} of [{r.start}, {r.end}) "
+                        f"and no more records came within read.timeout.ms"
+                    )
+                for msg in messages:
+                    if msg.error() is not None:
+                        raise RuntimeError(f"reading {r.topic}-{r.partition}: {msg.error()}")
+                    offset = int(msg.offset() or 0)
+                    if offset >= r.end:
+                        position = r.end
+                        break
+                    stamp: Any = msg.timestamp()
+                    kind, ts = int(stamp[0]), int(stamp[1])
+                    yield (
+                        r.topic,
+                        r.partition,
+                        offset,
+                        ts if kind != 0 else -1,
+                        msg.key(),
+                        msg.value(),
+                        [tuple(h) for h in (msg.headers() or [])],
+                    )
+                    position = offset + 1
+                    deadline = time.monotonic() + self.timeout_s
+        finally:
+            consumer.close()
+
+    def commit(self, end: dict[str, int]) -> None:
+        """Nothing: offsets are committed to the consumer group by the sink runner, after ``put`` and
+        ``flush``, because only then is the output durable."""
+
+    def stop(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None

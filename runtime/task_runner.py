@@ -1,0 +1,533 @@
+"""Per-task loops of the data plane: a sink task as a Structured Streaming query, a source task as a
+poll loop. Each runs on a thread of its own so a slow or failing task never holds the herder or another task.
+
+Sink tasks (``SinkTaskRunner``): a streaming query over ``kafka_source.KafkaDataSource`` with
+``foreachBatch`` on the driver: rows -> ``SinkRecord`` (``record_codec.to_sink_records``) ->
+``put`` -> ``pre_commit`` (which flushes) -> commit of the consumer offsets to group ``connect-<connector>``.
+Offsets move only after the output is durable: at-least-once, and a task restarted anywhere resumes from
+that group's offsets. Each sink task's Spark work runs in its own FAIR scheduler pool and job group.
+
+Source tasks (``SourceTaskRunner``) do NOT pass through Spark: ``SourceTask.poll`` is driver-side user
+code (it reads files, sockets, APIs on this machine) and its records must be produced in poll order with
+their source offsets tracked per record; routing them through a Spark job would ship them to an executor
+and back for nothing. They are produced with an idempotent confluent-kafka producer, and their source
+offsets are written to the offsets topic every ``offset.flush.interval.ms`` and on stop, only after a
+producer flush has had every record before them acknowledged.
+
+The decisions (which offsets to commit) are pure functions at the top of the module.
+"""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kconnect.runtime import logs
+from kconnect.runtime.ids import TaskId
+from kconnect.runtime.offset_log import OffsetMap, OffsetState, SourceOffset, partition_json
+from kconnect.runtime.plugins import (
+    ConnectorError,
+    PluginRegistry,
+    SinkTask,
+    SourceRecord,
+    SourceTask,
+    Task,
+    TopicPartition,
+)
+from kconnect.runtime.record_codec import to_kafka_record, to_sink_records
+
+log = logs.get(__name__)
+
+#: How often a sink task's streaming query looks for new records.
+SINK_TRIGGER = "500 milliseconds"
+
+
+# ------------------------------------------------------------------------------------------ pure core
+
+
+def consumed_offsets(rows: Iterable[Sequence[Any]]) -> dict[TopicPartition, int]:
+    """Next offset to read per partition after a batch of raw rows (topic, partition, offset, ...)."""
+    out: dict[TopicPartition, int] = {}
+    for row in rows:
+        tp = TopicPartition(str(row[0]), int(row[1]))
+        out[tp] = max(out.get(tp, 0), int(row[2]) + 1)
+    return out
+
+
+def offsets_to_commit(
+    consumed: Mapping[TopicPartition, int],
+    pre_commit: Mapping[TopicPartition, int],
+    committed: Mapping[TopicPartition, int],
+) -> dict[TopicPartition, int]:
+    """What to commit after ``pre_commit``: the task's answer, limited to partitions this task has
+    consumed and to offsets it has consumed up to, without what is already committed at that offset.
+
+    A task may hold records back by answering lower offsets (or none for a partition); it may not commit
+    past what was consumed, which would skip records nobody delivered.
+    """
+    out: dict[TopicPartition, int] = {}
+    for tp, offset in pre_commit.items():
+        if tp not in consumed:
+            continue
+        safe = min(int(offset), consumed[tp])
+        if committed.get(tp) != safe:
+            out[tp] = safe
+    return out
+
+
+def latest_source_offsets(connector: str, records: Iterable[SourceRecord]) -> list[SourceOffset]:
+    """The offsets-topic records for a run of produced records: the last offset per source partition."""
+    latest: dict[str, SourceOffset] = {}
+    for record in records:
+        if record.source_offset is None:
+            continue
+        partition: OffsetMap | None = record.source_partition
+        latest[partition_json(partition)] = SourceOffset(
+            connector,
+            partition,
+            record.source_offset,
+        )
+    return list(latest.values())
+
+
+def client_settings(
+    kind: str, worker_passthrough: Mapping[str, str], task_config: Mapping[str, str]
+) -> dict[str, str]:
+    """Kafka client settings for a task: worker ``<kind>.*`` then the connector's
+    ``<kind>.override.*`` (Java's rule; kconnect applies overrides without an override policy check)."""
+    prefix = f"{kind}."
+    settings = {
+        k[len(prefix) :]: v
+        for k, v in worker_passthrough.items()
+        if k.startswith(prefix) and not k.startswith(prefix + "override.")
+    }
+    override = f"{kind}.override."
+    settings.update({k[len(override) :]: v for k, v in task_config.items() if k.startswith(override)})
+    return settings
+
+
+# ------------------------------------------------------------------------------------------ runners
+
+
+@dataclass
+class RunnerCounters:
+    records: int = 0
+    offset_commits: int = 0
+    offset_commit_ms_total: float = 0.0
+
+
+def instantiate_task(registry: PluginRegistry, config: Mapping[str, str]) -> Task:
+    """The task object for a task config: ``task.class`` if the config names one, else the connector's."""
+    name = config.get("task.class")
+    if name:
+        module, _, qualname = name.rpartition(".")
+        try:
+            obj: Any = importlib.import_module(module)
+            for part in qualname.split("."):
+                obj = getattr(obj, part)
+        except (ImportError, AttributeError, ValueError):
+            obj = None
+        if isinstance(obj, type) and issubclass(obj, Task):
+            return obj()
+    connector_class = config.get("connector.class")
+    if not connector_class:
+        raise ConnectorError("the task config names neither task.class nor connector.class")
+    return registry.new_connector(connector_class).task_class()()
+
+
+class TaskRunner:
+    """What the executor holds per task: a thread, a target state, counters and the way to stop."""
+
+    def __init__(
+        self,
+        task_id: TaskId,
+        task: Task,
+        config: Mapping[str, str],
+        on_failure: Callable[[TaskId, str], None],
+    ) -> None:
+        self.task_id = task_id
+        self.task = task
+        self.config = dict(config)
+        self.counters = RunnerCounters()
+        self._on_failure = on_failure
+        self._stopping = threading.Event()
+        self._running = threading.Event()  # set while the target state is STARTED
+        self._thread: threading.Thread | None = None
+        self.failed: str | None = None
+        self.log = logs.get("kconnect.task", task=str(task_id))
+
+    # --- lifecycle, called by the executor
+
+    def start(self, paused: bool) -> None:
+        """Start the plugin task on the caller's thread (quick), then its loop on a thread of its own."""
+        self.task.start(dict(self.config))
+        if not paused:
+            self._running.set()
+        self._thread = threading.Thread(target=self._main, name=f"task-{self.task_id}", daemon=True)
+        self._thread.start()
+
+    def set_paused(self, paused: bool) -> None:
+        if paused:
+            self._running.clear()
+        else:
+            self._running.set()
+        self._wake()
+
+    def stop(self, timeout_s: float) -> bool:
+        """Ask the loop to end and wait at most ``timeout_s``; False if it did not end in time."""
+        self._stopping.set()
+        self._running.set()
+        self._wake()
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout_s)
+            return not thread.is_alive()
+        return True
+
+    # --- the loop
+
+    def _main(self) -> None:
+        logs.bind(task=str(self.task_id))
+        try:
+            self.run()
+        except BaseException:
+            trace = traceback.format_exc()
+            if self._stopping.is_set():
+                # Torn down under its feet while stopping: not a failure to report, as the task is gone.
+                self.log.warning("task raised while stopping", trace=trace)
+                return
+            self.failed = trace
+            self.log.error("task failed", trace=trace)
+            self._on_failure(self.task_id, trace)
+        finally:
+            try:
+                self.task.stop()
+            except Exception as exc:
+                self.log.warning("task stop failed", error=str(exc))
+
+    def run(self) -> None:
+        raise NotImplementedError
+
+    def _wake(self) -> None:
+        """Cut a wait in the loop short (subclasses override)."""
+
+
+# --- sink
+
+
+class _SinkContext:
+    def __init__(self, runner: SinkTaskRunner) -> None:
+        self._runner = runner
+
+    def configs(self) -> Mapping[str, str]:
+        return self._runner.config
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._runner.assignment)
+
+    def offset(self, offsets: Mapping[TopicPartition, int]) -> None:
+        self._runner.log.warning("SinkTaskContext.offset is not supported by this data plane yet; ignored")
+
+    def timeout(self, timeout_ms: int) -> None:
+        self._runner.log.warning("SinkTaskContext.timeout is not supported by this data plane yet; ignored")
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        self._runner.log.warning("SinkTaskContext.pause is not supported by this data plane yet; ignored")
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        """Nothing is paused (see ``pause``)."""
+
+    def request_commit(self) -> None:
+        """Every batch already ends with a commit."""
+
+
+class SinkTaskRunner(TaskRunner):
+    def __init__(
+        self,
+        task_id: TaskId,
+        task: SinkTask,
+        config: Mapping[str, str],
+        on_failure: Callable[[TaskId, str], None],
+        *,
+        spark: Callable[[], Any],
+        task_count: int,
+        bootstrap: str,
+        converters: Mapping[str, str],
+        consumer_settings: Mapping[str, str],
+    ) -> None:
+        super().__init__(task_id, task, config, on_failure)
+        self.sink: SinkTask = task
+        self._spark = spark
+        self.task_count = task_count
+        self._bootstrap = bootstrap
+        self._converters = dict(converters)
+        self._consumer_settings = dict(consumer_settings)
+        self.group_id = self._consumer_settings.pop("group.id", f"connect-{task_id.connector}")
+        self.topics = [t.strip() for t in config.get("topics", "").split(",") if t.strip()]
+        if not self.topics:
+            raise ConnectorError(
+                "Must configure one of topics or topics.regex; kconnect's data plane supports topics only"
+            )
+        self.assignment: set[TopicPartition] = set()
+        self._consumed: dict[TopicPartition, int] = {}
+        self._committed: dict[TopicPartition, int] = {}
+        self._committer: Any = None
+        self._query: Any = None
+        self._lock = threading.Lock()
+        self.sink.initialize(_SinkContext(self))
+
+    @property
+    def pool(self) -> str:
+        return f"{self.task_id.connector}-{self.task_id.task}"
+
+    def _client_conf(self) -> dict[str, str]:
+        return {"bootstrap.servers": self._bootstrap, **self._consumer_settings}
+
+    def _commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        from confluent_kafka import Consumer
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+        if self._committer is None:
+            self._committer = Consumer(
+                {**self._client_conf(), "group.id": self.group_id, "enable.auto.commit": False}
+            )
+        started = time.monotonic()
+        self._committer.commit(
+            offsets=[KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()],
+            asynchronous=False,
+        )
+        self.counters.offset_commits += 1
+        self.counters.offset_commit_ms_total += (time.monotonic() - started) * 1000
+        self._committed.update(offsets)
+
+    def _batch(self, frame: Any, batch_id: int) -> None:
+        """foreachBatch, on the driver: deliver, make durable, then commit."""
+        rows = frame.collect()
+        if not rows:
+            return
+        records = to_sink_records(rows, self._converters)
+        consumed = consumed_offsets(rows)
+        new = {tp for tp in consumed if tp not in self.assignment}
+        if new:
+            self.assignment |= new
+            self.sink.open(sorted(new, key=str))
+        self.sink.put(records)
+        self.counters.records += len(records)
+        self._consumed.update(consumed)
+        answer = self.sink.pre_commit(dict(self._consumed))
+        to_commit = offsets_to_commit(self._consumed, answer, self._committed)
+        if to_commit:
+            self._commit(to_commit)
+
+    def _start_query(self) -> Any:
+        spark = self._spark()
+        sc = spark.sparkContext
+        sc.setLocalProperty("spark.scheduler.pool", self.pool)
+        sc.setJobGroup(f"kconnect-{self.pool}", f"kconnect sink task {self.task_id}", True)
+        options = {
+            "topics": ",".join(self.topics),
+            "group.id": self.group_id,
+            "auto.offset.reset": self._consumer_settings.get("auto.offset.reset", "earliest"),
+            "task.index": str(self.task_id.task),
+            "task.count": str(self.task_count),
+            **{f"kafka.{k}": v for k, v in self._client_conf().items() if k != "auto.offset.reset"},
+        }
+        self._checkpoint = tempfile.mkdtemp(prefix=f"kconnect-{self.pool}-")
+        from kconnect.runtime.kafka_source import FORMAT
+
+        frame = spark.readStream.format(FORMAT).options(**options).load()
+        return (
+            frame.writeStream.queryName(f"kconnect-{self.pool}")
+            .foreachBatch(self._batch)
+            .option("checkpointLocation", self._checkpoint)
+            .trigger(processingTime=SINK_TRIGGER)
+            .start()
+        )
+
+    def _stop_query(self) -> None:
+        with self._lock:
+            query, self._query = self._query, None
+        if query is not None:
+            try:
+                query.stop()
+            finally:
+                shutil.rmtree(self._checkpoint, ignore_errors=True)
+
+    def run(self) -> None:
+        try:
+            while not self._stopping.is_set():
+                if not self._running.is_set():
+                    self._stop_query()
+                    self._running.wait(0.5)
+                    continue
+                with self._lock:
+                    query = self._query
+                if query is None:
+                    query = self._start_query()
+                    with self._lock:
+                        self._query = query
+                    self.log.info("sink query started", pool=self.pool, group=self.group_id)
+                if query.awaitTermination(0.5):
+                    error = query.exception()
+                    raise ConnectorError(
+                        f"the streaming query of sink task {self.task_id} ended: {error or 'stopped'}"
+                    )
+        finally:
+            self._stop_query()
+            if self.assignment:
+                try:
+                    self.sink.close(sorted(self.assignment, key=str))
+                except Exception as exc:
+                    self.log.warning("closing partitions failed", error=str(exc))
+            if self._committer is not None:
+                self._committer.close()
+
+
+# --- source
+
+
+class _OffsetReader:
+    def __init__(self, connector: str, offsets: Callable[[], OffsetState]) -> None:
+        self._connector = connector
+        self._offsets = offsets
+
+    def offset(self, partition: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        return self._offsets().offset(self._connector, partition)
+
+    def offsets(
+        self, partitions: Iterable[Mapping[str, Any]]
+    ) -> list[tuple[Mapping[str, Any], Mapping[str, Any] | None]]:
+        state = self._offsets()
+        return [(p, state.offset(self._connector, p)) for p in partitions]
+
+
+class _SourceContext:
+    def __init__(self, config: Mapping[str, str], reader: _OffsetReader) -> None:
+        self._config = config
+        self._reader = reader
+
+    def configs(self) -> Mapping[str, str]:
+        return self._config
+
+    @property
+    def offset_storage_reader(self) -> _OffsetReader:
+        return self._reader
+
+
+class SourceTaskRunner(TaskRunner):
+    def __init__(
+        self,
+        task_id: TaskId,
+        task: SourceTask,
+        config: Mapping[str, str],
+        on_failure: Callable[[TaskId, str], None],
+        *,
+        bootstrap: str,
+        converters: Mapping[str, str],
+        producer_settings: Mapping[str, str],
+        read_offsets: Callable[[], OffsetState],
+        write_offsets: Callable[[list[SourceOffset]], None],
+        flush_interval_ms: int,
+        flush_timeout_ms: int,
+    ) -> None:
+        super().__init__(task_id, task, config, on_failure)
+        self.source: SourceTask = task
+        self._bootstrap = bootstrap
+        self._converters = dict(converters)
+        self._producer_settings = dict(producer_settings)
+        self._write_offsets = write_offsets
+        self._flush_interval_s = flush_interval_ms / 1000
+        self._flush_timeout_s = flush_timeout_ms / 1000
+        self._unflushed: list[SourceRecord] = []
+        self._delivery_error: str | None = None
+        self.source.initialize(_SourceContext(self.config, _OffsetReader(task_id.connector, read_offsets)))
+
+    def _on_delivery(self, error: Any, message: Any) -> None:
+        if error is not None and self._delivery_error is None:
+            self._delivery_error = f"producing to {message.topic()} failed: {error}"
+
+    def _flush(self, producer: Any) -> None:
+        """Commit the source offsets of every record produced so far, once all are acknowledged."""
+        if not self._unflushed:
+            return
+        started = time.monotonic()
+        outstanding = producer.flush(self._flush_timeout_s)
+        if self._delivery_error is not None:
+            raise ConnectorError(self._delivery_error)
+        if outstanding:
+            self.log.warning(
+                "records still unacknowledged after offset.flush.timeout.ms; offsets not committed",
+                outstanding=outstanding,
+            )
+            return
+        records, self._unflushed = self._unflushed, []
+        offsets = latest_source_offsets(self.task_id.connector, records)
+        if offsets:
+            self._write_offsets(offsets)
+        self.counters.offset_commits += 1
+        self.counters.offset_commit_ms_total += (time.monotonic() - started) * 1000
+        self.source.commit()
+
+    def run(self) -> None:
+        from confluent_kafka import Producer
+
+        producer = Producer(
+            {
+                "bootstrap.servers": self._bootstrap,
+                "client.id": f"connector-producer-{self.task_id}",
+                **self._producer_settings,
+                "enable.idempotence": True,
+            }
+        )
+        next_flush = time.monotonic() + self._flush_interval_s
+        try:
+            while not self._stopping.is_set():
+                if not self._running.is_set():
+                    self._flush(producer)
+                    self._running.wait(0.5)
+                    continue
+                records = self.source.poll() or []
+                for record in records:
+                    key, value, headers = to_kafka_record(record, self._converters)
+                    kwargs: dict[str, Any] = {"on_delivery": self._on_delivery}
+                    if record.partition is not None:
+                        kwargs["partition"] = record.partition
+                    if record.timestamp is not None:
+                        kwargs["timestamp"] = record.timestamp
+                    if headers:
+                        kwargs["headers"] = headers
+                    while True:
+                        try:
+                            producer.produce(record.topic, value=value, key=key, **kwargs)
+                            break
+                        except BufferError:
+                            producer.poll(0.1)  # the local queue is full: let deliveries drain it
+                    self._unflushed.append(record)
+                self.counters.records += len(records)
+                producer.poll(0)
+                if self._delivery_error is not None:
+                    raise ConnectorError(self._delivery_error)
+                if time.monotonic() >= next_flush:
+                    self._flush(producer)
+                    next_flush = time.monotonic() + self._flush_interval_s
+        finally:
+            if self.failed is None and self._delivery_error is None:
+                try:
+                    self._flush(producer)
+                except Exception as exc:
+                    self.log.warning("final offset flush failed", error=str(exc))
+
+    def _wake(self) -> None:
+        if self._stopping.is_set():
+            # SourceTask.stop is called from another thread so that a blocked poll returns.
+            try:
+                self.source.stop()
+            except Exception as exc:
+                self.log.warning("task stop failed", error=str(exc))

@@ -1,0 +1,315 @@
+"""The pure parts of the Spark data plane: offset JSON, range planning, partition spreading, what to
+commit after a batch or a producer flush, client settings and the minimal converter hook."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kconnect.config.worker import WorkerConfig
+from kconnect.runtime.ids import TaskId
+from kconnect.runtime.kafka_source import (
+    PartitionRange,
+    advance,
+    assigned_partitions,
+    client_config,
+    decode_offsets,
+    encode_offsets,
+    plan_ranges,
+)
+from kconnect.runtime.offset_log import OffsetState, SourceOffset
+from kconnect.runtime.plugins import Header, PluginRegistry, SourceRecord, TopicPartition
+from kconnect.runtime.record_codec import CodecError, converter_config, to_kafka_record, to_sink_records
+from kconnect.runtime.records import RAW_FIELDS, RAW_SCHEMA
+from kconnect.runtime.spark_executor import SparkExecutor, spark_settings
+from kconnect.runtime.task_runner import (
+    client_settings,
+    consumed_offsets,
+    latest_source_offsets,
+    offsets_to_commit,
+)
+
+topics = st.from_regex(r"[a-zA-Z0-9._-]{1,20}", fullmatch=True)
+
+
+def test_raw_schema_is_the_agreed_contract() -> None:
+    assert RAW_SCHEMA == (
+        "topic STRING, partition INT, offset LONG, timestamp LONG, key BINARY, value BINARY, "
+        "headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
+    )
+    assert (*(part.split()[0] for part in RAW_SCHEMA.split(", ")[:6]), "headers") == RAW_FIELDS
+
+
+@given(st.dictionaries(st.tuples(topics, st.integers(0, 1000)), st.integers(0, 2**63 - 1)))
+def test_offsets_json_round_trips(offsets: dict[tuple[str, int], int]) -> None:
+    encoded = encode_offsets(offsets)
+    assert decode_offsets(json.loads(json.dumps(encoded))) == offsets
+
+
+def test_offsets_json_spelling() -> None:
+    assert encode_offsets({("my-topic", 3): 42, ("a", 0): 1}) == {"a-0": 1, "my-topic-3": 42}
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"nodash": 1}, "not of the form <topic>-<partition>"),
+        ({"t-x": 1}, "not of the form <topic>-<partition>"),
+        ({"-1": 1}, "not of the form <topic>-<partition>"),
+        ({"t-1": -1}, "allowed: a non-negative integer"),
+        ({"t-1": "5"}, "allowed: a non-negative integer"),
+        ({"t-1": True}, "allowed: a non-negative integer"),
+    ],
+)
+def test_bad_offsets_json_is_named(data: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        decode_offsets(data)
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "ranges"),
+    [
+        ({}, {}, []),
+        ({("t", 0): 5}, {("t", 0): 5}, []),
+        ({("t", 0): 5}, {("t", 0): 9}, [PartitionRange("t", 0, 5, 9)]),
+        # a partition new in end is read from the beginning
+        ({("t", 0): 5}, {("t", 0): 5, ("t", 1): 3}, [PartitionRange("t", 1, 0, 3)]),
+        # an end behind the start plans nothing (it never happens once advance() is used)
+        ({("t", 0): 9}, {("t", 0): 5}, []),
+        (
+            {("b", 0): 0, ("a", 1): 2},
+            {("b", 0): 1, ("a", 1): 4},
+            [PartitionRange("a", 1, 2, 4), PartitionRange("b", 0, 0, 1)],
+        ),
+    ],
+)
+def test_plan_ranges(
+    start: dict[tuple[str, int], int], end: dict[tuple[str, int], int], ranges: list[PartitionRange]
+) -> None:
+    assert plan_ranges(start, end) == ranges
+
+
+@given(st.sets(st.tuples(topics, st.integers(0, 50)), max_size=40), st.integers(1, 8))
+def test_assigned_partitions_split_everything_once(partitions: set[tuple[str, int]], count: int) -> None:
+    shares = [assigned_partitions(partitions, i, count) for i in range(count)]
+    flat = [tp for share in shares for tp in share]
+    assert sorted(flat) == sorted(partitions)
+    assert max(map(len, shares)) - min(map(len, shares)) <= 1
+
+
+@pytest.mark.parametrize(("index", "count"), [(0, 0), (2, 2), (-1, 3)])
+def test_assigned_partitions_rejects_bad_task_numbers(index: int, count: int) -> None:
+    with pytest.raises(ValueError, match="the index must be in"):
+        assigned_partitions([("t", 0)], index, count)
+
+
+def test_advance_never_goes_backwards() -> None:
+    assert advance({("t", 0): 10, ("t", 1): 3}, {("t", 0): 7, ("t", 2): 1}) == {
+        ("t", 0): 10,
+        ("t", 1): 3,
+        ("t", 2): 1,
+    }
+
+
+def test_advance_caps_each_batch_per_partition() -> None:
+    previous = {("t", 0): 100, ("t", 1): 5}
+    latest = {("t", 0): 100_000, ("t", 1): 8, ("t", 2): 50}
+    assert advance(previous, latest, cap=1000) == {("t", 0): 1100, ("t", 1): 8, ("t", 2): 50}
+    # a new partition is read from 0, so its first batch ends at the cap too
+    assert advance({}, {("t", 0): 5000}, cap=1000) == {("t", 0): 1000}
+
+
+@given(
+    st.dictionaries(st.tuples(topics, st.integers(0, 5)), st.integers(0, 10**6)),
+    st.dictionaries(st.tuples(topics, st.integers(0, 5)), st.integers(0, 10**6)),
+    st.integers(1, 10**4),
+)
+def test_advance_moves_forward_within_the_cap(
+    previous: dict[tuple[str, int], int], latest: dict[tuple[str, int], int], cap: int
+) -> None:
+    nxt = advance(previous, latest, cap)
+    for tp, before in previous.items():
+        assert before <= nxt[tp] <= before + cap
+    for tp in latest.keys() - previous.keys():
+        assert nxt[tp] <= cap
+
+
+def test_client_config_strips_the_prefix() -> None:
+    assert client_config({"kafka.bootstrap.servers": "b:1", "topics": "t"}) == {"bootstrap.servers": "b:1"}
+
+
+def test_consumed_offsets_are_next_offsets() -> None:
+    rows = [("t", 0, 5, -1, None, b"", []), ("t", 0, 7, -1, None, b"", []), ("u", 1, 0, -1, None, b"", [])]
+    assert consumed_offsets(rows) == {TopicPartition("t", 0): 8, TopicPartition("u", 1): 1}
+
+
+T0, T1, T2 = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("t", 2)
+
+
+@pytest.mark.parametrize(
+    ("consumed", "answer", "committed", "expected"),
+    [
+        ({T0: 10}, {T0: 10}, {}, {T0: 10}),
+        # the task holds records back
+        ({T0: 10}, {T0: 6}, {}, {T0: 6}),
+        # never past what was consumed, never partitions not consumed
+        ({T0: 10}, {T0: 99, T1: 4}, {}, {T0: 10}),
+        # nothing new to commit
+        ({T0: 10, T2: 3}, {T0: 10, T2: 3}, {T0: 10}, {T2: 3}),
+        # a task answering nothing commits nothing
+        ({T0: 10}, {}, {}, {}),
+    ],
+)
+def test_offsets_to_commit(
+    consumed: dict[TopicPartition, int],
+    answer: dict[TopicPartition, int],
+    committed: dict[TopicPartition, int],
+    expected: dict[TopicPartition, int],
+) -> None:
+    assert offsets_to_commit(consumed, answer, committed) == expected
+
+
+def test_latest_source_offsets_keep_the_last_per_partition() -> None:
+    records = [
+        SourceRecord({"filename": "a"}, {"position": 1}, "t"),
+        SourceRecord({"filename": "b"}, {"position": 7}, "t"),
+        SourceRecord({"filename": "a"}, {"position": 2}, "t"),
+        SourceRecord({"filename": "a"}, None, "t"),  # no offset: nothing to store
+    ]
+    assert latest_source_offsets("c", records) == [
+        SourceOffset("c", {"filename": "a"}, {"position": 2}),
+        SourceOffset("c", {"filename": "b"}, {"position": 7}),
+    ]
+
+
+def test_client_settings_worker_then_connector_override() -> None:
+    worker = {"producer.linger.ms": "5", "producer.acks": "all", "consumer.fetch.min.bytes": "1"}
+    task = {"producer.override.linger.ms": "0", "file": "x"}
+    assert client_settings("producer", worker, task) == {"linger.ms": "0", "acks": "all"}
+    assert client_settings("consumer", worker, {}) == {"fetch.min.bytes": "1"}
+
+
+def test_converter_config_connector_replaces_the_worker_class_and_its_settings() -> None:
+    worker = {
+        "key.converter": "json",
+        "value.converter": "json",
+        "value.converter.schemas.enable": "false",
+    }
+    task = {"value.converter": "org.apache.kafka.connect.storage.StringConverter", "file": "x"}
+    assert converter_config(worker, task) == {
+        "key.converter": "json",
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+    }
+    assert converter_config(worker, {"key.converter.schemas.enable": "false"}) == {
+        "key.converter": "json",
+        "key.converter.schemas.enable": "false",
+        "value.converter": "json",
+        "value.converter.schemas.enable": "false",
+    }
+
+
+JSON_SCHEMAS = {"key.converter": "json", "value.converter": "org.apache.kafka.connect.json.JsonConverter"}
+JSON_PLAIN = {
+    **JSON_SCHEMAS,
+    "key.converter.schemas.enable": "false",
+    "value.converter.schemas.enable": "false",
+}
+
+
+@pytest.mark.parametrize(
+    ("config", "key", "value", "expected_key", "expected_value"),
+    [
+        (JSON_SCHEMAS, None, b'{"schema":{"type":"string"},"payload":"hi"}', None, "hi"),
+        (JSON_PLAIN, b'{"id":1}', b"[1,2]", {"id": 1}, [1, 2]),
+        ({"key.converter": "string", "value.converter": "bytearray"}, b"k\xc3\xa9", b"\x00", "ké", b"\x00"),
+    ],
+)
+def test_to_sink_records(
+    config: dict[str, str], key: bytes | None, value: bytes, expected_key: object, expected_value: object
+) -> None:
+    [record] = to_sink_records([("t", 2, 9, 1234, key, value, [("h", b"v")])], config)
+    assert (record.topic, record.partition, record.offset, record.timestamp) == ("t", 2, 9, 1234)
+    assert (record.key, record.value) == (expected_key, expected_value)
+    assert record.headers == (Header("h", b"v"),)
+
+
+@pytest.mark.parametrize(
+    ("config", "value", "message"),
+    [
+        (JSON_PLAIN, b"not json", "value of t-0@3 is not valid JSON"),
+        (JSON_SCHEMAS, b'{"a":1}', 'exactly the fields "schema" and "payload"'),
+        ({"key.converter": "avro", "value.converter": "json"}, b"1", "key.converter=avro is not a converter"),
+        ({"value.converter": "json"}, b"1", "key.converter is not set"),
+    ],
+)
+def test_undecodable_records_are_named(config: dict[str, str], value: bytes, message: str) -> None:
+    with pytest.raises(CodecError, match=message):
+        to_sink_records([("t", 0, 3, -1, None, value, None)], config)
+
+
+def test_to_kafka_record_with_schemas_matches_java_for_strings() -> None:
+    record = SourceRecord({"f": "a"}, {"p": 1}, "t", value="line", headers=(Header("h", "x"),))
+    key, value, headers = to_kafka_record(record, JSON_SCHEMAS)
+    assert key is None  # Java's JsonConverter writes a null without a schema as null, not an envelope
+    assert json.loads(value or b"") == {"schema": {"type": "string", "optional": False}, "payload": "line"}
+    assert headers == [("h", b"x")]
+
+
+def test_to_kafka_record_encodings() -> None:
+    record = SourceRecord(None, None, "t", key="k", value={"a": [1]})
+    assert to_kafka_record(record, JSON_PLAIN)[:2] == (b'"k"', b'{"a":[1]}')
+    as_text = {"key.converter": "string", "value.converter": "string"}
+    assert to_kafka_record(SourceRecord(None, None, "t", key=None, value=5), as_text)[:2] == (None, b"5")
+    with pytest.raises(CodecError, match="allows only bytes"):
+        to_kafka_record(record, {"key.converter": "bytearray", "value.converter": "bytearray"})
+    with pytest.raises(CodecError, match="without a Connect schema"):
+        to_kafka_record(record, JSON_SCHEMAS)
+
+
+BASE = {
+    "group.id": "g",
+    "config.storage.topic": "c",
+    "offset.storage.topic": "o",
+    "status.storage.topic": "s",
+    "key.converter": "json",
+    "value.converter": "json",
+}
+
+
+def test_spark_settings_pass_every_spark_key_with_fair_scheduling_by_default() -> None:
+    settings = spark_settings(WorkerConfig.from_properties({**BASE, "spark.executor.memory": "2g"}))
+    assert settings["spark.master"] == "local[*]"
+    assert settings["spark.scheduler.mode"] == "FAIR"
+    assert settings["spark.executor.memory"] == "2g"
+    custom = spark_settings(
+        WorkerConfig.from_properties({**BASE, "spark.master": "local[2]", "spark.scheduler.mode": "FIFO"})
+    )
+    assert (custom["spark.master"], custom["spark.scheduler.mode"]) == ("local[2]", "FIFO")
+
+
+def _executor() -> SparkExecutor:
+    config = WorkerConfig.from_properties(BASE)
+    return SparkExecutor(config, PluginRegistry.discover(), lambda: OffsetState(), lambda records: None)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"connector.class": "NoSuchConnector"}, "Failed to find any class that implements Connector"),
+        ({}, "names neither task.class nor connector.class"),
+        ({"connector.class": "FileStreamSink", "file": "/tmp/x"}, "Must configure one of topics"),
+    ],
+)
+def test_a_task_that_cannot_start_is_failed_with_its_trace_and_starts_no_spark(
+    config: dict[str, str], message: str
+) -> None:
+    executor = _executor()
+    state = executor.start_task(TaskId("c", 0), config, "STARTED")
+    assert state.state == "FAILED"
+    assert state.trace is not None and message in state.trace
+    assert executor.held() == set()
+    assert executor.counters() == {"task_starts": 1, "task_stops": 0}
+    assert not executor.spark.started  # the SparkSession is only created by a running sink task
