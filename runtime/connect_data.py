@@ -69,7 +69,7 @@ class ConnectField:
 
 @dataclass(frozen=True)
 class ConnectSchema:
-    """One Connect schema; ``type`` is the JSON envelope's spelling (``float`` is FLOAT32, ``double`` FLOAT64).
+    """One Connect schema; ``type`` is the envelope's spelling (``float`` is FLOAT32, ``double`` FLOAT64).
 
     ``default`` of None means "no default", as in Java (a null default cannot be told apart there either).
     """
@@ -127,7 +127,7 @@ class SchemaAndValue:
 
 
 def schema_to_json(schema: ConnectSchema | None, replace_null_with_default: bool = True) -> Any:
-    """The schema as Java's ``JsonConverter.asJsonSchema`` builds it (a JSON-ready dict, keys in Java's order)."""
+    """The schema as Java's ``JsonConverter.asJsonSchema`` builds it (a dict, keys in Java's order)."""
     if schema is None:
         return None
     out: dict[str, Any] = {"type": schema.type}
@@ -505,5 +505,5 @@ def dumps_java(node: Any) -> str:
 
 
 def loads_java(text: str | bytes) -> Any:
-    """Parse JSON keeping non-integral numbers exact (Decimal), as Jackson's BigDecimal mode lets Decimal read."""
+    """Parse JSON keeping non-integral numbers exact (Decimal), so NUMERIC decimals lose nothing."""
     return json.loads(text, parse_float=decimal.Decimal)

@@ -1,4 +1,4 @@
-"""Converters (JSON, String, ByteArray) under Apache Kafka Connect's class names, for Spark frames and records.
+"""Converters (JSON, String, ByteArray) under Apache Kafka Connect's class names, for frames and records.
 
 A converter has two faces. Sink tasks and the data plane convert whole batches: ``to_columns`` turns the
 BINARY ``key``/``value`` column of the raw Kafka frame (``records.RAW_SCHEMA``) into a typed Spark column,
@@ -155,7 +155,8 @@ def _json_read_type(schema: ConnectSchema, decimal_numeric: bool) -> DataType:
         assert schema.keys is not None and schema.values is not None
         if schema.keys.type != "string" or schema.keys.name is not None:
             raise ConnectDataError(
-                "maps with non-string keys (Java writes them as arrays of pairs) are not supported in Spark frames"
+                "maps with non-string keys (Java writes them as arrays of pairs) are not supported in Spark "
+                "frames"
             )
         return MapType(StringType(), _json_read_type(schema.values, decimal_numeric), True)
     if schema.type == "struct":
@@ -384,7 +385,7 @@ class Converter(ABC):
     def config_def(self) -> ConfigDef: ...
 
     def configure(self, props: Mapping[str, Any], is_key: bool) -> None:
-        """Parse ``props`` with Java's keys; ConfigValidationError names the key, the value and what is allowed."""
+        """Parse ``props`` (Java's keys); ConfigValidationError names the key, value and what is allowed."""
         self.is_key = is_key
         self._configure(self.config_def().parse({**props, "converter.type": "key" if is_key else "value"}))
 
@@ -571,7 +572,7 @@ class JsonConverter(Converter):
     # -- Spark frames
 
     def sample_schema(self, df: DataFrame, column: str) -> ConnectSchema | None:
-        """The envelope schema of the first non-null record (one small Spark job), for batches with no given schema."""
+        """The first non-null record's envelope schema (one small Spark job), when none is given."""
         row = (
             df.where(F.col(column).isNotNull())
             .select(F.get_json_object(F.col(column).cast("string"), "$.schema").alias("s"))

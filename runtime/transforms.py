@@ -80,7 +80,9 @@ def _colon_pairs(name: str, value: Any) -> None:
             )
 
 
-_PAIRS = LambdaValidator.with_(_colon_pairs, "list of colon-delimited pairs, e.g. <code>foo:bar,abc:xyz</code>")
+_PAIRS = LambdaValidator.with_(
+    _colon_pairs, "list of colon-delimited pairs, e.g. <code>foo:bar,abc:xyz</code>"
+)
 
 
 def _non_empty_list(name: str, value: Any) -> None:
@@ -102,7 +104,9 @@ _REGEX = LambdaValidator.with_(_valid_regex, "valid regex")
 
 
 def _replace_null(defn: ConfigDef) -> ConfigDef:
-    return defn.define("replace.null.with.default", Type.BOOLEAN, True, None, Importance.MEDIUM, _REPLACE_NULL_DOC)
+    return defn.define(
+        "replace.null.with.default", Type.BOOLEAN, True, None, Importance.MEDIUM, _REPLACE_NULL_DOC
+    )
 
 
 def _require_struct(schema: ConnectSchema | None, purpose: str) -> ConnectSchema:
@@ -114,7 +118,14 @@ def _require_struct(schema: ConnectSchema | None, purpose: str) -> ConnectSchema
 
 def _struct(schema: ConnectSchema, fields: Sequence[ConnectField]) -> ConnectSchema:
     return ConnectSchema(
-        "struct", schema.optional, None, schema.name, schema.version, schema.doc, schema.parameters, tuple(fields)
+        "struct",
+        schema.optional,
+        None,
+        schema.name,
+        schema.version,
+        schema.doc,
+        schema.parameters,
+        tuple(fields),
     )
 
 
@@ -154,7 +165,10 @@ class TransformationPlugin:
 
 def _insert_field_def() -> ConfigDef:
     d = ConfigDef()
-    suffix = " Suffix with <code>!</code> to make this a required field, or <code>?</code> to keep it optional (the default)."
+    suffix = (
+        " Suffix with <code>!</code> to make this a required field, or <code>?</code> to keep it optional"
+        " (the default)."
+    )
     for key, doc in (
         ("topic.field", "Field name for Kafka topic."),
         ("partition.field", "Field name for Kafka partition."),
@@ -162,8 +176,22 @@ def _insert_field_def() -> ConfigDef:
         ("timestamp.field", "Field name for record timestamp."),
         ("static.field", "Field name for static data field."),
     ):
-        d.define(key, Type.STRING, None, None, Importance.MEDIUM, doc + suffix.lstrip() if doc.endswith(">") else doc + suffix)
-    d.define("static.value", Type.STRING, None, None, Importance.MEDIUM, "Static field value, if field name configured.")
+        d.define(
+            key,
+            Type.STRING,
+            None,
+            None,
+            Importance.MEDIUM,
+            doc + suffix.lstrip() if doc.endswith(">") else doc + suffix,
+        )
+    d.define(
+        "static.value",
+        Type.STRING,
+        None,
+        None,
+        Importance.MEDIUM,
+        "Static field value, if field name configured.",
+    )
     return _replace_null(d)
 
 
@@ -185,7 +213,11 @@ def _insert_field(cfg: Mapping[str, Any], target: str) -> Builder:
             ("topic.field", ConnectSchema("string"), F.col("topic")),
             ("partition.field", ConnectSchema("int32"), F.col("partition")),
             ("offset.field", ConnectSchema("int64"), F.col("offset")),
-            ("timestamp.field", ConnectSchema("int64", name=TIMESTAMP, version=1), F.timestamp_millis(F.col("timestamp"))),
+            (
+                "timestamp.field",
+                ConnectSchema("int64", name=TIMESTAMP, version=1),
+                F.timestamp_millis(F.col("timestamp")),
+            ),
             ("static.field", ConnectSchema("string"), F.lit(cfg.get("static.value"))),
         ):
             s = spec(key)
@@ -206,9 +238,23 @@ def _insert_field(cfg: Mapping[str, Any], target: str) -> Builder:
 def _replace_field_def() -> ConfigDef:
     return _replace_null(
         ConfigDef()
-        .define("exclude", Type.LIST, "", None, Importance.MEDIUM, "Fields to exclude. This takes precedence over the fields to include.")
+        .define(
+            "exclude",
+            Type.LIST,
+            "",
+            None,
+            Importance.MEDIUM,
+            "Fields to exclude. This takes precedence over the fields to include.",
+        )
         .define("blacklist", Type.LIST, None, None, Importance.LOW, "Deprecated. Use exclude instead.")
-        .define("include", Type.LIST, "", None, Importance.MEDIUM, "Fields to include. If specified, only these fields will be used.")
+        .define(
+            "include",
+            Type.LIST,
+            "",
+            None,
+            Importance.MEDIUM,
+            "Fields to include. If specified, only these fields will be used.",
+        )
         .define("whitelist", Type.LIST, None, None, Importance.LOW, "Deprecated. Use include instead.")
         .define("renames", Type.LIST, "", _PAIRS, Importance.MEDIUM, "Field rename mappings.")
     )
@@ -240,7 +286,8 @@ def _mask_field_def() -> ConfigDef:
             None,
             NonEmptyString(),
             Importance.LOW,
-            "Custom value replacement, that will be applied to all 'fields' values (numeric or non-empty string values only).",
+            "Custom value replacement, that will be applied to all 'fields' values (numeric or non-empty "
+            "string values only).",
         )
     )
 
@@ -315,7 +362,9 @@ def _cast_spec(name: str, value: Any) -> None:
             raise ConfigValidationError(name, value, "Invalid spec: " + item)
         if parts[-1].strip() not in _CAST_TYPES:
             raise ConfigValidationError(
-                name, value, f"Invalid type found in casting spec: {parts[-1].strip()}; valid: " + ", ".join(_CAST_TYPES)
+                name,
+                value,
+                f"Invalid type found in casting spec: {parts[-1].strip()}; valid: " + ", ".join(_CAST_TYPES),
             )
 
 
@@ -325,22 +374,30 @@ def _cast_def() -> ConfigDef:
             "spec",
             Type.LIST,
             NO_DEFAULT,
-            CompositeValidator.of(LambdaValidator.with_(_cast_spec, "list of colon-delimited pairs, e.g. <code>foo:bar,abc:xyz</code>")),
+            CompositeValidator.of(
+                LambdaValidator.with_(
+                    _cast_spec, "list of colon-delimited pairs, e.g. <code>foo:bar,abc:xyz</code>"
+                )
+            ),
             Importance.HIGH,
-            "List of fields and the type to cast them to of the form field1:type,field2:type to cast fields of "
-            "Maps or Structs. A single type to cast the entire value. Valid types are int8, int16, int32, int64, "
+            "List of fields and the type to cast them to of the form field1:type,field2:type to cast fields "
+            "of "
+            "Maps or Structs. A single type to cast the entire value. Valid types are int8, int16, int32, "
+            "int64, "
             "float32, float64, boolean, and string. Note that binary fields can only be cast to string.",
         )
     )
 
 
 def _cast_column(c: Column, source: ConnectSchema, target_type: str) -> tuple[Column, Column]:
-    """(cast value, error) for one value; casts follow Java's Cast (truncation, parseBoolean, base64 bytes)."""
+    """(cast value, error); casts follow Java's Cast (truncation, parseBoolean, base64 bytes)."""
     target = ConnectSchema(target_type)
     kind = spark_type(target)
     if source.type == "bytes" and source.name is None:
         if target_type != "string":
-            raise ConnectDataError(f"Unexpected type in Cast transformation: {source.type.upper()} to {target_type}")
+            raise ConnectDataError(
+                f"Unexpected type in Cast transformation: {source.type.upper()} to {target_type}"
+            )
         return F.base64(c), F.lit(None).cast("string")
     if source.type in ("array", "map", "struct"):
         raise ConnectDataError(f"Cast transformation does not support casting {source.type.upper()}")
@@ -365,7 +422,9 @@ def _cast(cfg: Mapping[str, Any], target: str) -> Builder:
                 raise ConnectDataError("Cast needs a value with a schema")
             target_type = _CAST_TYPES[spec[0][0].strip()]
             out, error = _cast_column(c, schema, target_type)
-            return Step({target: with_schema(out, target, ConnectSchema(target_type, schema.optional))}, error=error)
+            return Step(
+                {target: with_schema(out, target, ConnectSchema(target_type, schema.optional))}, error=error
+            )
         struct_schema = _require_struct(schema, "cast types")
         wanted = {k.strip(): _CAST_TYPES[v.strip()] for k, v in spec}
         exprs, fields, errors = [], [], []
@@ -378,8 +437,10 @@ def _cast(cfg: Mapping[str, Any], target: str) -> Builder:
             else:
                 exprs.append(c[f.name].alias(f.name))
                 fields.append(f)
-        error = F.coalesce(*errors) if errors else None
-        return Step({target: with_schema(_rebuild(c, exprs), target, _struct(struct_schema, fields))}, error=error)
+        return Step(
+            {target: with_schema(_rebuild(c, exprs), target, _struct(struct_schema, fields))},
+            error=F.coalesce(*errors) if errors else None,
+        )
 
     return build
 
@@ -387,7 +448,11 @@ def _cast(cfg: Mapping[str, Any], target: str) -> Builder:
 def _value_to_key_def() -> ConfigDef:
     return _replace_null(
         ConfigDef().define(
-            "fields", Type.LIST, NO_DEFAULT, _NON_EMPTY_LIST, Importance.HIGH,
+            "fields",
+            Type.LIST,
+            NO_DEFAULT,
+            _NON_EMPTY_LIST,
+            Importance.HIGH,
             "Field names on the record value to extract as the record key.",
         )
     )
@@ -407,13 +472,18 @@ def _value_to_key(cfg: Mapping[str, Any], target: str) -> Builder:
 
 
 def _extract_field_def() -> ConfigDef:
-    return _replace_null(ConfigDef().define("field", Type.STRING, NO_DEFAULT, None, Importance.MEDIUM, "Field name to extract.")).define(
+    return _replace_null(
+        ConfigDef().define(
+            "field", Type.STRING, NO_DEFAULT, None, Importance.MEDIUM, "Field name to extract."
+        )
+    ).define(
         "field.syntax.version",
         Type.STRING,
         "V1",
         CaseInsensitiveValidString.in_("V1", "V2"),
         Importance.HIGH,
-        "Defines the version of the syntax to access fields. If set to `V1`, then the field paths are limited to "
+        "Defines the version of the syntax to access fields. If set to `V1`, then the field paths are "
+        "limited to "
         "access the elements at the root level of the struct or map. If set to `V2`, the syntax will support "
         "accessing nested elements. To access nested elements, dotted notation is used.",
     )
@@ -443,8 +513,13 @@ def _extract_field(cfg: Mapping[str, Any], target: str) -> Builder:
 
 def _flatten_def() -> ConfigDef:
     return ConfigDef().define(
-        "delimiter", Type.STRING, ".", None, Importance.MEDIUM,
-        "Delimiter to insert between field names from the input record when generating field names for the output record",
+        "delimiter",
+        Type.STRING,
+        ".",
+        None,
+        Importance.MEDIUM,
+        "Delimiter to insert between field names from the input record when generating field names for the "
+        "output record",
     )
 
 
@@ -476,20 +551,40 @@ def _flatten(cfg: Mapping[str, Any], target: str) -> Builder:
 def _timestamp_converter_def() -> ConfigDef:
     return _replace_null(
         ConfigDef()
-        .define("field", Type.STRING, "", None, Importance.HIGH, "The field containing the timestamp, or empty if the entire value is a timestamp")
         .define(
-            "target.type", Type.STRING, NO_DEFAULT, ValidString.in_("string", "unix", "Date", "Time", "Timestamp"),
-            Importance.HIGH, "The desired timestamp representation: string, unix, Date, Time, or Timestamp",
+            "field",
+            Type.STRING,
+            "",
+            None,
+            Importance.HIGH,
+            "The field containing the timestamp, or empty if the entire value is a timestamp",
         )
         .define(
-            "format", Type.STRING, "", None, Importance.MEDIUM,
-            "A SimpleDateFormat-compatible format for the timestamp. Used to generate the output when type=string "
+            "target.type",
+            Type.STRING,
+            NO_DEFAULT,
+            ValidString.in_("string", "unix", "Date", "Time", "Timestamp"),
+            Importance.HIGH,
+            "The desired timestamp representation: string, unix, Date, Time, or Timestamp",
+        )
+        .define(
+            "format",
+            Type.STRING,
+            "",
+            None,
+            Importance.MEDIUM,
+            "A SimpleDateFormat-compatible format for the timestamp. Used to generate the output when "
+            "type=string "
             "or used to parse the input if the input is a string.",
         )
         .define(
-            "unix.precision", Type.STRING, "milliseconds",
-            ValidString.in_("nanoseconds", "microseconds", "milliseconds", "seconds"), Importance.LOW,
-            "The desired Unix precision for the timestamp: seconds, milliseconds, microseconds, or nanoseconds.",
+            "unix.precision",
+            Type.STRING,
+            "milliseconds",
+            ValidString.in_("nanoseconds", "microseconds", "milliseconds", "seconds"),
+            Importance.LOW,
+            "The desired Unix precision for the timestamp: seconds, milliseconds, microseconds, or "
+            "nanoseconds.",
         )
     )
 
@@ -500,7 +595,11 @@ def _timestamp_converter(cfg: Mapping[str, Any], target: str) -> Builder:
     fmt = str(cfg["format"])
     precision = str(cfg["unix.precision"])
     if target_type == "string" and not fmt:
-        raise ConfigValidationError("format", fmt, "TimestampConverter requires format option to be specified when using string timestamps")
+        raise ConfigValidationError(
+            "format",
+            fmt,
+            "TimestampConverter requires format option to be specified when using string timestamps",
+        )
 
     def to_ts(c: Column, schema: ConnectSchema) -> Column:
         if schema.name == TIMESTAMP:
@@ -519,21 +618,33 @@ def _timestamp_converter(cfg: Mapping[str, Any], target: str) -> Builder:
             return F.timestamp_millis(c)
         if schema.type == "string":
             if not fmt:
-                raise ConnectDataError("TimestampConverter requires format option to be specified when using string timestamps")
+                raise ConnectDataError(
+                    "TimestampConverter requires format option to be specified when using string timestamps"
+                )
             return F.try_to_timestamp(c, F.lit(fmt))
-        raise ConnectDataError(f"Schema {schema.name or schema.type} does not correspond to a known timestamp type format")
+        raise ConnectDataError(
+            f"Schema {schema.name or schema.type} does not correspond to a known timestamp type format"
+        )
 
     def from_ts(ts: Column, optional: bool) -> tuple[Column, ConnectSchema]:
         millis = F.unix_millis(ts)
         if target_type == "string":
             return _utc_text(ts, fmt), ConnectSchema("string", optional)
         if target_type == "unix":
-            scaled = {"seconds": F.floor(millis / 1000).cast("long"), "microseconds": F.unix_micros(ts), "nanoseconds": F.unix_micros(ts) * 1000}
+            scaled = {
+                "seconds": F.floor(millis / 1000).cast("long"),
+                "microseconds": F.unix_micros(ts),
+                "nanoseconds": F.unix_micros(ts) * 1000,
+            }
             return scaled.get(precision, millis), ConnectSchema("int64", optional)
         if target_type == "Date":
-            return F.date_from_unix_date(F.floor(millis / 86_400_000).cast("int")), ConnectSchema("int32", optional, name=DATE, version=1)
+            return F.date_from_unix_date(F.floor(millis / 86_400_000).cast("int")), ConnectSchema(
+                "int32", optional, name=DATE, version=1
+            )
         if target_type == "Time":
-            return F.pmod(millis, F.lit(86_400_000)).cast("int"), ConnectSchema("int32", optional, name=TIME, version=1)
+            return F.pmod(millis, F.lit(86_400_000)).cast("int"), ConnectSchema(
+                "int32", optional, name=TIME, version=1
+            )
         return ts, ConnectSchema("int64", optional, name=TIMESTAMP, version=1)
 
     def build(df: DataFrame) -> Step:
@@ -552,7 +663,9 @@ def _timestamp_converter(cfg: Mapping[str, Any], target: str) -> Builder:
         out, out_schema = from_ts(ts, f.schema.optional)
         fields = [ConnectField(x.name, out_schema) if x.name == field_name else x for x in struct.fields]
         exprs = [(out if x.name == field_name else c[x.name]).alias(x.name) for x in struct.fields]
-        error = F.when(c[field_name].isNotNull() & ts.isNull(), F.lit(f"Could not parse timestamp in field {field_name}"))
+        error = F.when(
+            c[field_name].isNotNull() & ts.isNull(), F.lit(f"Could not parse timestamp in field {field_name}")
+        )
         return Step({target: with_schema(_rebuild(c, exprs), target, _struct(struct, fields))}, error=error)
 
     return build
@@ -561,7 +674,14 @@ def _timestamp_converter(cfg: Mapping[str, Any], target: str) -> Builder:
 def _regex_router_def() -> ConfigDef:
     return (
         ConfigDef()
-        .define("regex", Type.STRING, NO_DEFAULT, _REGEX, Importance.HIGH, "Regular expression to use for matching.")
+        .define(
+            "regex",
+            Type.STRING,
+            NO_DEFAULT,
+            _REGEX,
+            Importance.HIGH,
+            "Regular expression to use for matching.",
+        )
         .define("replacement", Type.STRING, NO_DEFAULT, None, Importance.HIGH, "Replacement string.")
     )
 
@@ -581,13 +701,23 @@ def _timestamp_router_def() -> ConfigDef:
     return (
         ConfigDef()
         .define(
-            "topic.format", Type.STRING, "${topic}-${timestamp}", None, Importance.HIGH,
-            "Format string which can contain <code>${topic}</code> and <code>${timestamp}</code> as placeholders "
+            "topic.format",
+            Type.STRING,
+            "${topic}-${timestamp}",
+            None,
+            Importance.HIGH,
+            "Format string which can contain <code>${topic}</code> and <code>${timestamp}</code> as "
+            "placeholders "
             "for the topic and timestamp, respectively.",
         )
         .define(
-            "timestamp.format", Type.STRING, "yyyyMMdd", None, Importance.HIGH,
-            "Format string for the timestamp that is compatible with <code>java.text.SimpleDateFormat</code>.",
+            "timestamp.format",
+            Type.STRING,
+            "yyyyMMdd",
+            None,
+            Importance.HIGH,
+            "Format string for the timestamp that is compatible with "
+            "<code>java.text.SimpleDateFormat</code>.",
         )
     )
 
@@ -598,7 +728,11 @@ def _timestamp_router(cfg: Mapping[str, Any], target: str) -> Builder:
 
     def build(df: DataFrame) -> Step:
         stamp = _utc_text(F.timestamp_millis(F.col("timestamp")), fmt)
-        parts = [F.col("topic") if p == "${topic}" else stamp if p == "${timestamp}" else F.lit(p) for p in pieces if p]
+        parts = [
+            F.col("topic") if p == "${topic}" else stamp if p == "${timestamp}" else F.lit(p)
+            for p in pieces
+            if p
+        ]
         topic = F.when(F.col("timestamp").isNotNull(), F.concat(*parts)).otherwise(F.col("topic"))
         error = F.when(F.col("timestamp").isNull(), F.lit("Timestamp missing on record"))
         return Step({"topic": topic}, error=error)
@@ -664,14 +798,22 @@ PREDICATES: Final[dict[str, PredicatePlugin]] = {
     for p in [
         PredicatePlugin(
             f"{_PKG}predicates.HasHeaderKey",
-            lambda: ConfigDef().define("name", Type.STRING, NO_DEFAULT, NonEmptyString(), Importance.MEDIUM, "The header name."),
+            lambda: ConfigDef().define(
+                "name", Type.STRING, NO_DEFAULT, NonEmptyString(), Importance.MEDIUM, "The header name."
+            ),
             _has_header_key,
         ),
-        PredicatePlugin(f"{_PKG}predicates.RecordIsTombstone", ConfigDef, lambda cfg: lambda df: F.col("value").isNull()),
+        PredicatePlugin(
+            f"{_PKG}predicates.RecordIsTombstone", ConfigDef, lambda cfg: lambda df: F.col("value").isNull()
+        ),
         PredicatePlugin(
             f"{_PKG}predicates.TopicNameMatches",
             lambda: ConfigDef().define(
-                "pattern", Type.STRING, NO_DEFAULT, CompositeValidator.of(NonEmptyString(), _REGEX), Importance.MEDIUM,
+                "pattern",
+                Type.STRING,
+                NO_DEFAULT,
+                CompositeValidator.of(NonEmptyString(), _REGEX),
+                Importance.MEDIUM,
                 "A Java regular expression for matching against the name of a record's topic.",
             ),
             _topic_name_matches,
@@ -742,7 +884,8 @@ class TransformChain:
             before, after = df.schema[name].dataType, df.select(expr).schema[0].dataType
             if before != after and spark_type_changed(before, after):
                 raise ConnectDataError(
-                    f"Transformation {t.alias} ({t.plugin.class_name}) changes the {name} type and has a predicate; "
+                    f"Transformation {t.alias} ({t.plugin.class_name}) changes the {name} type and has a "
+                    "predicate; "
                     "in a Spark frame every row must keep one type"
                 )
             metadata = df.select(expr).schema[0].metadata
@@ -766,7 +909,11 @@ def spark_type_changed(before: Any, after: Any) -> bool:
 
 
 def _sub_props(config: Mapping[str, str], prefix: str, skip: Sequence[str] = ()) -> dict[str, str]:
-    return {k[len(prefix) :]: v for k, v in config.items() if k.startswith(prefix) and k[len(prefix) :] not in skip}
+    return {
+        k[len(prefix) :]: v
+        for k, v in config.items()
+        if k.startswith(prefix) and k[len(prefix) :] not in skip
+    }
 
 
 def _aliases(config: Mapping[str, str], key: str) -> list[str]:
@@ -795,22 +942,30 @@ def transform_chain(config: Mapping[str, str]) -> TransformChain:
         plugin = _lookup(config.get(key, ""), TRANSFORMATIONS)
         if plugin is None:
             raise ConfigValidationError(
-                key, config.get(key), "Not a transformation kconnect knows; supported: " + ", ".join(TRANSFORMATIONS)
+                key,
+                config.get(key),
+                "Not a transformation kconnect knows; supported: " + ", ".join(TRANSFORMATIONS),
             )
         prefix = f"transforms.{alias}."
         parsed = plugin.config_def().parse(_sub_props(config, prefix, ("type", "predicate", "negate")))
         predicate_alias = config.get(prefix + "predicate")
         negate_raw = config.get(prefix + "negate", "false").strip().lower()
         if negate_raw not in ("true", "false"):
-            raise ConfigValidationError(prefix + "negate", config[prefix + "negate"], "Expected value to be either true or false")
+            raise ConfigValidationError(
+                prefix + "negate", config[prefix + "negate"], "Expected value to be either true or false"
+            )
         predicate = None
         if predicate_alias:
             if predicate_alias not in predicates:
                 raise ConfigValidationError(
-                    prefix + "predicate", predicate_alias, "Unknown predicate alias; defined in predicates: " + config.get("predicates", "")
+                    prefix + "predicate",
+                    predicate_alias,
+                    "Unknown predicate alias; defined in predicates: " + config.get("predicates", ""),
                 )
             predicate = predicates[predicate_alias]
         configured.append(
-            ConfiguredTransform(alias, plugin, plugin.build(parsed, plugin.target or "value"), predicate, negate_raw == "true")
+            ConfiguredTransform(
+                alias, plugin, plugin.build(parsed, plugin.target or "value"), predicate, negate_raw == "true"
+            )
         )
     return TransformChain(tuple(configured))

@@ -66,7 +66,17 @@ def _converter() -> JsonConverter:
 def test_every_golden_case_matches_java(spark) -> None:  # type: ignore[no-untyped-def]
     cases = golden_smts()
     source = cases["regex_router_nomatch"]["record"]  # Java left the record as it was
-    raw = [("orders", 2, 17, 1700000000999, source["key"].encode(), source["value"].encode(), [("trace", b"abc")])]
+    raw = [
+        (
+            "orders",
+            2,
+            17,
+            1700000000999,
+            source["key"].encode(),
+            source["value"].encode(),
+            [("trace", b"abc")],
+        )
+    ]
     base = spark.createDataFrame(raw, RAW_SCHEMA)
     key_conv, value_conv = _converter(), _converter()
     typed = value_conv.to_columns(key_conv.to_columns(base, "key"), "value").cache()
@@ -80,11 +90,15 @@ def test_every_golden_case_matches_java(spark) -> None:  # type: ignore[no-untyp
         rows = out.select("topic", "key", "value", TRANSFORM_ERROR).collect()
         expected = case["record"]
         if expected is None:
-            got = None if not rows else rows
+            got = rows or None
         else:
             assert len(rows) == 1, name
             row = rows[0]
-            got = {"topic": row["topic"], "key": bytes(row["key"]).decode(), "value": bytes(row["value"]).decode()}
+            got = {
+                "topic": row["topic"],
+                "key": bytes(row["key"]).decode(),
+                "value": bytes(row["value"]).decode(),
+            }
             assert row[TRANSFORM_ERROR] is None, (name, row[TRANSFORM_ERROR])
             expected = {k: expected[k] for k in ("topic", "key", "value")}
         if got != expected:
