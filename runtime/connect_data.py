@@ -390,6 +390,8 @@ def from_json_value(
     if t in ("float", "double"):
         if kind != "number" or isinstance(node, bool):
             raise mismatch()
+        if t == "float":  # Java's floatValue(): the nearest float32
+            return struct.unpack(">f", struct.pack(">f", float(node)))[0]
         return float(node)
     if t == "boolean":
         if not isinstance(node, bool):

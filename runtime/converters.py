@@ -274,7 +274,10 @@ def _decimal_from_base64(c: Column, scale: int) -> Column:
     hexed = F.hex(raw)
     unsigned = F.conv(hexed, 16, 10).cast(DecimalType(38, 0))
     negative = F.conv(F.substring(hexed, 1, 1), 16, 10).cast("int") >= 8
-    span = F.pow(F.lit(2.0), F.length(raw) * 8).cast(DecimalType(38, 0))
+    # 2^(8n) exactly: a double power would round 2^64 when cast to a decimal.
+    span = F.lit(None).cast(DecimalType(38, 0))
+    for n in range(8, 0, -1):
+        span = F.when(F.length(raw) == n, F.lit(str(2 ** (8 * n))).cast(DecimalType(38, 0))).otherwise(span)
     signed = F.when(negative, unsigned - span).otherwise(unsigned)
     magnitude = F.abs(signed).cast("string")
     # lpad also truncates, so pad only what is shorter than one digit before the point.
