@@ -589,6 +589,30 @@ class JsonConverter(Converter):
         except (ValueError, ConnectDataError):
             return None
 
+    def infer_schema(self, df: DataFrame, column: str) -> ConnectSchema | None:
+        """A schema for schemaless JSON, inferred over every record of the batch by Spark's JSON reader.
+
+        Opt-in: pass the result to ``to_columns`` so transforms that need a struct (InsertField, Cast,
+        ...) work on schemaless records too. Every field is optional (a record may lack it); integers
+        are int64 and other numbers float64, as Java reads schemaless numbers. The inference is one
+        more pass over the batch, in the JVM. None when no record holds a JSON value.
+        """
+        spark = df.sparkSession
+        text = F.col(column).cast("string")
+        if self.schemas_enable:
+            text = F.get_json_object(text, "$.payload")
+        wrapped = df.where(F.col(column).isNotNull() & (F.length(F.col(column)) > 0)).select(
+            F.concat(F.lit('{"p":'), text, F.lit("}")).alias("value")
+        )
+        jvm = spark._jvm
+        assert jvm is not None
+        strings = getattr(wrapped._jdf, "as")(jvm.org.apache.spark.sql.Encoders.STRING())
+        inferred = StructType.fromJson(json.loads(spark._jsparkSession.read().json(strings).schema().json()))
+        found = [f for f in inferred.fields if f.name == "p"]
+        if not found:
+            return None
+        return derive_schema(found[0].dataType, True)
+
     def to_columns(self, df: DataFrame, column: str, schema: ConnectSchema | None = None) -> DataFrame:
         """Typed ``column`` from JSON bytes: the envelope's payload (schemas.enable) or the plain JSON.
 

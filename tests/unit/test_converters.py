@@ -426,3 +426,27 @@ def test_base64_helpers_agree_with_java_on_decimal_bytes() -> None:
     # Java's BigDecimal("-12.34") unscaled -1234 is 0xFB2E: "+y4=" in the golden plain output.
     assert '"dec":"+y4="' in str(OUTPUTS["plain_all"])
     assert base64.b64decode("+y4=") == (-1234).to_bytes(2, "big", signed=True)
+
+
+def test_schemaless_json_gets_a_batch_wide_inferred_schema_on_request(spark) -> None:  # type: ignore[no-untyped-def]
+    from kconnect.runtime.transforms import transform_chain
+
+    values = [b'{"a":1,"b":{"c":"x"}}', b'{"a":2,"d":[1.5]}', b"{bad", None]
+    df = spark.createDataFrame(_raw_rows(values), RAW_SCHEMA)
+    plain = json_converter(**{"schemas.enable": "false"})
+    inferred = plain.infer_schema(df, "value")
+    assert inferred is not None and [f.name for f in inferred.fields] == ["a", "b", "d"]
+    assert inferred.field("a") == ConnectField(
+        "a", ConnectSchema("int64", True)
+    )  # Java reads schemaless ints as Long
+    typed = plain.to_columns(df, "value", inferred)
+    chain = transform_chain(
+        {
+            "transforms": "i",
+            "transforms.i.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+            "transforms.i.offset.field": "o",
+        }
+    )
+    rows = plain.from_columns(chain.apply(typed), "value").orderBy("offset").collect()
+    assert bytes(rows[0]["value"]) == b'{"a":1,"b":{"c":"x"},"d":null,"o":0}'
+    assert rows[2][error_column("value")] is not None and rows[3]["value"] is None
