@@ -45,6 +45,7 @@ __all__ = [
     "TRANSFORM_ERROR_CLASS",
     "Step",
     "TransformChain",
+    "lookup_plugin",
     "transform_chain",
 ]
 
@@ -828,6 +829,13 @@ def _lookup(name: str, table: Mapping[str, Any]) -> Any:
         return table[name]
     matches = [p for p in table.values() if p.simple_name == name or p.class_name.endswith("." + name)]
     return matches[0] if len(matches) == 1 else None
+
+
+def lookup_plugin(kind: str, name: str) -> TransformationPlugin | PredicatePlugin | None:
+    """A transformation (``kind="transformation"``) or predicate by Java class name or simple name."""
+    table: Mapping[str, Any] = TRANSFORMATIONS if kind == "transformation" else PREDICATES
+    found: TransformationPlugin | PredicatePlugin | None = _lookup(name, table)
+    return found
 
 
 # ---------------------------------------------------------------------------------------------- chains
