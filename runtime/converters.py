@@ -659,7 +659,9 @@ class JsonConverter(Converter):
             wrapped = text
             keys_ok = F.array_sort(F.json_object_keys(text)) == F.array(F.lit("payload"), F.lit("schema"))
             expected = dumps_java(schema_to_json(schema))
-            schema_ok = F.get_json_object(text, "$.schema") == F.lit(expected)
+            # A schemaless envelope ("schema": null) is read with the given schema too.
+            record_schema = F.get_json_object(text, "$.schema")
+            schema_ok = record_schema.isNull() | (record_schema == F.lit(expected))
         else:
             wrapped = F.concat(F.lit('{"payload":'), text, F.lit("}"))
             keys_ok = F.lit(True)
