@@ -59,6 +59,7 @@ from .connect_data import (
     decimal_schema,
     dumps_java,
     from_json_value,
+    java_float_str,
     loads_java,
     schema_from_json,
     schema_to_json,
@@ -267,17 +268,21 @@ def _needs_codec(schema: ConnectSchema) -> bool:
 def _decimal_from_base64(c: Column, scale: int) -> Column:
     """Java's Decimal bytes (big-endian two's complement unscaled value) to a Spark decimal.
 
-    Built from string and decimal expressions so it stays in the JVM; unscaled values up to 8 bytes
-    (18 digits) are read, longer ones become null.
+    Built from string and decimal expressions so it stays in the JVM. ``conv`` reads at most 64 bits,
+    so the bytes are read as a high part and the low 8 bytes; up to 15 bytes (36 digits, within
+    Spark's 38) are read, longer ones become null.
     """
+    d0 = DecimalType(38, 0)
     raw = F.try_to_binary(c, F.lit("base64"))
     hexed = F.hex(raw)
-    unsigned = F.conv(hexed, 16, 10).cast(DecimalType(38, 0))
+    low = F.conv(hexed.substr(F.greatest(F.lit(1), F.length(hexed) - 15), F.lit(16)), 16, 10).cast(d0)
+    high_hex = F.when(F.length(raw) > 8, hexed.substr(F.lit(1), F.length(hexed) - 16)).otherwise(F.lit("0"))
+    unsigned = F.conv(high_hex, 16, 10).cast(d0) * F.lit(str(2**64)).cast(d0) + low
     negative = F.conv(F.substring(hexed, 1, 1), 16, 10).cast("int") >= 8
     # 2^(8n) exactly: a double power would round 2^64 when cast to a decimal.
-    span = F.lit(None).cast(DecimalType(38, 0))
-    for n in range(8, 0, -1):
-        span = F.when(F.length(raw) == n, F.lit(str(2 ** (8 * n))).cast(DecimalType(38, 0))).otherwise(span)
+    span = F.lit(None).cast(d0)
+    for n in range(15, 0, -1):
+        span = F.when(F.length(raw) == n, F.lit(str(2 ** (8 * n))).cast(d0)).otherwise(span)
     signed = F.when(negative, unsigned - span).otherwise(unsigned)
     magnitude = F.abs(signed).cast("string")
     # lpad also truncates, so pad only what is shorter than one digit before the point.
@@ -286,12 +291,16 @@ def _decimal_from_base64(c: Column, scale: int) -> Column:
         cut = F.length(digits) - scale
         digits = F.concat(digits.substr(F.lit(1), cut), F.lit("."), digits.substr(cut + 1, F.lit(scale)))
     text = F.concat(F.when(signed < 0, F.lit("-")).otherwise(F.lit("")), digits)
-    return F.when((F.length(raw) >= 1) & (F.length(raw) <= 8), text.cast(DecimalType(38, scale)))
+    return F.when((F.length(raw) >= 1) & (F.length(raw) <= 15), text.try_cast(DecimalType(38, scale)))
 
 
 def _decimal_to_base64(c: Column, scale: int) -> Column:
-    """A Spark decimal as Java writes a Decimal: base64 of the minimal two's complement unscaled bytes."""
-    unscaled = (c * F.lit(10**scale)).cast(DecimalType(38, 0)).cast("long")
+    """A Spark decimal as Java writes a Decimal: base64 of the minimal two's complement unscaled bytes.
+
+    ``hex`` of a long gives the two's complement, so unscaled values up to 64 bits are written; larger
+    ones become null (``decimal.format=NUMERIC`` writes any decimal).
+    """
+    unscaled = (c * F.lit(10**scale)).try_cast(DecimalType(38, 0)).try_cast("long")
     hexed = F.hex(unscaled)
     positive = F.when(F.length(hexed) % 2 == 1, F.concat(F.lit("0"), hexed)).otherwise(hexed)
     positive = F.when(
@@ -493,13 +502,15 @@ class StringConverter(Converter):
     def from_connect(self, value: Any, schema: ConnectSchema | None = None) -> bytes | None:
         if value is None:
             return None
-        text = (
-            value
-            if isinstance(value, str)
-            else dumps_java(to_json_value(schema, value))
-            if schema
-            else str(value)
-        )
+        # Java writes value.toString(): numbers and booleans as Java prints them (1.0E10, true).
+        if isinstance(value, str):
+            text = value
+        elif isinstance(value, bool | int | float):
+            text = (
+                java_float_str(value) if schema is not None and schema.type == "float" else dumps_java(value)
+            )
+        else:
+            text = str(value)
         return text.encode(self.encoding)
 
     def to_columns(self, df: DataFrame, column: str, schema: ConnectSchema | None = None) -> DataFrame:

@@ -303,7 +303,8 @@ def _masked(name: str, schema: ConnectSchema, replacement: str | None) -> Column
             return F.lit(replacement)
         if schema.type in _NUMERIC or schema.name == DECIMAL:
             try:
-                float(replacement)
+                # Java parses the replacement as the field's own type: "1.5" cannot mask an int.
+                int(replacement) if schema.type.startswith("int") else float(replacement)
             except ValueError:
                 raise ConnectDataError(
                     f"Unable to convert {replacement} ({type(replacement).__name__}) to number"

@@ -450,3 +450,23 @@ def test_schemaless_json_gets_a_batch_wide_inferred_schema_on_request(spark) -> 
     rows = plain.from_columns(chain.apply(typed), "value").orderBy("offset").collect()
     assert bytes(rows[0]["value"]) == b'{"a":1,"b":{"c":"x"},"d":null,"o":0}'
     assert rows[2][error_column("value")] is not None and rows[3]["value"] is None
+
+
+def test_string_converter_writes_what_javas_tostring_writes() -> None:
+    s = StringConverter()
+    s.configure({}, False)
+    assert [s.from_connect(v) for v in (True, 1e10, 42, "x")] == [b"true", b"1.0E10", b"42", b"x"]
+    assert s.from_connect(0.1, ConnectSchema("float")) == b"0.1"
+
+
+def test_spark_decimals_up_to_15_bytes_read_exactly(spark) -> None:  # type: ignore[no-untyped-def]
+    schema = ConnectSchema("struct", fields=(ConnectField("d", decimal_schema(4)),))
+    c = json_converter()
+    values = [decimal.Decimal(n).scaleb(-4) for n in (0, -1, 2**63, -(2**63) - 1, 2**119 - 1, -(2**119))]
+    encoded = [c.from_connect({"d": v}, schema) for v in values]
+    rows = (
+        c.to_columns(spark.createDataFrame(_raw_rows(encoded), RAW_SCHEMA), "value")
+        .orderBy("offset")
+        .collect()
+    )
+    assert [r["value"]["d"] for r in rows] == values
