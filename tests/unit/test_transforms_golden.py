@@ -87,6 +87,8 @@ def test_every_golden_case_matches_java(spark) -> None:  # type: ignore[no-untyp
         config.update({f"transforms.t.{k}": v for k, v in case["config"].items()})
         out = transform_chain(config).apply(typed)
         out = value_conv.from_columns(key_conv.from_columns(out, "key"), "value")
+        plan = out._jdf.queryExecution().executedPlan().toString()
+        assert not any(p in plan for p in ("PythonUDF", "BatchEvalPython", "ArrowEvalPython")), name
         rows = out.select("topic", "key", "value", TRANSFORM_ERROR).collect()
         expected = case["record"]
         if expected is None:
