@@ -21,7 +21,7 @@ from typing import Any, Final
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from .config_def import ConfigDef, ConfigValidationError, Importance, Range, Type, ValidString
+from .config_def import ConfigDef, ConfigValidationError, Range
 
 __all__ = [
     "DLQ_HEADERS",
@@ -93,107 +93,14 @@ class Stage(enum.Enum):
 
 
 def errors_config_def(sink: bool = True) -> ConfigDef:
-    """The ``errors.*`` keys of Java's ConnectorConfig (and SinkConnectorConfig's dead letter queue keys)."""
-    d = (
-        ConfigDef()
-        .define(
-            "errors.retry.timeout",
-            Type.LONG,
-            0,
-            None,
-            Importance.MEDIUM,
-            "The maximum duration in milliseconds that a failed operation will be reattempted. The default "
-            "is 0, "
-            "which means no retries will be attempted. Use -1 for infinite retries.",
-            group="Error Handling",
-            display_name="Retry Timeout for Errors",
-        )
-        .define(
-            "errors.retry.delay.max.ms",
-            Type.LONG,
-            60000,
-            None,
-            Importance.MEDIUM,
-            "The maximum duration in milliseconds between consecutive retry attempts. Jitter will be added "
-            "to the "
-            "delay once this limit is reached to prevent thundering herd issues.",
-            group="Error Handling",
-            display_name="Maximum Delay Between Retries for Errors",
-        )
-        .define(
-            "errors.tolerance",
-            Type.STRING,
-            "none",
-            ValidString.in_("none", "all"),
-            Importance.MEDIUM,
-            "Behavior for tolerating errors during connector operation. 'none' is the default value and "
-            "signals "
-            "that any error will result in an immediate connector task failure; 'all' changes the behavior "
-            "to skip "
-            "over problematic records.",
-            group="Error Handling",
-            display_name="Error Tolerance",
-        )
-        .define(
-            "errors.log.enable",
-            Type.BOOLEAN,
-            False,
-            None,
-            Importance.MEDIUM,
-            "If true, write each error and the details of the failed operation and problematic record to the "
-            "Connect application log. This is 'false' by default, so that only errors that are not "
-            "tolerated are "
-            "reported.",
-            group="Error Handling",
-            display_name="Log Errors",
-        )
-        .define(
-            "errors.log.include.messages",
-            Type.BOOLEAN,
-            False,
-            None,
-            Importance.MEDIUM,
-            "Whether to include in the log the Connect record that resulted in a failure.",
-            group="Error Handling",
-            display_name="Log Error Details",
-        )
-    )
-    if sink:
-        d.define(
-            "errors.deadletterqueue.topic.name",
-            Type.STRING,
-            "",
-            None,
-            Importance.MEDIUM,
-            "The name of the topic to be used as the dead letter queue (DLQ) for messages that result in an "
-            "error "
-            "when processed by this sink connector, or its transformations or converters. The topic name is "
-            "blank "
-            "by default, which means that no messages are to be recorded in the DLQ.",
-            group="Error Handling",
-            display_name="Dead Letter Queue Topic Name",
-        ).define(
-            "errors.deadletterqueue.topic.replication.factor",
-            Type.SHORT,
-            3,
-            None,
-            Importance.MEDIUM,
-            "Replication factor used to create the dead letter queue topic when it doesn't already exist.",
-            group="Error Handling",
-            display_name="Dead Letter Queue Topic Replication Factor",
-        ).define(
-            "errors.deadletterqueue.context.headers.enable",
-            Type.BOOLEAN,
-            False,
-            None,
-            Importance.MEDIUM,
-            "If true, add headers containing error context to the messages written to the dead letter "
-            "queue. To "
-            "avoid clashing with headers from the original record, all error context header keys, all error "
-            "context header keys will start with <code>__connect.errors.</code>",
-            group="Error Handling",
-            display_name="Enable Error Context Headers",
-        )
+    """The ``errors.*`` keys as the connector config defines them (one definition: connector_config)."""
+    from .connector_config import sink_config_def, source_config_def
+
+    every = (sink_config_def() if sink else source_config_def()).config_keys
+    d = ConfigDef()
+    for name, key in every.items():
+        if name.startswith("errors."):
+            d.define_key(key)
     return d
 
 

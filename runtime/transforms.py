@@ -53,8 +53,7 @@ TRANSFORM_ERROR: Final = "transform__error"
 TRANSFORM_ERROR_CLASS: Final = "transform__error_class"
 _PKG: Final = "org.apache.kafka.connect.transforms."
 _REPLACE_NULL_DOC: Final = (
-    "Whether to replace fields that have a default value and that are null to the default value. "
-    "When set to true, the default value is used, otherwise null is used."
+    "When a field is null but its schema has a default, write the default (true) or keep the null (false)."
 )
 
 
@@ -166,16 +165,13 @@ class TransformationPlugin:
 
 def _insert_field_def() -> ConfigDef:
     d = ConfigDef()
-    suffix = (
-        " Suffix with <code>!</code> to make this a required field, or <code>?</code> to keep it optional"
-        " (the default)."
-    )
+    suffix = " A trailing ! makes the new field required, a trailing ? (or none) optional."
     for key, doc in (
-        ("topic.field", "Field name for Kafka topic."),
-        ("partition.field", "Field name for Kafka partition."),
-        ("offset.field", "Field name for Kafka offset - only applicable to sink connectors.<br/>"),
-        ("timestamp.field", "Field name for record timestamp."),
-        ("static.field", "Field name for static data field."),
+        ("topic.field", "Name of the new field that holds the record's topic."),
+        ("partition.field", "Name of the new field that holds the record's partition."),
+        ("offset.field", "Name of the new field that holds the record's offset (sink records only)."),
+        ("timestamp.field", "Name of the new field that holds the record's timestamp."),
+        ("static.field", "Name of the new field that holds static.value."),
     ):
         d.define(
             key,
@@ -183,7 +179,7 @@ def _insert_field_def() -> ConfigDef:
             None,
             None,
             Importance.MEDIUM,
-            doc + suffix.lstrip() if doc.endswith(">") else doc + suffix,
+            doc + suffix,
         )
     d.define(
         "static.value",
@@ -191,7 +187,7 @@ def _insert_field_def() -> ConfigDef:
         None,
         None,
         Importance.MEDIUM,
-        "Static field value, if field name configured.",
+        "The constant written into static.field.",
     )
     return _replace_null(d)
 
@@ -245,19 +241,19 @@ def _replace_field_def() -> ConfigDef:
             "",
             None,
             Importance.MEDIUM,
-            "Fields to exclude. This takes precedence over the fields to include.",
+            "Fields to drop; wins over include.",
         )
-        .define("blacklist", Type.LIST, None, None, Importance.LOW, "Deprecated. Use exclude instead.")
+        .define("blacklist", Type.LIST, None, None, Importance.LOW, "Old name of exclude.")
         .define(
             "include",
             Type.LIST,
             "",
             None,
             Importance.MEDIUM,
-            "Fields to include. If specified, only these fields will be used.",
+            "Fields to keep; when set, all others are dropped.",
         )
-        .define("whitelist", Type.LIST, None, None, Importance.LOW, "Deprecated. Use include instead.")
-        .define("renames", Type.LIST, "", _PAIRS, Importance.MEDIUM, "Field rename mappings.")
+        .define("whitelist", Type.LIST, None, None, Importance.LOW, "Old name of include.")
+        .define("renames", Type.LIST, "", _PAIRS, Importance.MEDIUM, "Renames as old:new pairs.")
     )
 
 
@@ -280,15 +276,22 @@ def _replace_field(cfg: Mapping[str, Any], target: str) -> Builder:
 def _mask_field_def() -> ConfigDef:
     return _replace_null(
         ConfigDef()
-        .define("fields", Type.LIST, NO_DEFAULT, _NON_EMPTY_LIST, Importance.HIGH, "Names of fields to mask.")
+        .define(
+            "fields",
+            Type.LIST,
+            NO_DEFAULT,
+            _NON_EMPTY_LIST,
+            Importance.HIGH,
+            "Fields whose values are replaced.",
+        )
         .define(
             "replacement",
             Type.STRING,
             None,
             NonEmptyString(),
             Importance.LOW,
-            "Custom value replacement, that will be applied to all 'fields' values (numeric or non-empty "
-            "string values only).",
+            "Value written into every masked field instead of the type's empty value; numeric and string "
+            "fields only.",
         )
     )
 
@@ -382,11 +385,8 @@ def _cast_def() -> ConfigDef:
                 )
             ),
             Importance.HIGH,
-            "List of fields and the type to cast them to of the form field1:type,field2:type to cast fields "
-            "of "
-            "Maps or Structs. A single type to cast the entire value. Valid types are int8, int16, int32, "
-            "int64, "
-            "float32, float64, boolean, and string. Note that binary fields can only be cast to string.",
+            "Either field:type pairs (cast those fields of a struct) or one type (cast the whole value); "
+            "types: int8, int16, int32, int64, float32, float64, boolean, string. Bytes cast only to string.",
         )
     )
 
@@ -455,7 +455,7 @@ def _value_to_key_def() -> ConfigDef:
             NO_DEFAULT,
             _NON_EMPTY_LIST,
             Importance.HIGH,
-            "Field names on the record value to extract as the record key.",
+            "Value fields copied into a new struct key.",
         )
     )
 
@@ -476,7 +476,12 @@ def _value_to_key(cfg: Mapping[str, Any], target: str) -> Builder:
 def _extract_field_def() -> ConfigDef:
     return _replace_null(
         ConfigDef().define(
-            "field", Type.STRING, NO_DEFAULT, None, Importance.MEDIUM, "Field name to extract."
+            "field",
+            Type.STRING,
+            NO_DEFAULT,
+            None,
+            Importance.MEDIUM,
+            "The field whose value replaces the whole key or value.",
         )
     ).define(
         "field.syntax.version",
@@ -484,10 +489,8 @@ def _extract_field_def() -> ConfigDef:
         "V1",
         CaseInsensitiveValidString.in_("V1", "V2"),
         Importance.HIGH,
-        "Defines the version of the syntax to access fields. If set to `V1`, then the field paths are "
-        "limited to "
-        "access the elements at the root level of the struct or map. If set to `V2`, the syntax will support "
-        "accessing nested elements. To access nested elements, dotted notation is used.",
+        "V1: field names are top-level names. V2: dotted paths reach nested fields, and backticks quote a "
+        "name that contains dots.",
     )
 
 
@@ -520,8 +523,7 @@ def _flatten_def() -> ConfigDef:
         ".",
         None,
         Importance.MEDIUM,
-        "Delimiter to insert between field names from the input record when generating field names for the "
-        "output record",
+        "Joins a nested field's name to its parents' names in the flattened field name.",
     )
 
 
@@ -559,7 +561,7 @@ def _timestamp_converter_def() -> ConfigDef:
             "",
             None,
             Importance.HIGH,
-            "The field containing the timestamp, or empty if the entire value is a timestamp",
+            "The field to convert; empty converts the whole value.",
         )
         .define(
             "target.type",
@@ -567,7 +569,7 @@ def _timestamp_converter_def() -> ConfigDef:
             NO_DEFAULT,
             ValidString.in_("string", "unix", "Date", "Time", "Timestamp"),
             Importance.HIGH,
-            "The desired timestamp representation: string, unix, Date, Time, or Timestamp",
+            "What to convert to: string, unix, Date, Time or Timestamp.",
         )
         .define(
             "format",
@@ -575,9 +577,7 @@ def _timestamp_converter_def() -> ConfigDef:
             "",
             None,
             Importance.MEDIUM,
-            "A SimpleDateFormat-compatible format for the timestamp. Used to generate the output when "
-            "type=string "
-            "or used to parse the input if the input is a string.",
+            "Date pattern (SimpleDateFormat letters) for writing string targets and reading string inputs.",
         )
         .define(
             "unix.precision",
@@ -585,8 +585,7 @@ def _timestamp_converter_def() -> ConfigDef:
             "milliseconds",
             ValidString.in_("nanoseconds", "microseconds", "milliseconds", "seconds"),
             Importance.LOW,
-            "The desired Unix precision for the timestamp: seconds, milliseconds, microseconds, or "
-            "nanoseconds.",
+            "Unit of unix timestamps, read and written: seconds, milliseconds, microseconds or nanoseconds.",
         )
     )
 
@@ -682,9 +681,16 @@ def _regex_router_def() -> ConfigDef:
             NO_DEFAULT,
             _REGEX,
             Importance.HIGH,
-            "Regular expression to use for matching.",
+            "Pattern the whole topic name must match.",
         )
-        .define("replacement", Type.STRING, NO_DEFAULT, None, Importance.HIGH, "Replacement string.")
+        .define(
+            "replacement",
+            Type.STRING,
+            NO_DEFAULT,
+            None,
+            Importance.HIGH,
+            "The new topic; $1, $2 ... refer to the pattern's groups.",
+        )
     )
 
 
@@ -708,9 +714,7 @@ def _timestamp_router_def() -> ConfigDef:
             "${topic}-${timestamp}",
             None,
             Importance.HIGH,
-            "Format string which can contain <code>${topic}</code> and <code>${timestamp}</code> as "
-            "placeholders "
-            "for the topic and timestamp, respectively.",
+            "The new topic name; ${topic} and ${timestamp} stand for the topic and the formatted timestamp.",
         )
         .define(
             "timestamp.format",
@@ -718,8 +722,7 @@ def _timestamp_router_def() -> ConfigDef:
             "yyyyMMdd",
             None,
             Importance.HIGH,
-            "Format string for the timestamp that is compatible with "
-            "<code>java.text.SimpleDateFormat</code>.",
+            "Date pattern (SimpleDateFormat letters) for ${timestamp}, in UTC.",
         )
     )
 
@@ -801,7 +804,12 @@ PREDICATES: Final[dict[str, PredicatePlugin]] = {
         PredicatePlugin(
             f"{_PKG}predicates.HasHeaderKey",
             lambda: ConfigDef().define(
-                "name", Type.STRING, NO_DEFAULT, NonEmptyString(), Importance.MEDIUM, "The header name."
+                "name",
+                Type.STRING,
+                NO_DEFAULT,
+                NonEmptyString(),
+                Importance.MEDIUM,
+                "Header key to look for.",
             ),
             _has_header_key,
         ),
@@ -816,7 +824,7 @@ PREDICATES: Final[dict[str, PredicatePlugin]] = {
                 NO_DEFAULT,
                 CompositeValidator.of(NonEmptyString(), _REGEX),
                 Importance.MEDIUM,
-                "A Java regular expression for matching against the name of a record's topic.",
+                "Pattern the whole topic name must match.",
             ),
             _topic_name_matches,
         ),
