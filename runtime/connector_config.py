@@ -10,6 +10,7 @@ use ours unchanged.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -501,9 +502,13 @@ def enrich(config_def: ConfigDef, props: Mapping[str, str | None]) -> ConfigDef:
     """Add the per-alias keys that ``transforms`` and ``predicates`` call for (Java's ``enrich``).
 
     Each alias needs a ``<prefix><alias>.type`` class, so a config that names a transformation but
-    not its class is reported key by key. The keys of the transformation itself are not added:
-    there is no registry of transformations yet to read them from.
+    not its class is reported key by key. When the class is one kconnect implements
+    (``runtime/transforms.py``), its own keys are added under the alias's prefix, and transformations
+    get ``predicate`` and ``negate``, as Java's enrich adds them; a class kconnect does not implement is
+    reported as Java reports a missing class.
     """
+    from .transforms import lookup_plugin  # imports pyspark's Python modules only, no JVM
+
     enriched = ConfigDef(config_def)
     for list_key, kind, display in (
         (TRANSFORMS_CONFIG, "transformation", "Transformation"),
@@ -514,19 +519,63 @@ def enrich(config_def: ConfigDef, props: Mapping[str, str | None]) -> ConfigDef:
         except ConfigValidationError:
             continue  # reported against the list key itself
         for alias in dict.fromkeys(aliases):
+            group = f"{list_key.capitalize()}: {alias}"
             enriched.define(
                 f"{list_key}.{alias}.type",
                 Type.CLASS,
                 NO_DEFAULT,
-                None,
+                _known_plugin(kind),
                 Importance.HIGH,
                 f"Class for the '{alias}' {kind}.",
-                group=f"{list_key.capitalize()}: {alias}",
+                group=group,
                 order_in_group=0,
                 width=Width.LONG,
                 display_name=f"{display} type for {alias}",
             )
+            prefix = f"{list_key}.{alias}."
+            if kind == "transformation":
+                enriched.define(
+                    prefix + "predicate",
+                    Type.STRING,
+                    None,
+                    None,
+                    Importance.MEDIUM,
+                    "The alias of a predicate used to determine whether to apply this transformation.",
+                    group=group,
+                    order_in_group=1,
+                    display_name=f"Predicate for {alias}",
+                ).define(
+                    prefix + "negate",
+                    Type.BOOLEAN,
+                    False,
+                    None,
+                    Importance.MEDIUM,
+                    "Whether the configured predicate should be negated.",
+                    group=group,
+                    order_in_group=2,
+                    display_name=f"Negate predicate for {alias}",
+                )
+            plugin = lookup_plugin(kind, str(props.get(prefix + "type") or "").strip())
+            if plugin is None:
+                continue
+            for key in plugin.config_def().config_keys.values():
+                if prefix + key.name not in enriched.config_keys:
+                    enriched.define_key(
+                        dataclasses.replace(key, name=prefix + key.name, group=group, dependents=())
+                    )
     return enriched
+
+
+def _known_plugin(kind: str) -> Validator:
+    """Java reports a transformation or predicate class it cannot load as "could not be found"."""
+
+    def check(name: str, value: Any) -> None:
+        from .transforms import lookup_plugin
+
+        if value is not None and lookup_plugin(kind, str(value)) is None:
+            raise ConfigValidationError(name, value, f"Class {value} could not be found.")
+
+    return LambdaValidator.with_(check, f"a {kind} kconnect implements")
 
 
 def connector_config_def(connector: Connector, props: Mapping[str, str | None] | None = None) -> ConfigDef:

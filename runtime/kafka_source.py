@@ -146,7 +146,7 @@ class KafkaDataSource(DataSource):
     def name(cls) -> str:
         return FORMAT
 
-    def schema(self) -> str:
+    def schema(self) -> StructType:
         return RAW_SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:

@@ -3,9 +3,9 @@
 Apache Kafka Connect 3.9 lists connectors first, then (with ``connectorsOnly=false``) transformations,
 predicates, converters and header converters, each kind sorted by class name, as ``{"class", "type",
 "version"}``. Connectors come from the :class:`PluginRegistry`; the other kinds are the ones kconnect
-implements itself and accepts by their Apache class names (``config/classes.py``), so the list never
-names a class a worker would then refuse. kconnect has no transformations or predicates yet, so none
-are listed: listing Java's would promise behaviour the data plane does not have.
+implements itself and accepts by their Apache class names (``config/classes.py``,
+``runtime/transforms.py``), so the list never names a class a worker would then refuse: only the
+transformations and predicates kconnect implements are listed, not all of Java's.
 
 The module is pure: a catalogue is built from a registry and answers lookups.
 """
@@ -150,13 +150,23 @@ class OtherPlugin:
         return {"class": self.class_name, "type": self.type, "version": self.version}
 
     def config_def(self) -> ConfigDef:
+        if self.type in ("transformation", "predicate"):
+            from .transforms import PREDICATES, TRANSFORMATIONS  # pyspark: imported only when asked
+
+            table = TRANSFORMATIONS if self.type == "transformation" else PREDICATES
+            return table[self.class_name].config_def()
         factory = _CONFIG_DEFS.get(self.class_name, ConfigDef)
         return factory()
 
 
 def builtin_other_plugins() -> list[OtherPlugin]:
-    """The converters and header converters kconnect implements, by their Apache class names."""
-    plugins = [OtherPlugin(name, "converter", __version__) for name in CONVERTERS]
+    """The transformations, predicates, converters and header converters kconnect implements, by their
+    Apache class names."""
+    from .transforms import PREDICATES, TRANSFORMATIONS
+
+    plugins = [OtherPlugin(name, "transformation", __version__) for name in TRANSFORMATIONS]
+    plugins += [OtherPlugin(name, "predicate", __version__) for name in PREDICATES]
+    plugins += [OtherPlugin(name, "converter", __version__) for name in CONVERTERS]
     plugins += [OtherPlugin(name, "header_converter", __version__) for name in HEADER_CONVERTERS]
     return plugins
 

@@ -32,9 +32,23 @@ def test_connectors_only_lists_connectors_sorted_by_class(catalog: PluginCatalog
 
 def test_all_kinds_come_in_javas_order(catalog: PluginCatalog) -> None:
     kinds = [e["type"] for e in catalog.listing(connectors_only=False)]
-    # Connectors, then transformations, predicates, converters, header converters; kconnect has no
-    # transformations or predicates, so none are listed.
-    assert kinds == ["sink", "source"] + ["converter"] * 3 + ["header_converter"] * 4
+    # Connectors, then transformations, predicates, converters, header converters (only those kconnect
+    # implements: runtime/transforms.py).
+    assert (
+        kinds
+        == ["sink", "source"]
+        + ["transformation"] * 18
+        + ["predicate"] * 3
+        + ["converter"] * 3
+        + ["header_converter"] * 4
+    )
+    listing = catalog.listing(connectors_only=False)
+    assert {
+        "class": "org.apache.kafka.connect.transforms.InsertField$Value",
+        "type": "transformation",
+        "version": listing[0]["version"],
+    } in listing
+    assert "org.apache.kafka.connect.transforms.predicates.TopicNameMatches" in [e["class"] for e in listing]
     converters = [e["class"] for e in catalog.listing(connectors_only=False) if e["type"] == "converter"]
     assert converters == sorted(converters)
     assert "org.apache.kafka.connect.json.JsonConverter" in converters
@@ -64,6 +78,14 @@ def test_connector_config_keys_resolve_every_alias(catalog: PluginCatalog, name:
     assert keys[3:5] == ["name", "connector.class"]
 
 
+def test_transformation_config_keys_are_javas(catalog: PluginCatalog) -> None:
+    names = [
+        k.name for k in catalog.config_keys("org.apache.kafka.connect.transforms.TimestampConverter$Value")
+    ]
+    assert names == ["field", "target.type", "format", "unix.precision", "replace.null.with.default"]
+    assert [k.name for k in catalog.config_keys("TopicNameMatches")] == ["pattern"]
+
+
 def test_converter_config_keys_match_javas_json_converter(catalog: PluginCatalog) -> None:
     for name in ("org.apache.kafka.connect.json.JsonConverter", "JsonConverter"):
         infos = catalog.config_keys(name)
@@ -87,7 +109,9 @@ def test_unknown_plugin_is_reported_as_java_words_it(catalog: PluginCatalog) -> 
 def test_every_builtin_non_connector_plugin_has_a_config_definition() -> None:
     for plugin in builtin_other_plugins():
         keys = plugin.config_def().config_keys
-        assert plugin.type in ("converter", "header_converter")
+        assert plugin.type in ("transformation", "predicate", "converter", "header_converter")
+        if plugin.type in ("transformation", "predicate"):
+            continue  # checked against Java's ConfigDefs in test_transforms.py
         if plugin.class_name.endswith("SimpleHeaderConverter"):
             assert not keys
         else:

@@ -1047,7 +1047,7 @@ def test_parse_connector_config_gives_typed_values(registry: PluginRegistry) -> 
             "topics": "a, b",
             "tasks.max": "3",
             "transforms": "t",
-            "transforms.t.type": "x.Y",
+            "transforms.t.type": "org.apache.kafka.connect.transforms.Filter",
         },
     )
     assert (config.name, config.type, config.tasks_max, config.tasks_max_enforce) == ("snk", "sink", 3, True)
@@ -1069,6 +1069,27 @@ def test_parse_connector_config_gives_typed_values(registry: PluginRegistry) -> 
         (
             {"connector.class": "FileStreamSource", "name": "x", "topic": "t", "transforms": "a"},
             '"transforms.a.type"',
+        ),
+        (
+            {
+                "connector.class": "FileStreamSource",
+                "name": "x",
+                "topic": "t",
+                "transforms": "a",
+                "transforms.a.type": "x.Y",
+            },
+            "Invalid value x.Y for configuration transforms.a.type: Class x.Y could not be found.",
+        ),
+        (
+            {
+                "connector.class": "FileStreamSource",
+                "name": "x",
+                "topic": "t",
+                "transforms": "a",
+                "transforms.a.type": "org.apache.kafka.connect.transforms.RegexRouter",
+                "transforms.a.regex": "x",
+            },
+            'Missing required configuration "transforms.a.replacement"',
         ),
     ],
 )

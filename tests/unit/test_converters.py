@@ -1,0 +1,472 @@
+"""Converters: Java's exact JSON (golden bytes from JsonConverter 3.9.0), round trips, errors, Spark."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kconnect.runtime.config_def import ConfigValidationError
+from kconnect.runtime.connect_data import (
+    DATE,
+    TIME,
+    TIMESTAMP,
+    ConnectDataError,
+    ConnectField,
+    ConnectSchema,
+    decimal_schema,
+    java_float_str,
+    schema_from_json,
+    schema_to_json,
+)
+from kconnect.runtime.converters import (
+    ENVELOPE_ERROR,
+    ByteArrayConverter,
+    JsonConverter,
+    StringConverter,
+    converter_from_config,
+    error_column,
+)
+from kconnect.runtime.records import RAW_SCHEMA
+from tests.support.spark import local_spark
+
+GOLDEN = Path(__file__).parent.parent / "golden" / "converters.txt"
+
+
+def _golden() -> tuple[dict[str, str | None], list[tuple[str, str]]]:
+    outputs: dict[str, str | None] = {}
+    errors: list[tuple[str, str]] = []
+    for line in GOLDEN.read_text().splitlines():
+        kind, _, rest = line.partition(" ")
+        if kind == "json":
+            name, _, body = rest.partition(" ")
+            outputs[name] = json.loads(body)
+        elif kind == "error":
+            decoder = json.JSONDecoder()
+            given_text, end = decoder.raw_decode(rest)
+            errors.append((given_text, json.loads(rest[end:].strip())))
+    return outputs, errors
+
+
+OUTPUTS, ERRORS = _golden()
+
+
+def json_converter(**props: str) -> JsonConverter:
+    c = JsonConverter()
+    c.configure(props, False)
+    return c
+
+
+# ------------------------------------------------------------------------------------- record by record
+
+
+@pytest.mark.parametrize(
+    ("case", "props"),
+    [
+        ("envelope_all", {}),
+        ("numeric_all", {"decimal.format": "NUMERIC"}),
+        ("envelope_string", {}),
+        ("envelope_opt_int64_null", {}),
+        ("envelope_schemaless", {}),
+        ("envelope_doubles", {}),
+    ],
+)
+def test_reading_and_writing_javas_envelopes_gives_javas_bytes(case: str, props: dict[str, str]) -> None:
+    text = OUTPUTS[case]
+    assert text is not None
+    c = json_converter(**props)
+    read = c.to_connect(text.encode())
+    assert c.from_connect(read.value, read.schema) == text.encode()
+
+
+def test_envelope_values_are_the_connect_values_java_wrote() -> None:
+    text = OUTPUTS["envelope_all"]
+    assert text is not None
+    read = json_converter().to_connect(text.encode())
+    v = read.value
+    assert read.schema is not None and read.schema.name == "com.example.All" and read.schema.version == 3
+    assert (v["i8"], v["i16"], v["i32"], v["i64"]) == (-8, 300, 70000, 1 << 40)
+    assert java_float_str(v["f32"]) == "0.1" and v["f64"] == 1e10
+    assert v["s"] == 'h\u00e9llo "q"\n\t\u0001' and v["b"] == b"\x00\x01\xff"
+    assert v["arr"] == [1, 2, 3] and v["m"] == {"a": 1, "b": -2}
+    assert v["opt"] is None and v["dflt"] == 7  # Java wrote the field's default for its null
+    assert v["dec"] == decimal.Decimal("-12.34")
+    assert v["date"] == dt.date(1970, 1, 1) + dt.timedelta(days=19000)
+    assert v["time"] == dt.time(1, 2, 3, 4000)
+    assert v["ts"] == dt.datetime(2023, 11, 14, 22, 13, 20, 123000, tzinfo=dt.UTC)
+    assert v["inner"] == {"x": 1, "y": "why"}
+
+
+def test_schemas_disabled_writes_the_bare_payload_as_java() -> None:
+    envelope = OUTPUTS["envelope_all"]
+    assert envelope is not None
+    read = json_converter().to_connect(envelope.encode())
+    assert (
+        json_converter(**{"schemas.enable": "false"}).from_connect(read.value, read.schema)
+        == str(OUTPUTS["plain_all"]).encode()
+    )
+
+
+def test_null_schema_and_value_is_a_tombstone_both_ways() -> None:
+    assert OUTPUTS["envelope_null_null"] is None
+    c = json_converter()
+    assert c.from_connect(None, None) is None
+    assert c.to_connect(None).value is None and c.to_connect(b"").value is None
+
+
+@pytest.mark.parametrize(("given_text", "java_error"), ERRORS)
+def test_bad_input_fails_with_javas_message(given_text: str, java_error: str) -> None:
+    with pytest.raises(ConnectDataError) as info:
+        json_converter().to_connect(given_text.encode())
+    java_message = java_error.split(": ", 1)[1]
+    if java_message == ENVELOPE_ERROR:
+        assert str(info.value) == ENVELOPE_ERROR
+    else:  # Jackson's parser detail differs from Python's; the prefix is Java's
+        assert str(info.value).startswith(java_message.strip())
+
+
+@pytest.mark.parametrize(
+    ("schema", "value", "message"),
+    [
+        (ConnectSchema("int8"), 200, "out of range for schema type INT8"),
+        (ConnectSchema("string"), None, "null value for field that is required"),
+        (
+            ConnectSchema("struct", fields=(ConnectField("a", ConnectSchema("int32")),)),
+            {"b": 1},
+            "b is not a valid",
+        ),
+        (decimal_schema(2), decimal.Decimal("1.234"), "mismatching scale"),
+        (ConnectSchema("boolean"), "yes", "BOOLEAN"),
+    ],
+)
+def test_values_that_do_not_fit_their_schema_are_refused(
+    schema: ConnectSchema, value: Any, message: str
+) -> None:
+    with pytest.raises(ConnectDataError, match=message):
+        json_converter().from_connect(value, schema)
+
+
+def _schemas() -> st.SearchStrategy[ConnectSchema]:
+    primitive = st.sampled_from(
+        [
+            ConnectSchema(t, o)
+            for t in ("int8", "int16", "int32", "int64", "float", "double", "boolean", "string", "bytes")
+            for o in (False, True)
+        ]
+        + [
+            decimal_schema(3),
+            ConnectSchema("int32", name=DATE, version=1),
+            ConnectSchema("int32", True, name=TIME, version=1),
+            ConnectSchema("int64", name=TIMESTAMP, version=1),
+        ]
+    )
+    return st.recursive(
+        primitive,
+        lambda inner: st.one_of(
+            inner.map(lambda s: ConnectSchema("array", items=s)),
+            inner.map(lambda s: ConnectSchema("map", keys=ConnectSchema("string"), values=s)),
+            st.lists(inner, min_size=1, max_size=4).map(
+                lambda ss: ConnectSchema(
+                    "struct", name="S", fields=tuple(ConnectField(f"f{i}", s) for i, s in enumerate(ss))
+                )
+            ),
+        ),
+        max_leaves=6,
+    )
+
+
+def _values(schema: ConnectSchema) -> st.SearchStrategy[Any]:
+    base: st.SearchStrategy[Any]
+    if schema.name == DATE:
+        base = st.dates(dt.date(1900, 1, 1), dt.date(2200, 1, 1))
+    elif schema.name == TIME:
+        base = st.integers(0, 86_399_999).map(
+            lambda ms: dt.time(ms // 3_600_000, ms // 60_000 % 60, ms // 1000 % 60, ms % 1000 * 1000)
+        )
+    elif schema.name == TIMESTAMP:
+        base = st.integers(-(10**12), 10**13).map(
+            lambda ms: dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(milliseconds=ms)
+        )
+    elif schema.name == "org.apache.kafka.connect.data.Decimal":
+        base = st.integers(-(10**17), 10**17).map(lambda n: decimal.Decimal(n).scaleb(-3))
+    elif schema.type in ("int8", "int16", "int32", "int64"):
+        bits = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}[schema.type]
+        base = st.integers(-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    elif schema.type == "float":
+        base = st.floats(width=32, allow_nan=False, allow_infinity=False)
+    elif schema.type == "double":
+        base = st.floats(allow_nan=False, allow_infinity=False)
+    elif schema.type == "boolean":
+        base = st.booleans()
+    elif schema.type == "string":
+        base = st.text(max_size=8)
+    elif schema.type == "bytes":
+        base = st.binary(max_size=8)
+    elif schema.type == "array":
+        assert schema.items is not None
+        base = st.lists(_values(schema.items), max_size=3)
+    elif schema.type == "map":
+        assert schema.values is not None
+        base = st.dictionaries(st.text(max_size=4), _values(schema.values), max_size=3)
+    else:
+        base = st.fixed_dictionaries({f.name: _values(f.schema) for f in schema.fields})
+    return st.one_of(st.none(), base) if schema.optional else base
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_json_round_trip_keeps_schema_and_value(data: st.DataObject) -> None:
+    schema = data.draw(_schemas())
+    value = data.draw(_values(schema))
+    c = json_converter()
+    encoded = c.from_connect(value, schema)
+    assert encoded is not None
+    read = c.to_connect(encoded)
+    assert read.schema == schema
+    assert read.value == value
+    assert c.from_connect(read.value, read.schema) == encoded
+    assert schema_from_json(schema_to_json(schema)) == schema
+
+
+@given(st.binary())
+def test_bytearray_and_string_converters_round_trip(raw: bytes) -> None:
+    b = ByteArrayConverter()
+    b.configure({}, True)
+    assert b.from_connect(b.to_connect(raw).value) == raw
+    s = StringConverter()
+    s.configure({}, False)
+    text = raw.decode("utf-8", "replace")
+    assert s.to_connect(text.encode()).value == text and s.from_connect(text) == text.encode()
+
+
+def test_bytearray_refuses_what_java_refuses() -> None:
+    b = ByteArrayConverter()
+    with pytest.raises(ConnectDataError, match=r"^Invalid schema type for ByteArrayConverter: STRING$"):
+        b.from_connect(b"x", ConnectSchema("string"))
+    with pytest.raises(ConnectDataError, match="not compatible with objects of type str"):
+        b.from_connect("x")
+
+
+@pytest.mark.parametrize(
+    ("name", "cls"),
+    [
+        ("org.apache.kafka.connect.json.JsonConverter", JsonConverter),
+        ("json", JsonConverter),
+        ("org.apache.kafka.connect.storage.StringConverter", StringConverter),
+        ("org.apache.kafka.connect.converters.ByteArrayConverter", ByteArrayConverter),
+    ],
+)
+def test_converters_are_found_by_java_class_name_and_alias(name: str, cls: type) -> None:
+    c = converter_from_config(
+        {"value.converter": name, "value.converter.schemas.enable": "false"}, "value.converter", False
+    )
+    assert isinstance(c, cls)
+    if isinstance(c, JsonConverter):
+        assert c.schemas_enable is False
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (
+            {"key.converter": "com.example.AvroConverter"},
+            "Invalid value com.example.AvroConverter for configuration key.converter",
+        ),
+        (
+            {"key.converter": "json", "key.converter.schemas.enable": "maybe"},
+            "Invalid value maybe for configuration schemas.enable",
+        ),
+        (
+            {"key.converter": "json", "key.converter.decimal.format": "HEX"},
+            "Invalid value HEX for configuration decimal.format",
+        ),
+        ({"key.converter": "string", "key.converter.converter.encoding": "EBCDIC"}, "converter.encoding"),
+        ({}, 'Missing required configuration "key.converter"'),
+    ],
+)
+def test_bad_converter_config_names_key_value_and_rule(config: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigValidationError, match=message):
+        converter_from_config(config, "key.converter", True)
+
+
+# -------------------------------------------------------------------------------------- Spark columns
+
+
+@pytest.fixture(scope="module")
+def spark():  # type: ignore[no-untyped-def]
+    return local_spark()
+
+
+def _random_value(rng: random.Random, schema: ConnectSchema) -> Any:
+    if schema.optional and rng.random() < 0.2:
+        return None
+    if schema.name == "org.apache.kafka.connect.data.Decimal":
+        return decimal.Decimal(rng.randint(-(10**17), 10**17)).scaleb(-schema.scale)
+    if schema.name == DATE:
+        return dt.date(1970, 1, 1) + dt.timedelta(days=rng.randint(-30000, 60000))
+    if schema.name == TIME:
+        ms = rng.randint(0, 86_399_999)
+        return dt.time(ms // 3_600_000, ms // 60_000 % 60, ms // 1000 % 60, ms % 1000 * 1000)
+    if schema.name == TIMESTAMP:
+        return dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(
+            milliseconds=rng.randint(-(10**12), 10**13)
+        )
+    t = schema.type
+    if t in ("int8", "int16", "int32", "int64"):
+        bits = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}[t]
+        return rng.randint(-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    if t == "float":
+        import struct
+
+        return struct.unpack(">f", struct.pack(">f", rng.uniform(-1e6, 1e6)))[0]
+    if t == "double":
+        return rng.choice([rng.uniform(-1e12, 1e12), rng.random() * 1e-5, 1e21, 0.0])
+    if t == "boolean":
+        return rng.random() < 0.5
+    if t == "string":
+        return "".join(rng.choice('ab"\\\n\u00e9\u4e2d\U0001f600 ') for _ in range(rng.randint(0, 6)))
+    if t == "bytes":
+        return rng.randbytes(rng.randint(0, 6))
+    if t == "array":
+        assert schema.items is not None
+        return [_random_value(rng, schema.items) for _ in range(rng.randint(0, 3))]
+    if t == "map":
+        assert schema.values is not None
+        return {f"k{i}": _random_value(rng, schema.values) for i in range(rng.randint(0, 3))}
+    return {f.name: _random_value(rng, f.schema) for f in schema.fields}
+
+
+def _raw_rows(values: list[bytes | None]) -> list[tuple[Any, ...]]:
+    return [("t", 0, i, 1700000000000, None, v, [("h", b"1")]) for i, v in enumerate(values)]
+
+
+def test_spark_columns_round_trip_to_javas_exact_bytes(spark) -> None:  # type: ignore[no-untyped-def]
+    golden = OUTPUTS["envelope_all"]
+    assert golden is not None
+    schema = json_converter().to_connect(golden.encode()).schema
+    assert schema is not None
+    c = json_converter()
+    rng = random.Random(5)
+    expected = (
+        [golden.encode()] + [c.from_connect(_random_value(rng, schema), schema) for _ in range(60)] + [None]
+    )
+    df = spark.createDataFrame(_raw_rows(expected), RAW_SCHEMA)
+    typed = c.to_columns(df, "value")
+    assert typed.schema["value"].dataType.simpleString().startswith("struct<i8:tinyint,i16:smallint")
+    back = c.from_columns(typed, "value")
+    plan = back._jdf.queryExecution().executedPlan().toString()
+    assert "PythonUDF" not in plan and "BatchEvalPython" not in plan and "ArrowEvalPython" not in plan
+    rows = back.orderBy("offset").select("value", error_column("value"), "headers").collect()
+    assert [r[error_column("value")] for r in rows] == [None] * len(expected)
+    assert [None if r["value"] is None else bytes(r["value"]) for r in rows] == expected
+    assert all(r["headers"][0]["key"] == "h" for r in rows)  # headers carried through unchanged
+
+
+def test_spark_bad_rows_get_an_error_not_an_exception(spark) -> None:  # type: ignore[no-untyped-def]
+    good = json_converter().from_connect(
+        {"a": 1}, ConnectSchema("struct", fields=(ConnectField("a", ConnectSchema("int32")),))
+    )
+    other_schema = json_converter().from_connect(5, ConnectSchema("int32"))
+    values = [
+        good,
+        b'{"payload":1}',
+        b"{bad",
+        b'{"schema":'
+        + b'{"type":"struct","fields":[{"type":"int32","optional":false,"field":"a"}],"optional":false}'
+        + b',"payload":{"a":"x"}}',
+        other_schema,
+        None,
+    ]
+    df = spark.createDataFrame(_raw_rows(values), RAW_SCHEMA)
+    rows = json_converter().to_columns(df, "value").orderBy("offset").collect()
+    errors = [r[error_column("value")] for r in rows]
+    assert errors[0] is None and rows[0]["value"]["a"] == 1
+    assert errors[1] == ENVELOPE_ERROR
+    assert errors[2] is not None and "serialization error" in errors[2]
+    assert errors[3] is not None and "does not fit schema" in errors[3]
+    assert errors[4] is not None and "differs" in errors[4]
+    assert errors[5] is None and rows[5]["value"] is None  # a tombstone is not an error
+    assert all(rows[i]["value"] is None for i in range(1, 5))
+
+
+def test_spark_string_bytearray_and_schemaless_json(spark) -> None:  # type: ignore[no-untyped-def]
+    values = [b'{"a": [1, 2]}', "h\u00e9".encode(), None]
+    df = spark.createDataFrame(_raw_rows(values), RAW_SCHEMA)
+    s = StringConverter()
+    s.configure({}, False)
+    b = ByteArrayConverter()
+    b.configure({}, False)
+    plain = json_converter(**{"schemas.enable": "false"})
+    typed = s.to_columns(df, "value").orderBy("offset").collect()
+    assert [r["value"] for r in typed] == ['{"a": [1, 2]}', "h\u00e9", None]
+    assert [
+        r["value"] for r in b.from_columns(b.to_columns(df, "value"), "value").orderBy("offset").collect()
+    ] == [bytearray(v) if v is not None else None for v in values]
+    kept = plain.to_columns(df.limit(1), "value")
+    back = plain.from_columns(kept, "value").collect()
+    assert bytes(back[0]["value"]) == b'{"a": [1, 2]}' and kept.collect()[0][error_column("value")] is None
+    # With a schema given, schemas.enable=false parses the bare payload into typed columns.
+    given_schema = ConnectSchema(
+        "struct", fields=(ConnectField("a", ConnectSchema("array", items=ConnectSchema("int64"))),)
+    )
+    typed_plain = plain.to_columns(df.limit(1), "value", given_schema)
+    assert typed_plain.collect()[0]["value"]["a"] == [1, 2]
+    assert bytes(plain.from_columns(typed_plain, "value").collect()[0]["value"]) == b'{"a":[1,2]}'
+
+
+def test_base64_helpers_agree_with_java_on_decimal_bytes() -> None:
+    # Java's BigDecimal("-12.34") unscaled -1234 is 0xFB2E: "+y4=" in the golden plain output.
+    assert '"dec":"+y4="' in str(OUTPUTS["plain_all"])
+    assert base64.b64decode("+y4=") == (-1234).to_bytes(2, "big", signed=True)
+
+
+def test_schemaless_json_gets_a_batch_wide_inferred_schema_on_request(spark) -> None:  # type: ignore[no-untyped-def]
+    from kconnect.runtime.transforms import transform_chain
+
+    values = [b'{"a":1,"b":{"c":"x"}}', b'{"a":2,"d":[1.5]}', b"{bad", None]
+    df = spark.createDataFrame(_raw_rows(values), RAW_SCHEMA)
+    plain = json_converter(**{"schemas.enable": "false"})
+    inferred = plain.infer_schema(df, "value")
+    assert inferred is not None and [f.name for f in inferred.fields] == ["a", "b", "d"]
+    assert inferred.field("a") == ConnectField(
+        "a", ConnectSchema("int64", True)
+    )  # Java reads schemaless ints as Long
+    typed = plain.to_columns(df, "value", inferred)
+    chain = transform_chain(
+        {
+            "transforms": "i",
+            "transforms.i.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+            "transforms.i.offset.field": "o",
+        }
+    )
+    rows = plain.from_columns(chain.apply(typed), "value").orderBy("offset").collect()
+    assert bytes(rows[0]["value"]) == b'{"a":1,"b":{"c":"x"},"d":null,"o":0}'
+    assert rows[2][error_column("value")] is not None and rows[3]["value"] is None
+
+
+def test_string_converter_writes_what_javas_tostring_writes() -> None:
+    s = StringConverter()
+    s.configure({}, False)
+    assert [s.from_connect(v) for v in (True, 1e10, 42, "x")] == [b"true", b"1.0E10", b"42", b"x"]
+    assert s.from_connect(0.1, ConnectSchema("float")) == b"0.1"
+
+
+def test_spark_decimals_up_to_15_bytes_read_exactly(spark) -> None:  # type: ignore[no-untyped-def]
+    schema = ConnectSchema("struct", fields=(ConnectField("d", decimal_schema(4)),))
+    c = json_converter()
+    values = [decimal.Decimal(n).scaleb(-4) for n in (0, -1, 2**63, -(2**63) - 1, 2**119 - 1, -(2**119))]
+    encoded = [c.from_connect({"d": v}, schema) for v in values]
+    rows = (
+        c.to_columns(spark.createDataFrame(_raw_rows(encoded), RAW_SCHEMA), "value")
+        .orderBy("offset")
+        .collect()
+    )
+    assert [r["value"]["d"] for r in rows] == values
