@@ -8,8 +8,9 @@ one record of a topic created with defaults.
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from kconnect.rest.server import send_error
 
 MAX_BODY_BYTES = 1_000_000
 
@@ -37,10 +38,10 @@ class BodyLimit:
                 try:
                     declared = int(value)
                 except ValueError:
-                    await self._refuse(send, 400, "Content-Length is not a number")
+                    await send_error(send, 400, "Content-Length is not a number")
                     return
                 if declared > self.max_bytes:
-                    await self._refuse(send, 413, self._message(declared))
+                    await send_error(send, 413, self._message(declared))
                     return
         seen = 0
         started = False
@@ -64,22 +65,7 @@ class BodyLimit:
             await self.app(scope, limited_receive, tracking_send)
         except BodyTooLarge:
             if not started:
-                await self._refuse(send, 413, self._message(seen))
+                await send_error(send, 413, self._message(seen))
 
     def _message(self, size: int) -> str:
         return f"Request body of {size} bytes is larger than the {self.max_bytes} bytes a request may carry"
-
-    @staticmethod
-    async def _refuse(send: Any, status: int, message: str) -> None:
-        body = json.dumps({"error_code": status, "message": message}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})

@@ -350,7 +350,7 @@ def _is_admin_path(path: str) -> bool:
     return path == "/admin" or path.startswith("/admin/")
 
 
-async def _send_error(send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]] = []) -> None:  # noqa: B006
+async def send_error(send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]] = []) -> None:  # noqa: B006
     body = json.dumps({"error_code": status, "message": message}).encode()
     await send(
         {
@@ -377,14 +377,14 @@ def wrap_app(app: ASGIApp, spec_role: Role, config: WorkerConfig, auth: BasicAut
         path: str = scope.get("path", "")
         admin_path = _is_admin_path(path)
         if (admin_path and spec_role == "main") or (not admin_path and spec_role == "admin"):
-            await _send_error(send, 404, "HTTP 404 Not Found")
+            await send_error(send, 404, "HTTP 404 Not Found")
             return
         if auth is not None:
             method = scope.get("method", "GET")
             internal = any(method == m and rx.match(path) for m, rx in _INTERNAL)
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
             if not internal and not auth.allows(headers.get("authorization")):
-                await _send_error(
+                await send_error(
                     send,
                     401,
                     UNAUTHORIZED_MESSAGE,
