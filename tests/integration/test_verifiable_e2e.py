@@ -14,6 +14,7 @@ A file of its own, so that no other test's SparkSession shares the two cores wit
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from pathlib import Path
@@ -43,6 +44,22 @@ def last_acked(source_file: Path) -> dict[int, int]:
     for task, seqno in seen_in_lines(_lines(source_file), marker="committed"):
         last[task] = max(seqno, last.get(task, -1))
     return last
+
+
+def duplicate_origins(sink_file: Path) -> tuple[int, int]:
+    """Extra copies split by cause: (re-read by the sink: same topic offset, re-produced: new offset)."""
+    offsets: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for line in _lines(sink_file):
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and data.get("flushed") is True:
+            key = (data.get("task"), data.get("seqno"))
+            offsets.setdefault(key, []).append((data.get("partition"), data.get("offset")))
+    reread = sum(len(o) - len(set(o)) for o in offsets.values())
+    reproduced = sum(len(set(o)) - 1 for o in offsets.values())
+    return reread, reproduced
 
 
 class Run:
@@ -223,6 +240,8 @@ def test_no_seqno_lost_while_workers_join_bounce_and_die(tmp_path: Path, broker:
 
         per_task = {t: len(d) for t, d in final.duplicates.items()}
         print(f"  duplicated seqnos per source task at the end: {per_task}")
+        reread, reproduced = duplicate_origins(run.sink_file)
+        print(f"  duplicates re-read by the sink: {reread}, re-produced by the source: {reproduced}")
         print(f"  whole run: {time.monotonic() - started:.0f} s")
         assert final.ok, f"seqnos lost: { {t: s[:20] for t, s in final.lost.items()} }"
         assert final.expected > 2 * THROUGHPUT * 20, final.summary()  # the run really carried data
