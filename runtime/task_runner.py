@@ -453,6 +453,25 @@ class SourceTaskRunner(TaskRunner):
         if error is not None and self._delivery_error is None:
             self._delivery_error = f"producing to {message.topic()} failed: {error}"
 
+    def _delivery_callback(self, record: SourceRecord) -> Callable[[Any, Any], None]:
+        """The producer callback for one record: note a failure, or tell the task Kafka has it.
+
+        Java's WorkerSourceTask calls ``commitRecord(record, metadata)`` from the producer's callback
+        once a record is acknowledged; tasks that report what reached Kafka (the verifiable source)
+        rely on it. The callback runs inside ``producer.poll``/``flush`` on this task's own thread.
+        """
+
+        def delivered(error: Any, message: Any) -> None:
+            self._on_delivery(error, message)
+            if error is None:
+                try:
+                    self.source.commit_record(record, message)
+                except Exception as exc:
+                    # Java logs and carries on: the record is in Kafka whatever the task thinks of it.
+                    self.log.warning("commit_record failed", error=str(exc))
+
+        return delivered
+
     def _flush(self, producer: Any) -> None:
         """Commit the source offsets of every record produced so far, once all are acknowledged."""
         if not self._unflushed:
@@ -496,7 +515,7 @@ class SourceTaskRunner(TaskRunner):
                 records = self.source.poll() or []
                 for record in records:
                     key, value, headers = to_kafka_record(record, self._converters)
-                    kwargs: dict[str, Any] = {"on_delivery": self._on_delivery}
+                    kwargs: dict[str, Any] = {"on_delivery": self._delivery_callback(record)}
                     if record.partition is not None:
                         kwargs["partition"] = record.partition
                     if record.timestamp is not None:

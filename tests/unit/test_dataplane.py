@@ -21,11 +21,12 @@ from kconnect.runtime.kafka_source import (
     plan_ranges,
 )
 from kconnect.runtime.offset_log import OffsetState, SourceOffset
-from kconnect.runtime.plugins import Header, PluginRegistry, SourceRecord, TopicPartition
+from kconnect.runtime.plugins import Header, PluginRegistry, SourceRecord, SourceTask, TopicPartition
 from kconnect.runtime.record_codec import CodecError, converter_config, to_kafka_record, to_sink_records
 from kconnect.runtime.records import RAW_FIELDS, RAW_SCHEMA
 from kconnect.runtime.spark_executor import SparkExecutor, spark_settings
 from kconnect.runtime.task_runner import (
+    SourceTaskRunner,
     client_settings,
     consumed_offsets,
     latest_source_offsets,
@@ -313,3 +314,56 @@ def test_a_task_that_cannot_start_is_failed_with_its_trace_and_starts_no_spark(
     assert executor.held() == set()
     assert executor.counters() == {"task_starts": 1, "task_stops": 0}
     assert not executor.spark.started  # the SparkSession is only created by a running sink task
+
+
+class _AckRecordingSource(SourceTask):
+    def __init__(self) -> None:
+        self.acked: list[tuple[SourceRecord, object]] = []
+
+    def version(self) -> str:
+        return "test"
+
+    def start(self, props: dict[str, str]) -> None:
+        pass
+
+    def poll(self) -> list[SourceRecord] | None:
+        return None
+
+    def stop(self) -> None:
+        pass
+
+    def commit_record(self, record: SourceRecord, metadata: object) -> None:
+        self.acked.append((record, metadata))
+
+
+class _Message:
+    def topic(self) -> str:
+        return "t"
+
+
+def test_source_runner_tells_the_task_each_acknowledged_record() -> None:
+    """A delivered record reaches ``commit_record`` (Java's commitRecord); a failed one does not.
+
+    Without it the verifiable source never learnt what Kafka acknowledged and wrote nothing to its file.
+    """
+    task = _AckRecordingSource()
+    runner = SourceTaskRunner(
+        TaskId("c", 0),
+        task,
+        {},
+        lambda _task, _trace: None,
+        bootstrap="unused:9092",
+        converters={},
+        producer_settings={},
+        read_offsets=OffsetState,
+        write_offsets=lambda _offsets: None,
+        flush_interval_ms=1000,
+        flush_timeout_ms=1000,
+    )
+    ok = SourceRecord(source_partition={"id": 0}, source_offset={"seqno": 1}, topic="t", value=1)
+    bad = SourceRecord(source_partition={"id": 0}, source_offset={"seqno": 2}, topic="t", value=2)
+    message = _Message()
+    runner._delivery_callback(ok)(None, message)
+    runner._delivery_callback(bad)("broker down", message)
+    assert task.acked == [(ok, message)]
+    assert runner._delivery_error == "producing to t failed: broker down"
