@@ -19,7 +19,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from .connect_data import DATE, DECIMAL, TIME, TIMESTAMP, ConnectSchema, from_json_value, loads_java
-from .converters import Converter, connect_schema_of, converter_from_config
+from .converters import Converter, JsonConverter, connect_schema_of, converter_from_config
 from .errors_policy import (
     ERROR_CLASS,
     ERROR_MESSAGE,
@@ -73,9 +73,27 @@ def sink_plan(
     )
 
 
+def _inferred(converter: Converter, frame: DataFrame, column: str) -> ConnectSchema | None:
+    if isinstance(converter, JsonConverter) and not converter.schemas_enable:
+        return converter.infer_schema(frame, column)
+    return None
+
+
 def prepare(plan: SinkPlan, frame: DataFrame) -> DataFrame:
-    """The raw batch (``records.RAW_SCHEMA``) converted and transformed, each row's first error collected."""
-    return convert_and_transform(frame, plan.key_converter, plan.value_converter, plan.chain)
+    """The raw batch (``records.RAW_SCHEMA``) converted and transformed, each row's first error collected.
+
+    Schemaless JSON stays JSON text unless the connector has transforms: then its schema is inferred over
+    the batch (one more Spark pass) so that struct transforms (InsertField, Cast, ...) apply to it, as
+    Java's transforms apply to schemaless maps. An inferred struct has every field optional: a key one
+    record lacks reaches the task as None, where Java's map would not hold the key.
+    """
+    key_schema = value_schema = None
+    if plan.chain.transforms:
+        key_schema = _inferred(plan.key_converter, frame, "key")
+        value_schema = _inferred(plan.value_converter, frame, "value")
+    return convert_and_transform(
+        frame, plan.key_converter, plan.value_converter, plan.chain, key_schema, value_schema
+    )
 
 
 def record_schemas(prepared: DataFrame) -> tuple[ConnectSchema | None, ConnectSchema | None]:

@@ -189,3 +189,28 @@ def test_inferred_source_schemas(value: Any, expected: str) -> None:
     schema = infer_schema(value)
     assert schema is not None and schema.type == expected and not schema.optional
     assert infer_schema({"a": 1}) is None and infer_schema(None) is None
+
+
+def test_schemaless_json_gets_an_inferred_schema_when_transforms_need_a_struct(spark) -> None:  # type: ignore[no-untyped-def]
+    plan = sink_plan(
+        {**WORKER, "value.converter.schemas.enable": "false"},
+        {
+            "transforms": "insert",
+            "transforms.insert.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+            "transforms.insert.static.field": "origin",
+            "transforms.insert.static.value": "kc",
+        },
+        "c",
+        0,
+    )
+    raw = [("in", 0, n, 0, None, json.dumps({"id": n}).encode(), []) for n in range(2)]
+    raw.append(("in", 0, 2, 0, None, b"{oops", []))
+    prepared = prepare(plan, spark.createDataFrame(raw, RAW_SCHEMA))
+    good, failed = split(prepared)
+    key_schema, value_schema = record_schemas(prepared)
+    values = sorted(
+        (sink_record(r, key_schema, value_schema).value for r in good.select(*RECORD_COLUMNS).collect()),
+        key=lambda v: v["id"],
+    )
+    assert values == [{"id": 0, "origin": "kc"}, {"id": 1, "origin": "kc"}]
+    assert [r["offset"] for r in failed.collect()] == [2]
