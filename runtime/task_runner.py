@@ -370,9 +370,14 @@ class SinkTaskRunner(TaskRunner):
             raise ConnectorError(tolerance_message(rows[0]))
         if policy.log_enable:
             for row in rows:
-                self.log.error(
-                    "error handling a record; skipped (errors.tolerance=all)", **policy.log_line(row)
-                )
+                line = policy.log_line(row)
+                # structlog owns "timestamp" (the log time); the record's own goes under another name.
+                if "timestamp" in line:
+                    line["record_timestamp"] = line.pop("timestamp")
+                for side in ("key", "value"):
+                    if isinstance(line.get(side), bytes | bytearray):
+                        line[side] = bytes(line[side]).decode("utf-8", errors="replace")
+                self.log.error("error handling a record; skipped (errors.tolerance=all)", **line)
         if policy.dead_letter:
             letters = dlq_rows(failed, policy, self.task_id.connector, self.task_id.task).collect()
             self._dead_letter(letters)
