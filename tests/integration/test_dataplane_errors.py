@@ -217,6 +217,13 @@ def test_malformed_records_go_to_the_dlq_with_tolerance_all(bench: Bench) -> Non
     state = bench.task_state("tolerant")
     assert state is not None and state["state"] == "RUNNING", state
     assert len(lines(sink_file)) == 3  # only the good ones
+    # errors.log.enable with include.messages: each skipped record logged with its stage and raw value.
+    logged = [
+        line
+        for line in bench.worker.log_text().splitlines()
+        if "error handling a record" in line and topic in line
+    ]
+    assert len(logged) == 2 and "VALUE_CONVERTER" in logged[0] and "{this is not json" in logged[0], logged
 
     # Offsets moved past the bad records too: the group committed the end of the topic.
     def committed() -> Any:

@@ -214,3 +214,12 @@ def test_schemaless_json_gets_an_inferred_schema_when_transforms_need_a_struct(s
     )
     assert values == [{"id": 0, "origin": "kc"}, {"id": 1, "origin": "kc"}]
     assert [r["offset"] for r in failed.collect()] == [2]
+
+
+def test_bytes_that_are_not_json_are_a_serialization_error_with_schemas(spark) -> None:  # type: ignore[no-untyped-def]
+    plan = sink_plan(WORKER, {}, "c", 0)
+    raw = [("in", 0, 0, 0, None, b"this is not JSON", []), ("in", 0, 1, 0, None, b"5", [])]
+    _, failed = split(prepare(plan, spark.createDataFrame(raw, RAW_SCHEMA)))
+    errors = {r["offset"]: r["error__message"] for r in failed.collect()}
+    assert "serialization error" in errors[0]  # not JSON at all
+    assert '"schema" and "payload"' in errors[1]  # JSON, but no envelope
