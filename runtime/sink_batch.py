@@ -24,6 +24,8 @@ from .errors_policy import (
     ERROR_CLASS,
     ERROR_MESSAGE,
     ERROR_STAGE,
+    RAW_KEY,
+    RAW_VALUE,
     ErrorPolicy,
     convert_and_transform,
 )
@@ -31,6 +33,7 @@ from .plugins import Header, SinkRecord
 from .transforms import TransformChain, transform_chain
 
 __all__ = [
+    "FAILURE_COLUMNS",
     "RECORD_COLUMNS",
     "SinkPlan",
     "prepare",
@@ -43,6 +46,8 @@ __all__ = [
 
 #: The columns of a prepared frame a SinkRecord is built from, in this order.
 RECORD_COLUMNS: tuple[str, ...] = ("topic", "partition", "offset", "timestamp", "key", "value", "headers")
+#: What a failed row's log line and failure message read besides RECORD_COLUMNS.
+FAILURE_COLUMNS: tuple[str, ...] = (ERROR_MESSAGE, ERROR_STAGE, ERROR_CLASS, RAW_KEY, RAW_VALUE)
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ from kconnect.runtime.plugins import (
     TopicPartition,
 )
 from kconnect.runtime.sink_batch import (
+    FAILURE_COLUMNS,
     RECORD_COLUMNS,
     prepare,
     record_schemas,
@@ -328,7 +329,7 @@ class SinkTaskRunner(TaskRunner):
         """
         from pyspark.sql import functions as F
 
-        from kconnect.runtime.errors_policy import split
+        from kconnect.runtime.errors_policy import ERROR_MESSAGE, split
 
         raw = frame.persist()
         try:
@@ -339,13 +340,16 @@ class SinkTaskRunner(TaskRunner):
             # and the consumer must still move past every record it read.
             consumed = {TopicPartition(str(r[0]), int(r[1])): int(r[2]) + 1 for r in positions}
             prepared = prepare(self._plan, raw)
-            good, failed = split(prepared)
-            bad = failed.collect()
+            # One pass collects good and failed rows together; the frame is split again only for dead
+            # letters, when there are failed rows at all.
+            rows = prepared.select(*RECORD_COLUMNS, *FAILURE_COLUMNS).collect()
+            bad = [row.asDict() for row in rows if row[ERROR_MESSAGE] is not None]
             if bad:
-                self._handle_failed(failed, [row.asDict() for row in bad])
+                self._handle_failed(split(prepared)[1], bad)
             key_schema, value_schema = record_schemas(prepared)
-            rows = good.select(*RECORD_COLUMNS).collect()
-            records = [sink_record(row, key_schema, value_schema) for row in rows]
+            records = [
+                sink_record(row, key_schema, value_schema) for row in rows if row[ERROR_MESSAGE] is None
+            ]
         finally:
             raw.unpersist()
         new = {tp for tp in consumed if tp not in self.assignment}
