@@ -333,16 +333,23 @@ class SinkTaskRunner(TaskRunner):
 
         raw = frame.persist()
         try:
-            positions = raw.groupBy("topic", "partition").agg(F.max("offset")).collect()
-            if not positions:
-                return
-            # From the raw rows, not the transformed ones: a router changes the topic, Filter drops rows,
-            # and the consumer must still move past every record it read.
-            consumed = {TopicPartition(str(r[0]), int(r[1])): int(r[2]) + 1 for r in positions}
+            consumed: dict[TopicPartition, int] = {}
+            if self._plan.chain.transforms:
+                # From the raw rows, not the transformed ones: a router changes the topic, Filter drops
+                # rows, and the consumer must still move past every record it read.
+                positions = raw.groupBy("topic", "partition").agg(F.max("offset")).collect()
+                if not positions:
+                    return
+                consumed = {TopicPartition(str(r[0]), int(r[1])): int(r[2]) + 1 for r in positions}
             prepared = prepare(self._plan, raw)
             # One pass collects good and failed rows together; the frame is split again only for dead
             # letters, when there are failed rows at all.
             rows = prepared.select(*RECORD_COLUMNS, *FAILURE_COLUMNS).collect()
+            if not self._plan.chain.transforms:
+                # Without transforms every raw row is here, under its own topic: no extra Spark job.
+                if not rows:
+                    return
+                consumed = consumed_offsets(rows)
             bad = [row.asDict() for row in rows if row[ERROR_MESSAGE] is not None]
             if bad:
                 self._handle_failed(split(prepared)[1], bad)
