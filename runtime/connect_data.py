@@ -455,8 +455,11 @@ def _shortest_float32_digits(value: float) -> str:
     packed = struct.pack(">f", value)
     for precision in range(1, 10):
         text = f"{value:.{precision}g}"
-        if struct.pack(">f", float(text)) == packed:
-            return text
+        try:
+            if struct.pack(">f", float(text)) == packed:
+                return text
+        except OverflowError:
+            continue  # rounded past the largest float32 (e.g. 3.4025e38 to 4 digits is 3.403e38)
     return repr(value)  # pragma: no cover - nine significant digits always round-trip a float32
 
 

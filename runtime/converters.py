@@ -641,10 +641,12 @@ class JsonConverter(Converter):
                 # No record names a schema: every value is null or a schemaless envelope.
                 payload = F.get_json_object(text, "$.payload")
                 keys_ok = F.array_sort(F.json_object_keys(text)) == F.array(F.lit("payload"), F.lit("schema"))
+                present = raw.isNotNull() & (F.length(raw) > 0)
+                # Bytes that are not JSON at all are a serialization error, as Java reports them.
                 error = F.when(
-                    raw.isNotNull() & (F.length(raw) > 0) & ~F.coalesce(keys_ok, F.lit(False)),
-                    F.lit(ENVELOPE_ERROR),
-                )
+                    present & F.json_object_keys(F.concat(F.lit('{"p":'), text, F.lit("}"))).isNull(),
+                    F.lit(_MALFORMED),
+                ).when(present & ~F.coalesce(keys_ok, F.lit(False)), F.lit(ENVELOPE_ERROR))
                 typed = F.when(error.isNull(), payload)
             else:
                 typed = F.when(F.length(raw) > 0, text)

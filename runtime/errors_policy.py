@@ -263,17 +263,28 @@ def dlq_rows(failed: DataFrame, policy: ErrorPolicy, connector: str, task: int) 
     )
 
 
-def convert_and_transform(df: DataFrame, key_converter: Any, value_converter: Any, chain: Any) -> DataFrame:
+def convert_and_transform(
+    df: DataFrame,
+    key_converter: Any,
+    value_converter: Any,
+    chain: Any,
+    key_schema: Any = None,
+    value_schema: Any = None,
+) -> DataFrame:
     """A sink batch from the raw frame to typed, transformed rows with each row's first error collected.
 
     Keeps the raw key and value (RAW_KEY, RAW_VALUE) for dead letters; ``key_converter``/``value_converter``
-    are :class:`converters.Converter` and ``chain`` a :class:`transforms.TransformChain`.
+    are :class:`converters.Converter` and ``chain`` a :class:`transforms.TransformChain`. ``key_schema`` /
+    ``value_schema`` (a ``ConnectSchema``) are handed to the converters' ``to_columns`` when known, e.g.
+    one inferred for schemaless JSON so struct transforms apply.
     """
     from .converters import error_column
     from .transforms import TRANSFORM_ERROR, TRANSFORM_ERROR_CLASS
 
     staged = df.withColumns({RAW_KEY: F.col("key"), RAW_VALUE: F.col("value")})
-    staged = value_converter.to_columns(key_converter.to_columns(staged, "key"), "value")
+    staged = value_converter.to_columns(
+        key_converter.to_columns(staged, "key", key_schema), "value", value_schema
+    )
     # A row whose conversion failed is not transformed further: its error is already recorded.
     staged = chain.apply(staged)
     return collect_errors(

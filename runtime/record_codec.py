@@ -7,6 +7,10 @@ with the full converters changes no caller. Until then they cover StringConverte
 and JsonConverter (with or without the ``schema``/``payload`` envelope, primitive values only when
 writing with schemas), which is what the built-in FileStream connectors need.
 
+The data plane now converts with ``converters``/``transforms``/``errors_policy`` (see ``sink_batch`` and
+``source_encoding``); only :func:`converter_config` is still on its path. The other two stay for callers
+that want a quick record-by-record decode without Spark.
+
 Pure functions over a plain mapping: ``config`` is the effective converter configuration of one task,
 the worker's ``key.converter``/``value.converter`` (and their ``.*`` settings) overlaid with the
 connector's own, as Java's Worker does when it instantiates a task's converters.

@@ -2,8 +2,10 @@
 poll loop. Each runs on a thread of its own so a slow or failing task never holds the herder or another task.
 
 Sink tasks (``SinkTaskRunner``): a streaming query over ``kafka_source.KafkaDataSource`` with
-``foreachBatch`` on the driver: rows -> ``SinkRecord`` (``record_codec.to_sink_records``) ->
-``put`` -> ``pre_commit`` (which flushes) -> commit of the consumer offsets to group ``connect-<connector>``.
+``foreachBatch`` on the driver: the raw frame through the connector's converters, transforms and
+``errors.*`` policy (``sink_batch``); failed rows fail the task (``errors.tolerance=none``) or are logged and
+dead-lettered (``=all``) before anything is committed; good rows -> ``SinkRecord`` -> ``put`` ->
+``pre_commit`` (which flushes) -> commit of the consumer offsets to group ``connect-<connector>``.
 Offsets move only after the output is durable: at-least-once, and a task restarted anywhere resumes from
 that group's offsets. Each sink task's Spark work runs in its own FAIR scheduler pool and job group.
 
@@ -12,7 +14,8 @@ code (it reads files, sockets, APIs on this machine) and its records must be pro
 their source offsets tracked per record; routing them through a Spark job would ship them to an executor
 and back for nothing. They are produced with an idempotent confluent-kafka producer, and their source
 offsets are written to the offsets topic every ``offset.flush.interval.ms`` and on stop, only after a
-producer flush has had every record before them acknowledged.
+producer flush has had every record before them acknowledged. Their keys and values are encoded with
+the configured converters (``source_encoding``); transforms are not applied to source records yet.
 
 The decisions (which offsets to commit) are pure functions at the top of the module.
 """
@@ -41,7 +44,16 @@ from kconnect.runtime.plugins import (
     Task,
     TopicPartition,
 )
-from kconnect.runtime.record_codec import to_kafka_record, to_sink_records
+from kconnect.runtime.sink_batch import (
+    FAILURE_COLUMNS,
+    RECORD_COLUMNS,
+    prepare,
+    record_schemas,
+    sink_plan,
+    sink_record,
+    tolerance_message,
+)
+from kconnect.runtime.source_encoding import source_encoder
 
 log = logs.get(__name__)
 
@@ -268,6 +280,10 @@ class SinkTaskRunner(TaskRunner):
         self.task_count = task_count
         self._bootstrap = bootstrap
         self._converters = dict(converters)
+        # Built here so a bad converter, transform or errors.* key fails the task at start, clearly.
+        self._plan = sink_plan(self._converters, config, task_id.connector, task_id.task)
+        self._dlq_producer: Any = None
+        self._dlq_error: str | None = None
         self._consumer_settings = dict(consumer_settings)
         self.group_id = self._consumer_settings.pop("group.id", f"connect-{task_id.connector}")
         self.topics = [t.strip() for t in config.get("topics", "").split(",") if t.strip()]
@@ -308,23 +324,131 @@ class SinkTaskRunner(TaskRunner):
         self._committed.update(offsets)
 
     def _batch(self, frame: Any, batch_id: int) -> None:
-        """foreachBatch, on the driver: deliver, make durable, then commit."""
-        rows = frame.collect()
-        if not rows:
-            return
-        records = to_sink_records(rows, self._converters)
-        consumed = consumed_offsets(rows)
+        """foreachBatch, on the driver: convert and transform, handle failed rows, deliver, make durable,
+        then commit. The raw batch is cached: it is read for positions, schema sampling, good and bad rows.
+        """
+        from pyspark.sql import functions as F
+
+        from kconnect.runtime.errors_policy import ERROR_MESSAGE, split
+
+        raw = frame.persist()
+        try:
+            consumed: dict[TopicPartition, int] = {}
+            if self._plan.chain.transforms:
+                # From the raw rows, not the transformed ones: a router changes the topic, Filter drops
+                # rows, and the consumer must still move past every record it read.
+                positions = raw.groupBy("topic", "partition").agg(F.max("offset")).collect()
+                if not positions:
+                    return
+                consumed = {TopicPartition(str(r[0]), int(r[1])): int(r[2]) + 1 for r in positions}
+            prepared = prepare(self._plan, raw)
+            # One pass collects good and failed rows together; the frame is split again only for dead
+            # letters, when there are failed rows at all.
+            rows = prepared.select(*RECORD_COLUMNS, *FAILURE_COLUMNS).collect()
+            if not self._plan.chain.transforms:
+                # Without transforms every raw row is here, under its own topic: no extra Spark job.
+                if not rows:
+                    return
+                consumed = consumed_offsets(rows)
+            bad = [row.asDict() for row in rows if row[ERROR_MESSAGE] is not None]
+            if bad:
+                self._handle_failed(split(prepared)[1], bad)
+            key_schema, value_schema = record_schemas(prepared)
+            records = [
+                sink_record(row, key_schema, value_schema) for row in rows if row[ERROR_MESSAGE] is None
+            ]
+        finally:
+            raw.unpersist()
         new = {tp for tp in consumed if tp not in self.assignment}
         if new:
             self.assignment |= new
             self.sink.open(sorted(new, key=str))
-        self.sink.put(records)
+        if records:
+            self.sink.put(records)
         self.counters.records += len(records)
         self._consumed.update(consumed)
         answer = self.sink.pre_commit(dict(self._consumed))
         to_commit = offsets_to_commit(self._consumed, answer, self._committed)
         if to_commit:
             self._commit(to_commit)
+
+    def _handle_failed(self, failed: Any, rows: list[dict[str, Any]]) -> None:
+        """Failed rows: fail the task (tolerance none) or log and dead-letter them (tolerance all)."""
+        from kconnect.runtime.errors_policy import Decision, dlq_rows
+
+        policy = self._plan.policy
+        if policy.decide(len(rows)) is Decision.FAIL_TASK:
+            raise ConnectorError(tolerance_message(rows[0]))
+        if policy.log_enable:
+            for row in rows:
+                line = policy.log_line(row)
+                # structlog owns "timestamp" (the log time); the record's own goes under another name.
+                if "timestamp" in line:
+                    line["record_timestamp"] = line.pop("timestamp")
+                for side in ("key", "value"):
+                    if isinstance(line.get(side), bytes | bytearray):
+                        line[side] = bytes(line[side]).decode("utf-8", errors="replace")
+                self.log.error("error handling a record; skipped (errors.tolerance=all)", **line)
+        if policy.dead_letter:
+            letters = dlq_rows(failed, policy, self.task_id.connector, self.task_id.task).collect()
+            self._dead_letter(letters)
+        self.log.warning(
+            "records skipped on errors", count=len(rows), dead_letter_topic=policy.dlq_topic or None
+        )
+
+    def _on_dlq_delivery(self, error: Any, message: Any) -> None:
+        if error is not None and self._dlq_error is None:
+            self._dlq_error = f"producing to dead letter queue topic {message.topic()} failed: {error}"
+
+    def _dead_letter(self, letters: list[Any]) -> None:
+        """Write dead letters and wait for them: the batch's offsets are committed only after this."""
+        from confluent_kafka import Producer
+        from confluent_kafka.admin import AdminClient
+        from confluent_kafka.cimpl import NewTopic
+
+        policy = self._plan.policy
+        if self._dlq_producer is None:
+            admin = AdminClient(dict(self._client_conf()))
+            if policy.dlq_topic not in admin.list_topics(timeout=15).topics:
+                futures = admin.create_topics([NewTopic(policy.dlq_topic, 1, policy.dlq_replication_factor)])
+                for future in futures.values():
+                    try:
+                        future.result(30)
+                    except Exception as exc:  # created meanwhile by another task: fine
+                        if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                            raise ConnectorError(
+                                "could not create errors.deadletterqueue.topic.name="
+                                f"{policy.dlq_topic}: {exc}"
+                            ) from exc
+            self._dlq_producer = Producer(
+                {"bootstrap.servers": self._bootstrap, "client.id": f"connector-dlq-producer-{self.task_id}"}
+            )
+        producer = self._dlq_producer
+        for letter in letters:
+            kwargs: dict[str, Any] = {"on_delivery": self._on_dlq_delivery}
+            if letter["timestamp"] is not None and letter["timestamp"] >= 0:
+                kwargs["timestamp"] = int(letter["timestamp"])
+            headers = [
+                (h["key"], None if h["value"] is None else bytes(h["value"])) for h in letter["headers"] or ()
+            ]
+            if headers:
+                kwargs["headers"] = headers
+            key = None if letter["key"] is None else bytes(letter["key"])
+            value = None if letter["value"] is None else bytes(letter["value"])
+            while True:
+                try:
+                    producer.produce(policy.dlq_topic, value=value, key=key, **kwargs)
+                    break
+                except BufferError:
+                    producer.poll(0.1)
+        outstanding = producer.flush(30)
+        if self._dlq_error is not None:
+            raise ConnectorError(self._dlq_error)
+        if outstanding:
+            raise ConnectorError(
+                f"{outstanding} dead letters to {policy.dlq_topic} unacknowledged after 30 s; "
+                "offsets not committed"
+            )
 
     def _start_query(self) -> Any:
         spark = self._spark()
@@ -388,6 +512,8 @@ class SinkTaskRunner(TaskRunner):
                     self.log.warning("closing partitions failed", error=str(exc))
             if self._committer is not None:
                 self._committer.close()
+            if self._dlq_producer is not None:
+                self._dlq_producer.flush(5)
 
 
 # --- source
@@ -441,6 +567,7 @@ class SourceTaskRunner(TaskRunner):
         self.source: SourceTask = task
         self._bootstrap = bootstrap
         self._converters = dict(converters)
+        self._encoder = source_encoder(self._converters, config)
         self._producer_settings = dict(producer_settings)
         self._write_offsets = write_offsets
         self._flush_interval_s = flush_interval_ms / 1000
@@ -514,7 +641,10 @@ class SourceTaskRunner(TaskRunner):
                     continue
                 records = self.source.poll() or []
                 for record in records:
-                    key, value, headers = to_kafka_record(record, self._converters)
+                    encoded = self._encode(record)
+                    if encoded is None:
+                        continue
+                    key, value, headers = encoded
                     kwargs: dict[str, Any] = {"on_delivery": self._delivery_callback(record)}
                     if record.partition is not None:
                         kwargs["partition"] = record.partition
@@ -542,6 +672,28 @@ class SourceTaskRunner(TaskRunner):
                     self._flush(producer)
                 except Exception as exc:
                     self.log.warning("final offset flush failed", error=str(exc))
+
+    def _encode(
+        self, record: SourceRecord
+    ) -> tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]] | None:
+        """The record as bytes; None when it cannot be converted and errors.tolerance=all skips it."""
+        from kconnect.runtime.connect_data import ConnectDataError
+
+        try:
+            encoded: tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]
+            encoded = self._encoder.encode(record)
+            return encoded
+        except ConnectDataError as exc:
+            policy = self._encoder.policy
+            message = f"converting a record for topic {record.topic} failed: {exc}"
+            if not policy.tolerance_all:
+                raise ConnectorError(f"Tolerance exceeded in error handler: {message}") from exc
+            if policy.log_enable:
+                fields: dict[str, Any] = {"topic": record.topic, "message": str(exc)}
+                if policy.log_include_messages:
+                    fields.update(key=repr(record.key), value=repr(record.value))
+                self.log.error("error converting a source record; skipped (errors.tolerance=all)", **fields)
+            return None
 
     def _wake(self) -> None:
         if self._stopping.is_set():

@@ -7,6 +7,7 @@ import datetime as dt
 import decimal
 import json
 import random
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -470,3 +471,13 @@ def test_spark_decimals_up_to_15_bytes_read_exactly(spark) -> None:  # type: ign
         .collect()
     )
     assert [r["value"]["d"] for r in rows] == values
+
+
+def test_float32_text_near_the_largest_float32() -> None:
+    # Rounding to fewer digits can pass FLT_MAX (3.4025001647762064e38 to 4 digits is 3.403e38): those
+    # candidates are skipped, not an OverflowError (found by the round-trip property).
+    from kconnect.runtime.connect_data import java_float_str
+
+    value = struct.unpack(">f", struct.pack(">f", 3.4025001647762064e38))[0]
+    text = java_float_str(value)
+    assert struct.pack(">f", float(text)) == struct.pack(">f", value), text

@@ -353,7 +353,10 @@ def test_source_runner_tells_the_task_each_acknowledged_record() -> None:
         {},
         lambda _task, _trace: None,
         bootstrap="unused:9092",
-        converters={},
+        converters={
+            "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+            "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+        },
         producer_settings={},
         read_offsets=OffsetState,
         write_offsets=lambda _offsets: None,

@@ -1,0 +1,258 @@
+"""Converters, transforms and errors.* on the Spark data plane: one worker, the embedded broker, local Spark.
+
+A FileStream source writes lines through the worker's JsonConverter to a topic; a FileStream sink reads
+them with a RegexRouter followed by a Filter that drops every record whose topic is NOT the routed name,
+so lines reach the file only if the router ran. A second sink applies InsertField to schemaless JSON and
+the inserted field shows in what it writes. A topic holding a few malformed records is read with
+errors.tolerance=all and a dead letter queue: the good records reach the sink, the bad ones land in the
+DLQ with Java's __connect.errors.* headers, the task stays RUNNING; with tolerance none it FAILS.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kconnect.runtime.broker import EmbeddedBroker, free_port
+from tests.support.cluster import WorkerProcess, wait_until, worker_properties
+
+pytestmark = pytest.mark.integration
+
+
+class Bench:
+    def __init__(self, worker: WorkerProcess, workdir: Path, bootstrap: str) -> None:
+        self.worker = worker
+        self.workdir = workdir
+        self.bootstrap = bootstrap
+
+    def task_state(self, name: str) -> dict[str, Any] | None:
+        resp = self.worker.get(f"/connectors/{name}/status")
+        if resp.status_code != 200 or not resp.json().get("tasks"):
+            return None
+        task: dict[str, Any] = resp.json()["tasks"][0]
+        return task
+
+    def create(self, name: str, config: dict[str, str]) -> None:
+        resp = self.worker.request("POST", "/connectors", json={"name": name, "config": config})
+        assert resp.status_code == 201, resp.text
+
+    def topic(self, prefix: str) -> str:
+        name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        for future in admin.create_topics([NewTopic(name, 1, 1)]).values():
+            future.result(15)
+        return name
+
+    def produce(self, topic: str, values: list[bytes]) -> None:
+        producer = Producer({"bootstrap.servers": self.bootstrap, "batch.num.messages": 1, "linger.ms": 0})
+        for value in values:
+            producer.produce(topic, value=value)
+            producer.flush(10)
+
+    def consume(self, topic: str, count: int, timeout_s: float = 60) -> list[Any]:
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": f"check-{uuid.uuid4().hex[:6]}",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+            }
+        )
+        consumer.subscribe([topic])
+        out: list[Any] = []
+        try:
+
+            def enough() -> bool:
+                message = consumer.poll(1.0)
+                if message is not None and message.error() is None:
+                    out.append(message)
+                return len(out) >= count
+
+            wait_until(enough, timeout_s, f"{count} records in {topic}")
+        finally:
+            consumer.close()
+        return out
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory: pytest.TempPathFactory, broker: EmbeddedBroker) -> Iterator[Bench]:
+    workdir = tmp_path_factory.mktemp("dataplane-errors")
+    props = worker_properties(
+        broker.bootstrap, f"dpe-{uuid.uuid4().hex[:8]}", free_port(), kconnect_executor="spark"
+    )
+    props.update(
+        {
+            "spark.master": "local[2]",
+            "spark.ui.enabled": "false",
+            "spark.sql.shuffle.partitions": "1",
+            "offset.flush.interval.ms": "1000",
+            # One record per producer batch keeps the test broker's high watermark exact (see test_dataplane).
+            "producer.batch.num.messages": "1",
+        }
+    )
+    worker = WorkerProcess(workdir, props, name="dpe-w0").start()
+    try:
+        wait_until(lambda: (worker.workers() or {}).get("generation", -1) >= 0, 60, "the worker to join")
+        yield Bench(worker, workdir, broker.bootstrap)
+    finally:
+        worker.stop(60)
+        print(worker.log_text()[-3000:])
+
+
+GOOD = [json.dumps({"id": n, "name": f"n{n}"}).encode() for n in range(3)]
+BAD = [b"{this is not json", b"[1, 2"]
+
+
+def test_source_json_to_sink_with_transforms(bench: Bench) -> None:
+    topic = bench.topic("lines")
+    source_file = bench.workdir / "in.txt"
+    source_file.write_text("".join(f"line {n}\n" for n in range(20)))
+    bench.create(
+        "src",
+        {"connector.class": "FileStreamSource", "file": str(source_file), "topic": topic, "tasks.max": "1"},
+    )
+    # The source's converter is the worker's JsonConverter with schemas: Java's envelope on the topic.
+    [first] = bench.consume(topic, 1)
+    assert json.loads(first.value()) == {"schema": {"type": "string", "optional": False}, "payload": "line 0"}
+    sink_file = bench.workdir / "routed.txt"
+    bench.create(
+        "routed",
+        {
+            "connector.class": "FileStreamSink",
+            "file": str(sink_file),
+            "topics": topic,
+            "tasks.max": "1",
+            "transforms": "route,keep",
+            "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+            "transforms.route.regex": "lines-(.*)",
+            "transforms.route.replacement": "routed-$1",
+            # Filter with a predicate on the ROUTED name: only if the router ran does anything get through.
+            "transforms.keep.type": "org.apache.kafka.connect.transforms.Filter",
+            "transforms.keep.predicate": "routed",
+            "transforms.keep.negate": "true",
+            "predicates": "routed",
+            "predicates.routed.type": "org.apache.kafka.connect.transforms.predicates.TopicNameMatches",
+            "predicates.routed.pattern": "routed-.*",
+        },
+    )
+    wait_until(lambda: len(lines(sink_file)) >= 20, 120, "20 lines in the routed sink")
+    assert lines(sink_file) == [f"line {n}" for n in range(20)]
+
+    # InsertField on schemaless JSON objects: the inserted field shows in what the sink writes.
+    objects = bench.topic("objects")
+    bench.produce(objects, GOOD)
+    inserted_file = bench.workdir / "inserted.txt"
+    bench.create(
+        "inserted",
+        {
+            "connector.class": "FileStreamSink",
+            "file": str(inserted_file),
+            "topics": objects,
+            "tasks.max": "1",
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter.schemas.enable": "false",
+            "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+            "transforms": "insert",
+            "transforms.insert.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+            "transforms.insert.static.field": "origin",
+            "transforms.insert.static.value": "kconnect",
+        },
+    )
+    wait_until(lambda: len(lines(inserted_file)) >= 3, 120, "3 lines in the InsertField sink")
+    print("\nInsertField sink wrote:", lines(inserted_file))
+    assert all("origin" in line and "kconnect" in line for line in lines(inserted_file)), lines(inserted_file)
+    for name in ("src", "routed", "inserted"):
+        state = bench.task_state(name)
+        assert state is not None and state["state"] == "RUNNING", state
+
+
+def test_malformed_records_go_to_the_dlq_with_tolerance_all(bench: Bench) -> None:
+    topic = bench.topic("mixed")
+    dlq = f"dlq-{uuid.uuid4().hex[:6]}"  # does not exist yet: the task creates it
+    bench.produce(topic, [GOOD[0], BAD[0], GOOD[1], BAD[1], GOOD[2]])
+    sink_file = bench.workdir / "tolerant.txt"
+    bench.create(
+        "tolerant",
+        {
+            "connector.class": "FileStreamSink",
+            "file": str(sink_file),
+            "topics": topic,
+            "tasks.max": "1",
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter.schemas.enable": "false",
+            "errors.tolerance": "all",
+            "errors.log.enable": "true",
+            "errors.log.include.messages": "true",
+            "errors.deadletterqueue.topic.name": dlq,
+            "errors.deadletterqueue.topic.replication.factor": "1",
+            "errors.deadletterqueue.context.headers.enable": "true",
+        },
+    )
+    wait_until(lambda: len(lines(sink_file)) >= 3, 120, "the 3 good records in the sink")
+    letters = bench.consume(dlq, 2)
+    assert sorted(m.value() for m in letters) == sorted(BAD)
+    for message in letters:
+        headers = {k: (v or b"").decode() for k, v in message.headers() or []}
+        assert headers["__connect.errors.topic"] == topic
+        assert headers["__connect.errors.connector.name"] == "tolerant"
+        assert headers["__connect.errors.task.id"] == "0"
+        assert headers["__connect.errors.stage"] == "VALUE_CONVERTER"
+        assert headers["__connect.errors.class.name"] == "org.apache.kafka.connect.json.JsonConverter"
+        assert (
+            headers["__connect.errors.exception.class.name"]
+            == "org.apache.kafka.connect.errors.DataException"
+        )
+        assert headers["__connect.errors.offset"] in ("1", "3")
+    state = bench.task_state("tolerant")
+    assert state is not None and state["state"] == "RUNNING", state
+    assert len(lines(sink_file)) == 3  # only the good ones
+    # errors.log.enable with include.messages: each skipped record logged with its stage and raw value.
+    logged = [
+        line
+        for line in bench.worker.log_text().splitlines()
+        if "error handling a record" in line and topic in line
+    ]
+    assert len(logged) == 2 and "VALUE_CONVERTER" in logged[0] and "{this is not json" in logged[0], logged
+
+    # Offsets moved past the bad records too: the group committed the end of the topic.
+    def committed() -> Any:
+        offsets = bench.worker.get("/connectors/tolerant/offsets").json().get("offsets") or []
+        return offsets and offsets[0]["offset"]["kafka_offset"] == 5 and offsets
+
+    wait_until(committed, 30, "the tolerant sink's committed offset at 5")
+
+
+def test_malformed_records_fail_the_task_with_tolerance_none(bench: Bench) -> None:
+    topic = bench.topic("strict")
+    bench.produce(topic, [GOOD[0], BAD[0]])
+    bench.create(
+        "strict",
+        {
+            "connector.class": "FileStreamSink",
+            "file": str(bench.workdir / "strict.txt"),
+            "topics": topic,
+            "tasks.max": "1",
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter.schemas.enable": "false",
+            "errors.tolerance": "none",
+        },
+    )
+
+    def failed() -> Any:
+        state = bench.task_state("strict")
+        return state is not None and state["state"] == "FAILED" and state
+
+    state = wait_until(failed, 90, "the strict sink task FAILED")
+    assert "Tolerance exceeded in error handler" in state["trace"], state["trace"]
+    assert "VALUE_CONVERTER" in state["trace"] and "strict" in state["trace"], state["trace"]
