@@ -489,7 +489,7 @@ class Definition:
 _H, _M = Importance.HIGH, Importance.MEDIUM
 # The group-records topic default is derived rather than fixed so that two Connect clusters sharing a
 # Kafka cluster, which must differ in group.id anyway, never share group records by accident.
-_GROUP_RECORDS_TOPIC_SUFFIX = "-group-records"
+GROUP_RECORDS_TOPIC_SUFFIX = "-group-records"
 _POSITIVE_INT = IntRange(1, INT32_MAX)
 _NON_NEGATIVE_INT = IntRange(0, INT32_MAX)
 _NON_NEGATIVE_LONG = IntRange(0, INT64_MAX)
@@ -682,7 +682,7 @@ _DEFINITIONS: tuple[Definition, ...] = (
         "the group records (target and current assignments)",
         partitions="1",
         kconnect=True,
-        default_topic=f"<group.id>{_GROUP_RECORDS_TOPIC_SUFFIX}",
+        default_topic=f"<group.id>{GROUP_RECORDS_TOPIC_SUFFIX}",
     ),
     # Converters and worker behaviour
     Definition(
@@ -1176,7 +1176,7 @@ class WorkerConfig:
             else:
                 values[definition.attribute] = None
         if values["group_records_storage_topic"] is None:
-            derived = values["group_id"] + _GROUP_RECORDS_TOPIC_SUFFIX
+            derived = values["group_id"] + GROUP_RECORDS_TOPIC_SUFFIX
             if not _is_topic_name(derived):
                 raise ConfigError(
                     "group.records.storage.topic",

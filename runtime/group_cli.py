@@ -22,13 +22,14 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from kconnect.config.worker import GROUP_RECORDS_TOPIC_SUFFIX
 from kconnect.runtime.group_records import GroupRecords, apply, describe
 
 EXIT_UNREACHABLE = 1
 EXIT_UNKNOWN = 2
 
-#: Default group-records topic: ``<group.id>`` plus this suffix, as the worker derives it (config/worker.py).
-TOPIC_SUFFIX = "-group-records"
+#: Default group-records topic: ``<group.id>`` plus this suffix, exactly as the worker derives it.
+TOPIC_SUFFIX = GROUP_RECORDS_TOPIC_SUFFIX
 
 
 class GroupDescribeError(RuntimeError):

@@ -874,6 +874,25 @@ def _connect_assignment(data: bytes) -> dict[str, Any] | None:
     }
 
 
+def scheduled_rebalance(state: GroupState) -> tuple[int, int] | None:
+    """(due time in ms since the epoch, the delay the target assignment sent) when the last target
+    assignment scheduled a rebalance: the target record's timestamp plus the longest delay in its
+    members' Connect assignments. None when no delay runs (or no member's metadata decodes)."""
+    if state.target is None or state.target_timestamp_ms is None:
+        return None
+    delay = 0
+    for member in state.target.members:
+        if not member.metadata:
+            continue
+        try:
+            delay = max(delay, protocol.decode_assignment(member.metadata).delay_ms)
+        except ValueError:
+            continue  # a member entry we cannot read tells nothing about the delay
+    if delay <= 0:
+        return None
+    return state.target_timestamp_ms + delay, delay
+
+
 def describe(state: GroupState, *, now_ms: int) -> dict[str, Any]:
     """The group as JSON-ready data, shared by ``GET /group`` and ``kconnect group describe --json``.
 
@@ -905,14 +924,11 @@ def describe(state: GroupState, *, now_ms: int) -> dict[str, Any]:
         for member_id, m in sorted(state.members.items())
     ]
     target: dict[str, Any] | None = None
-    longest_delay = 0
     vanished: list[str] = []
     if state.target is not None:
         target_members = []
         for tm in sorted(state.target.members, key=lambda t: t.member_id):
             assignment = _connect_assignment(tm.metadata)
-            if assignment is not None:
-                longest_delay = max(longest_delay, assignment["delay_ms"])
             target_members.append(
                 {
                     "member_id": tm.member_id,
@@ -926,9 +942,8 @@ def describe(state: GroupState, *, now_ms: int) -> dict[str, Any]:
                 vanished.append(tm.member_id)
         target = {"assignment_epoch": state.target.assignment_epoch, "members": target_members}
     scheduled: dict[str, int] | None = None
-    if longest_delay > 0 and state.target_timestamp_ms is not None:
-        due = state.target_timestamp_ms + longest_delay
-        scheduled = {"due_ms": due, "remaining_ms": max(0, due - now_ms)}
+    if (due := scheduled_rebalance(state)) is not None:
+        scheduled = {"due_ms": due[0], "remaining_ms": max(0, due[0] - now_ms)}
     return {
         "group": state.group_id,
         "epoch": state.epoch,

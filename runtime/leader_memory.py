@@ -46,6 +46,7 @@ from kconnect.runtime.group_records import (
     TargetAssignmentKey,
     TargetAssignmentValue,
     TargetMember,
+    scheduled_rebalance,
 )
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.protocol import ConnectAssignment, WorkerState
@@ -166,17 +167,6 @@ def _decoded_targets(target: TargetAssignmentValue) -> list[ConnectAssignment]:
     return out
 
 
-def scheduled_rebalance(group: GroupState) -> tuple[int, int] | None:
-    """(due time in ms since the epoch, the delay the target assignment sent) when the last target
-    assignment scheduled a rebalance; None otherwise."""
-    if group.target is None or group.target_timestamp_ms is None:
-        return None
-    delay = max((a.delay_ms for a in _decoded_targets(group.target)), default=0)
-    if delay <= 0:
-        return None
-    return group.target_timestamp_ms + delay, delay
-
-
 def remember(
     group: GroupState | None,
     *,
@@ -206,7 +196,7 @@ def remember(
     accounted = group.connectors_tasks.assigned
     scheduled_ms, delay_ms = 0, 0
     candidates: tuple[str, ...] = ()
-    due = scheduled_rebalance(group)
+    due = scheduled_rebalance(group)  # the group records' own reading of the delay
     if due is not None:
         scheduled_ms = due[0]
         delay_ms = max(0, due[0] - now_ms)

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from kconnect.runtime.broker import EmbeddedBroker, free_port
+from tests.integration.test_cooperative import _holdings
 from tests.support.cluster import WorkerProcess, stable_view, wait_nudging, wait_until, worker_properties
 
 pytestmark = pytest.mark.integration
@@ -60,25 +61,6 @@ class EntrypointWorker(WorkerProcess):
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child
         self.proc = subprocess.Popen([str(ENTRYPOINT)], stdout=log, stderr=subprocess.STDOUT, env=env)
         return self
-
-
-def _holdings(workers: list[WorkerProcess]) -> dict[str, dict[str, Any]] | None:
-    out: dict[str, dict[str, Any]] = {}
-    for w in workers:
-        view = w.workers()
-        if view is None:
-            return None
-        me = view["this_worker"]
-        if me["rebalancing"] or me["generation"] < 0:
-            return None
-        out[w.url] = {
-            "tasks": set(me["assignment"]["tasks"]),
-            "connectors": set(me["assignment"]["connectors"]),
-            "stops": me["task_stops"],
-            "delay": me["scheduled_delay_ms"],
-            "generation": me["generation"],
-        }
-    return out
 
 
 def _balanced(workers: list[WorkerProcess]) -> dict[str, dict[str, Any]] | None:

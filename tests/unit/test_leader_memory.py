@@ -102,7 +102,7 @@ def test_records_describe_the_group_after_the_seed_start() -> None:
     assert current == whole
     assert state.connectors_tasks is not None
     assert state.connectors_tasks.assigned.connectors == {"A", "B"}
-    assert leader_memory.scheduled_rebalance(state) is None
+    assert group_records.scheduled_rebalance(state) is None
 
 
 def test_leader_leaves_without_records_assigns_the_lost_work_at_once() -> None:
