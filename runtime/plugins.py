@@ -333,6 +333,46 @@ class SinkTask(Task):
         """Partitions taken away from this task; release what was held for them."""
 
 
+@dataclass(frozen=True)
+class FrameBatch:
+    """One sink micro-batch as a Spark DataFrame, for tasks that write with Spark itself.
+
+    ``frame`` has the columns ``topic, partition, offset, timestamp, key, value, headers`` with key and
+    value already converted and transformed: Spark typed columns per their Connect schemas (a struct for
+    JSON with schemas, string for StringConverter, binary for ByteArrayConverter) or JSON text for
+    schemaless JSON (``key_schema`` / ``value_schema`` None then). Failed rows are not in it (the
+    ``errors.*`` policy handled them). ``offsets`` holds, per consumed partition, the first and last offset
+    the batch read, including records a transform dropped: what a task that names its output by offsets
+    (Parquet) needs to be idempotent across restarts. ``batch_id`` is the streaming query's, which restarts
+    at 0 with the query: do not use it as a durable name.
+    """
+
+    frame: Any
+    key_schema: Any
+    value_schema: Any
+    offsets: Mapping[TopicPartition, tuple[int, int]]
+    batch_id: int
+
+
+class FrameSinkTask(SinkTask):
+    """A sink task that takes each micro-batch whole, as a DataFrame, instead of row by row.
+
+    Why: a Parquet or JDBC sink writes far faster, and on Spark's executors rather than the driver, when
+    it hands the batch to Spark's own writers; collecting rows into ``SinkRecord`` objects only to turn
+    them back into a frame would cost the distributed data plane its point. The runtime calls
+    ``put_frame`` once per micro-batch, then ``pre_commit`` (default: ``flush`` and commit all consumed
+    offsets), exactly as it calls ``put`` for other sink tasks.
+    """
+
+    def put(self, records: Sequence[SinkRecord]) -> None:
+        raise ConnectorError(f"{type(self).__name__} is a frame sink task: the runtime calls put_frame")
+
+    @abc.abstractmethod
+    def put_frame(self, batch: FrameBatch) -> int | None:
+        """Write (or stage) the batch; return how many records it holds if known without another Spark
+        job (for metrics), else None. Everything written must be durable by the next ``flush``."""
+
+
 # --------------------------------------------------------------------------------------------------
 # Registry
 

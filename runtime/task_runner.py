@@ -6,6 +6,8 @@ Sink tasks (``SinkTaskRunner``): a streaming query over ``kafka_source.KafkaData
 ``errors.*`` policy (``sink_batch``); failed rows fail the task (``errors.tolerance=none``) or are logged and
 dead-lettered (``=all``) before anything is committed; good rows -> ``SinkRecord`` -> ``put`` ->
 ``pre_commit`` (which flushes) -> commit of the consumer offsets to group ``connect-<connector>``.
+A ``FrameSinkTask`` (Parquet, JDBC) gets the good rows as one DataFrame (``put_frame``) instead: its
+writes run on Spark's executors and no row is collected to the driver.
 Offsets move only after the output is durable: at-least-once, and a task restarted anywhere resumes from
 that group's offsets. Each sink task's Spark work runs in its own FAIR scheduler pool and job group.
 
@@ -37,6 +39,8 @@ from kconnect.runtime.ids import TaskId
 from kconnect.runtime.offset_log import OffsetMap, OffsetState, SourceOffset, partition_json
 from kconnect.runtime.plugins import (
     ConnectorError,
+    FrameBatch,
+    FrameSinkTask,
     PluginRegistry,
     SinkTask,
     SourceRecord,
@@ -331,6 +335,9 @@ class SinkTaskRunner(TaskRunner):
 
         from kconnect.runtime.errors_policy import ERROR_MESSAGE, split
 
+        if isinstance(self.sink, FrameSinkTask):
+            self._frame_batch(self.sink, frame, batch_id)
+            return
         raw = frame.persist()
         try:
             consumed: dict[TopicPartition, int] = {}
@@ -368,6 +375,52 @@ class SinkTaskRunner(TaskRunner):
         self.counters.records += len(records)
         self._consumed.update(consumed)
         answer = self.sink.pre_commit(dict(self._consumed))
+        to_commit = offsets_to_commit(self._consumed, answer, self._committed)
+        if to_commit:
+            self._commit(to_commit)
+
+    def _frame_batch(self, sink: FrameSinkTask, frame: Any, batch_id: int) -> None:
+        """foreachBatch for a frame sink task: the prepared frame goes to ``put_frame`` without being
+        collected; only positions (one small aggregation) and failed rows (usually none) reach the driver.
+        """
+        from pyspark.sql import functions as F
+
+        from kconnect.runtime.errors_policy import split
+
+        raw = frame.persist()
+        prepared = None
+        try:
+            positions = raw.groupBy("topic", "partition").agg(F.min("offset"), F.max("offset")).collect()
+            if not positions:
+                return
+            ranges = {TopicPartition(str(r[0]), int(r[1])): (int(r[2]), int(r[3])) for r in positions}
+            prepared = prepare(self._plan, raw).persist()
+            good, failed = split(prepared)
+            bad = [row.asDict() for row in failed.select(*RECORD_COLUMNS, *FAILURE_COLUMNS).collect()]
+            if bad:
+                self._handle_failed(failed, bad)
+            key_schema, value_schema = record_schemas(prepared)
+            new = {tp for tp in ranges if tp not in self.assignment}
+            if new:
+                self.assignment |= new
+                sink.open(sorted(new, key=str))
+            written = sink.put_frame(
+                FrameBatch(
+                    frame=good.select(*RECORD_COLUMNS),
+                    key_schema=key_schema,
+                    value_schema=value_schema,
+                    offsets=ranges,
+                    batch_id=batch_id,
+                )
+            )
+            if written is not None:
+                self.counters.records += written
+        finally:
+            if prepared is not None:
+                prepared.unpersist()
+            raw.unpersist()
+        self._consumed.update({tp: last + 1 for tp, (_, last) in ranges.items()})
+        answer = sink.pre_commit(dict(self._consumed))
         to_commit = offsets_to_commit(self._consumed, answer, self._committed)
         if to_commit:
             self._commit(to_commit)
