@@ -301,6 +301,8 @@ class SinkTaskRunner(TaskRunner):
         self._committer: Any = None
         self._query: Any = None
         self._lock = threading.Lock()
+        # Serialises a frame sink's batches with the idle pre_commit calls made from the runner thread.
+        self._sink_lock = threading.Lock()
         self.sink.initialize(_SinkContext(self))
 
     @property
@@ -336,7 +338,8 @@ class SinkTaskRunner(TaskRunner):
         from kconnect.runtime.errors_policy import ERROR_MESSAGE, split
 
         if isinstance(self.sink, FrameSinkTask):
-            self._frame_batch(self.sink, frame, batch_id)
+            with self._sink_lock:
+                self._frame_batch(self.sink, frame, batch_id)
             return
         raw = frame.persist()
         try:
@@ -424,6 +427,18 @@ class SinkTaskRunner(TaskRunner):
         to_commit = offsets_to_commit(self._consumed, answer, self._committed)
         if to_commit:
             self._commit(to_commit)
+
+    def _idle_pre_commit(self) -> None:
+        """Ask a frame sink task what it can commit although no batch came: Java's WorkerSinkTask calls
+        preCommit on a timer whether records arrive or not, and that is what lets a sink publish a file
+        by time (``rotate.interval.ms``) on a topic that has gone quiet."""
+        with self._sink_lock:
+            if not self._consumed:
+                return
+            answer = self.sink.pre_commit(dict(self._consumed))
+            to_commit = offsets_to_commit(self._consumed, answer, self._committed)
+            if to_commit:
+                self._commit(to_commit)
 
     def _handle_failed(self, failed: Any, rows: list[dict[str, Any]]) -> None:
         """Failed rows: fail the task (tolerance none) or log and dead-letter them (tolerance all)."""
@@ -556,6 +571,8 @@ class SinkTaskRunner(TaskRunner):
                     raise ConnectorError(
                         f"the streaming query of sink task {self.task_id} ended: {error or 'stopped'}"
                     )
+                if isinstance(self.sink, FrameSinkTask):
+                    self._idle_pre_commit()
         finally:
             self._stop_query()
             if self.assignment:
