@@ -63,6 +63,8 @@ log = logs.get(__name__)
 
 #: How often a sink task's streaming query looks for new records.
 SINK_TRIGGER = "500 milliseconds"
+#: After this long without a batch a frame sink task's ``pre_commit`` is called from the runner thread.
+IDLE_PRE_COMMIT_S = 1.0
 
 
 # ------------------------------------------------------------------------------------------ pure core
@@ -303,6 +305,8 @@ class SinkTaskRunner(TaskRunner):
         self._lock = threading.Lock()
         # Serialises a frame sink's batches with the idle pre_commit calls made from the runner thread.
         self._sink_lock = threading.Lock()
+        self._last_batch_end = 0.0
+        self._idle_busy = False
         self.sink.initialize(_SinkContext(self))
 
     @property
@@ -339,7 +343,10 @@ class SinkTaskRunner(TaskRunner):
 
         if isinstance(self.sink, FrameSinkTask):
             with self._sink_lock:
-                self._frame_batch(self.sink, frame, batch_id)
+                try:
+                    self._frame_batch(self.sink, frame, batch_id)
+                finally:
+                    self._last_batch_end = time.monotonic()
             return
         raw = frame.persist()
         try:
@@ -431,14 +438,35 @@ class SinkTaskRunner(TaskRunner):
     def _idle_pre_commit(self) -> None:
         """Ask a frame sink task what it can commit although no batch came: Java's WorkerSinkTask calls
         preCommit on a timer whether records arrive or not, and that is what lets a sink publish a file
-        by time (``rotate.interval.ms``) on a topic that has gone quiet."""
-        with self._sink_lock:
+        by time (``rotate.interval.ms``) on a topic that has gone quiet.
+
+        Only when idle (no batch for a second, none running): while batches flow, each one asks. The
+        runner thread must stay free to stop the query; a stop cancels Spark jobs started here (_wake).
+        """
+        if self._stopping.is_set() or time.monotonic() - self._last_batch_end < IDLE_PRE_COMMIT_S:
+            return
+        if not self._sink_lock.acquire(blocking=False):
+            return
+        try:
             if not self._consumed:
                 return
+            self._idle_busy = True
             answer = self.sink.pre_commit(dict(self._consumed))
             to_commit = offsets_to_commit(self._consumed, answer, self._committed)
             if to_commit:
                 self._commit(to_commit)
+        finally:
+            self._idle_busy = False
+            self._sink_lock.release()
+
+    def _wake(self) -> None:
+        """On stop, cancel the Spark jobs of an idle pre_commit: the thread that must stop the query is
+        running them, and a stop that times out leaves the old query running beside the next one."""
+        if self._stopping.is_set() and self._idle_busy:
+            try:
+                self._spark().sparkContext.cancelJobGroup(f"kconnect-{self.pool}")
+            except Exception as exc:
+                self.log.warning("cancelling the idle pre_commit's Spark jobs failed", error=str(exc))
 
     def _handle_failed(self, failed: Any, rows: list[dict[str, Any]]) -> None:
         """Failed rows: fail the task (tolerance none) or log and dead-letter them (tolerance all)."""

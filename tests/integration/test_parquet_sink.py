@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import uuid
 from collections import Counter
@@ -133,6 +134,12 @@ def test_parquet_sink_exactly_once_across_restart_and_kill(tmp_path: Path, broke
             60,
             "the file sink's lines",
         )
+        lines = sink_file.read_text().splitlines()
+        assert {int(m.group(1)) for m in (re.search(r"\bid=(\d+)", x) for x in lines) if m} == set(
+            range(first)
+        )
+        # The file sink has shown the same records reach both sinks; it would only compete for the two cores.
+        assert worker.request("DELETE", "/connectors/lines").status_code == 204
         files = published_files(out, topic)
         names = [parse_file_name(f.name) for f in files]
         assert all(n is not None and n.topic == topic for n in names), files
