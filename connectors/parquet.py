@@ -7,8 +7,9 @@ Layout under ``path`` (Confluent's HDFS/S3 sinks use the same names, so their us
 
 Why it is built this way:
 
-- Each micro-batch reaches the task as a DataFrame (``FrameSinkTask.put_frame``) and is *staged* with
-  Spark's Parquet writer under ``_temporary-kconnect``: no row is collected to the driver.
+- Each micro-batch reaches the task as a DataFrame (``FrameSinkTask.put_frame``); no row is collected to
+  the driver. Complete windows (below) in a batch are written straight from it; what is left is *staged*
+  with Spark's Parquet writer under ``_temporary-kconnect`` until its window completes or times out.
 - A Kafka partition's records are cut into *rolls*: windows of ``flush.size`` consecutive offsets starting
   at the first offset not yet published, or, when ``rotate.interval.ms`` has passed since the oldest
   staged record arrived, everything consumed so far. A roll is written by one Spark job into a publish
@@ -286,6 +287,16 @@ def publish_end(
     return full if full >= state.start else None
 
 
+def direct_end(state: PartitionState, lo: int, hi: int, flush_size: int) -> int | None:
+    """Through which offset a batch's range ``[lo, hi]`` (from :func:`stage_range`) can be published
+    straight from the batch, skipping staging: the complete windows it holds, when nothing is staged
+    before it (then ``lo`` is where the next window starts). None when there is no such window."""
+    if state.staged:
+        return None
+    full = lo + (hi - lo + 1) // flush_size * flush_size - 1
+    return full if full >= lo else None
+
+
 def after_publish(state: PartitionState, end: int) -> tuple[PartitionState, list[str]]:
     """The state once ``[start, end]`` is published, and the staged leaves no longer needed."""
     keep = tuple(b for b in state.staged if b.last > end)
@@ -492,8 +503,33 @@ class ParquetSinkTask(FrameSinkTask):
             todo = stage_range(state, first, last)
             if todo is not None:
                 ranges[tp] = todo
+        read = sum(last - first + 1 for first, last in batch.offsets.values())
+        direct = {
+            tp: end
+            for tp, (lo, hi) in ranges.items()
+            if (end := direct_end(self._states[tp], lo, hi, config.flush_size)) is not None
+        }
+        if direct:
+            # Complete windows go from the batch to their files at once: no staging write and read back.
+            for tp in direct:
+                self._states[tp] = PartitionState(ranges[tp][0])
+            source = frame.where(F.col("value").isNotNull()).select(
+                F.col("topic").alias("_t"),
+                F.col("partition").alias("_p"),
+                F.col("offset").alias(OFFSET_COLUMN),
+                "value",
+            )
+            published = self._publish_from(source, direct)
+            for tp, end in direct.items():
+                self._states[tp] = PartitionState(end + 1)
+                _, hi = ranges.pop(tp)
+                if end < hi:
+                    ranges[tp] = (end + 1, hi)
+            log.info(
+                "published", files=published, through={str(tp): e for tp, e in direct.items()}, direct=True
+            )
         if not ranges:
-            return 0
+            return read
         wanted = F.lit(False)
         for tp, (lo, hi) in ranges.items():
             wanted = wanted | (
@@ -520,7 +556,7 @@ class ParquetSinkTask(FrameSinkTask):
             leaf = target / f"topic={tp.topic}" / f"partition={tp.partition}"
             staged = StagedBatch(str(leaf) if leaf.is_dir() else None, lo, hi, now)
             self._states[tp] = after_staging(self._states[tp], staged)
-        return None
+        return read
 
     def pre_commit(self, current_offsets: Mapping[TopicPartition, int]) -> Mapping[TopicPartition, int]:
         """Publish the rolls that are due; answer, per partition, the first offset not yet in a file."""
@@ -555,11 +591,7 @@ class ParquetSinkTask(FrameSinkTask):
         work = self._require_work()
         published = 0
         if leaves:
-            target = work.next_dir("publish")
-            self._write_rolls(leaves, ends, target)
-            # The job committed (_SUCCESS): from here on the directory is a redo log for open().
-            published = self._move(target, publish_moves(_files_under(target), str(work.root)))
-            shutil.rmtree(target, ignore_errors=True)
+            published = self._publish_from(self._require_spark().read.parquet(*leaves), ends)
         for tp, end in ends.items():
             state, done = after_publish(self._states[tp], end)
             self._states[tp] = state
@@ -573,12 +605,22 @@ class ParquetSinkTask(FrameSinkTask):
             forced=force,
         )
 
-    def _write_rolls(self, leaves: Sequence[str], ends: Mapping[TopicPartition, int], target: Path) -> None:
+    def _publish_from(self, source: Any, ends: Mapping[TopicPartition, int]) -> int:
+        """Write the windows from each partition's start through ``ends`` with one Spark job, then
+        publish the files by rename; ``source`` has the columns ``_t, _p, OFFSET_COLUMN, value``."""
+        work = self._require_work()
+        target = work.next_dir("publish")
+        self._write_rolls(source, ends, target)
+        # The job committed (_SUCCESS): from here on the directory is a redo log for open().
+        published = self._move(target, publish_moves(_files_under(target), str(work.root)))
+        shutil.rmtree(target, ignore_errors=True)
+        return published
+
+    def _write_rolls(self, staged: Any, ends: Mapping[TopicPartition, int], target: Path) -> None:
         from pyspark.sql import functions as F
         from pyspark.sql.types import StructType
 
         config = self._require_config()
-        staged = self._spark.read.parquet(*leaves)
         size = config.flush_size
         window = F.lit(None).cast("long")
         last = F.lit(None).cast("long")
@@ -630,6 +672,11 @@ class ParquetSinkTask(FrameSinkTask):
         if self.config is None:
             raise ConnectorError("ParquetSinkTask is not started")
         return self.config
+
+    def _require_spark(self) -> Any:
+        if self._spark is None:
+            raise ConnectorError("ParquetSinkTask has had no batch yet")
+        return self._spark
 
     def _require_work(self) -> _Work:
         if self._work is None:

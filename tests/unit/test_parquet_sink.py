@@ -24,6 +24,7 @@ from kconnect.connectors.parquet import (
     StagedBatch,
     after_publish,
     after_staging,
+    direct_end,
     last_published,
     parse_file_name,
     publish_end,
@@ -141,6 +142,19 @@ def test_rotation_off_and_nothing_staged() -> None:
     assert publish_end(PartitionState(0, (batch(0, 3, 0.0),)), 5, -1, 1e9) is None
     assert publish_end(PartitionState(7), 5, 1000, 1e9) is None
     assert publish_end(PartitionState(), 5, 1000, 1e9) is None
+
+
+@pytest.mark.parametrize(
+    ("state", "lo", "hi", "expected"),
+    [
+        (PartitionState(), 0, 3, None),  # no complete window
+        (PartitionState(), 0, 4, 4),
+        (PartitionState(10), 10, 23, 19),  # two windows; 20..23 will be staged
+        (PartitionState(0, (batch(0, 2),)), 3, 20, None),  # something staged first: stage after it
+    ],
+)
+def test_direct_end(state: PartitionState, lo: int, hi: int, expected: int | None) -> None:
+    assert direct_end(state, lo, hi, 5) == expected
 
 
 def test_after_publish_drops_only_fully_published_batches() -> None:
@@ -283,7 +297,6 @@ def test_a_crash_mid_publish_is_finished_by_the_next_instance(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first = started(tmp_path)
-    first.put_frame(frame_batch(spark, [(0, o) for o in range(7)] + [(1, o) for o in range(4)]))
     real_move = ParquetSinkTask._move
 
     def crash_after_one(base: Path, moves: Sequence[tuple[str, str]]) -> int:
@@ -292,7 +305,8 @@ def test_a_crash_mid_publish_is_finished_by_the_next_instance(
 
     monkeypatch.setattr(ParquetSinkTask, "_move", staticmethod(crash_after_one))
     with pytest.raises(OSError):
-        first.pre_commit({TP0: 7, TP1: 4})
+        # Offsets 0..4 of partition 0 are a complete window: published straight from the batch.
+        first.put_frame(frame_batch(spark, [(0, o) for o in range(7)] + [(1, o) for o in range(4)]))
     monkeypatch.undo()
     assert len(published(tmp_path)) == 1  # one of the roll's three files is out, two are not
     # No close(): the instance is gone as after SIGKILL. Nothing was committed, so the next instance
@@ -305,4 +319,5 @@ def test_a_crash_mid_publish_is_finished_by_the_next_instance(
     assert names == {FileName("orders", 0, 0, 4), FileName("orders", 0, 5, 9), FileName("orders", 1, 0, 4)}
     assert len(published(tmp_path)) == 9  # three files (grp=a, b, c) per roll, none twice
     assert os.listdir(tmp_path / "_temporary-kconnect/pq-0/publish") == []
-    assert os.listdir(tmp_path / "_temporary-kconnect/pq-0/stage") == []
+    stage = tmp_path / "_temporary-kconnect/pq-0/stage"
+    assert not stage.exists() or os.listdir(stage) == []  # complete windows were never staged
