@@ -10,6 +10,7 @@ proves the reader is serializable and that confluent-kafka imports on the execut
 
 from __future__ import annotations
 
+import stat
 import sys
 import uuid
 from collections.abc import Iterator
@@ -51,10 +52,26 @@ def executor_logs(cluster: spark_cluster.StandaloneCluster, app_id: str) -> list
     return sorted((cluster.workdir / "spark-work" / app_id).glob("*/stderr"))
 
 
+def python_wrapper(workdir: Path) -> tuple[Path, Path]:
+    """An interpreter for ``spark.pyspark.python`` that notes where it runs, then becomes this Python.
+
+    A standalone worker gives the executors it launches ``SPARK_EXECUTOR_DIRS``; the driver has none.
+    """
+    marks, script = workdir / "python-runs.txt", workdir / "python"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'if [ -n "$SPARK_EXECUTOR_DIRS" ]; then echo executor >> {marks}; else echo driver >> {marks}; fi\n'
+        f'exec {sys.executable} "$@"\n'
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return script, marks
+
+
 def test_pipeline_runs_on_the_standalone_cluster(
     tmp_path: Path, broker: EmbeddedBroker, standalone: spark_cluster.StandaloneCluster
 ) -> None:
     group = f"sa-{uuid.uuid4().hex[:8]}"
+    python, python_runs = python_wrapper(tmp_path)
     props = worker_properties(broker.bootstrap, group, free_port(), kconnect_executor="spark")
     props.update(
         {
@@ -64,8 +81,9 @@ def test_pipeline_runs_on_the_standalone_cluster(
             "spark.driver.bindAddress": "127.0.0.1",
             "spark.executor.memory": "512m",
             "spark.cores.max": "1",
-            # The executors' Python workers import kconnect and confluent-kafka: the venv's interpreter.
-            "spark.pyspark.python": sys.executable,
+            # The executors' Python workers import kconnect and confluent-kafka: the venv's interpreter,
+            # through a wrapper that shows the property is honoured and where Python workers ran.
+            "spark.pyspark.python": str(python),
             "spark.ui.enabled": "false",
             "spark.sql.shuffle.partitions": "1",
             "offset.flush.interval.ms": "1000",
@@ -107,7 +125,10 @@ def test_pipeline_runs_on_the_standalone_cluster(
             return [p for p, t in texts.items() if "Finished task" in t and "Times: total" in t]
 
         ran = wait_until(executor_ran_tasks, 30, f"an executor of {app['id']} that finished tasks")
-        print(f"\napplication {app['id']}: {app['cores']} core(s); executor logs: {ran}")
+        # The Python workers there ran the interpreter spark.pyspark.python names.
+        runs = python_runs.read_text().split() if python_runs.exists() else []
+        print(f"\napplication {app['id']}: {app['cores']} core(s); executor logs: {ran}; python: {runs}")
+        assert "executor" in runs, runs
     finally:
         worker.stop(60)
         print(worker.log_text()[-3000:])
