@@ -34,7 +34,8 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[spark_clust
     if spark_cluster.java() is None:
         pytest.skip("a Spark standalone cluster needs Java 17; none is installed")
     workdir = tmp_path_factory.mktemp("spark-standalone")
-    with spark_cluster.running(workdir, cores=1, memory="1g") as cluster:
+    # Not waited for here: the test starts its kconnect worker while the JVMs come up.
+    with spark_cluster.running(workdir, cores=1, memory="1g", wait=False) as cluster:
         try:
             yield cluster
         finally:
@@ -67,6 +68,9 @@ def python_wrapper(workdir: Path) -> tuple[Path, Path]:
     return script, marks
 
 
+# Three JVMs (master, worker, executor) besides the worker's own: measured at 170-275 s on a 2-core
+# machine shared with other test runs (load 20-30), about 15 s of it the cluster's start-up.
+@pytest.mark.timeout(480)
 def test_pipeline_runs_on_the_standalone_cluster(
     tmp_path: Path, broker: EmbeddedBroker, standalone: spark_cluster.StandaloneCluster
 ) -> None:
@@ -99,6 +103,7 @@ def test_pipeline_runs_on_the_standalone_cluster(
         return sink_file.read_text().splitlines() if sink_file.exists() else []
 
     try:
+        standalone.wait_ready()
         wait_until(lambda: (worker.workers() or {}).get("generation", -1) >= 0, 60, "the worker to join")
         create_topic(broker.bootstrap, topic)
         source_file.write_text("".join(f"line {n}\n" for n in range(LINES)))

@@ -98,7 +98,9 @@ class StandaloneCluster:
             subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=self.workdir)
         )
 
-    def start(self, timeout: float = 120) -> StandaloneCluster:
+    def start(self, timeout: float = 120, wait: bool = True) -> StandaloneCluster:
+        """Launch the master and the worker; with ``wait=False`` the caller does other start-up work
+        meanwhile (the JVMs take seconds) and calls :meth:`wait_ready` before using the cluster."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._launch(
             "org.apache.spark.deploy.master.Master",
@@ -116,6 +118,10 @@ class StandaloneCluster:
         }
         args = [part for option in options.items() for part in option]
         self._launch("org.apache.spark.deploy.worker.Worker", [*args, self.master_url], self.worker_log)
+        return self.wait_ready(timeout) if wait else self
+
+    def wait_ready(self, timeout: float = 120) -> StandaloneCluster:
+        """Until the master lists the worker as ALIVE; fails early, with the logs, if either exits."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             state = self.state() or {}
@@ -148,10 +154,12 @@ class StandaloneCluster:
 
 
 @contextlib.contextmanager
-def running(workdir: Path, cores: int = 1, memory: str = "1g") -> Iterator[StandaloneCluster]:
+def running(
+    workdir: Path, cores: int = 1, memory: str = "1g", wait: bool = True
+) -> Iterator[StandaloneCluster]:
     """A started cluster for a ``with`` block (or a fixture's ``yield``), stopped afterwards."""
     cluster = StandaloneCluster(workdir, cores=cores, memory=memory)
     try:
-        yield cluster.start()
+        yield cluster.start(wait=wait)
     finally:
         cluster.stop()
