@@ -58,6 +58,12 @@ from tests.support.reference import ReferenceWorker, reference_available
 STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
 SENTINEL = b"#"
 PARQUET_CLASS = "kconnect.connectors.parquet.ParquetSinkConnector"
+#: The JVM options ``connect-distributed.sh`` runs a worker with (its heap, kafka-run-class.sh's GC settings),
+#: not the test harness's small C1-only JVM, which is tuned for start-up time, not throughput.
+REFERENCE_JAVA_OPTS = (
+    "-Xms256M -Xmx2G -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 "
+    "-XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true"
+)
 #: Both workers commit sink offsets / flush source offsets this often (the reference harness's setting).
 FLUSH_INTERVAL_MS = "1000"
 
@@ -271,6 +277,7 @@ def run_reference(bootstrap: str, work: Path, source: Path, out: Path, records: 
         status_topic=f"{prefix}-status",
         log_path=work / "reference.log",
         extra=extra,
+        java_opts=REFERENCE_JAVA_OPTS,
     ) as worker:
         worker.wait_for_log(r"Joined group at generation", 120)
         assert worker.process is not None

@@ -217,7 +217,7 @@ class FileStreamSourceTask(SourceTask):
     def start(self, props: dict[str, str]) -> None:
         self.filename = _filename(props)
         #: One source partition map for all records: the runtime only reads it.
-        self._partition: dict[str, str | None] = {FILENAME_FIELD: self.filename}
+        self._partition = {FILENAME_FIELD: self.filename}
         topic = props.get(TOPIC_CONFIG)
         if topic is None:
             raise ConnectorError("FileStreamSourceTask config missing topic setting")

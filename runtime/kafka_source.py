@@ -156,8 +156,9 @@ class RawColumns:
         stamp: tuple[int, int],
         key: bytes | None,
         value: bytes | None,
-        headers: Sequence[tuple[str, bytes | None]] | None,
+        headers: Any,
     ) -> None:
+        """One record; ``headers`` as ``Message.headers()`` gives them: (key, value) pairs, or None."""
         self.offsets.append(offset)
         # Timestamp type 0 is TIMESTAMP_NOT_AVAILABLE: the record has none.
         self.timestamps.append(int(stamp[1]) if int(stamp[0]) != 0 else -1)
