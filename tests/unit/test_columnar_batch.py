@@ -77,6 +77,7 @@ rows = st.lists(
 )
 
 
+@settings(deadline=None)  # the first call imports Arrow's compute kernels
 @given(rows)
 def test_consumed_offsets_of_a_table_match_row_by_row(data: list[tuple[str, int, int]]) -> None:
     table = pa.table(
