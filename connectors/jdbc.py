@@ -216,7 +216,9 @@ def staging_table(table: str, connector: str, task: int) -> str:
     may share a target) and short enough for PostgreSQL's 63-byte identifiers."""
     schema, _, name = table.rpartition(".")
     digest = hashlib.sha1(f"{table}\0{connector}\0{task}".encode()).hexdigest()[:12]
-    staged = f"{name[:32]}_kcstage_{digest}"
+    # 32 bytes of the name (PostgreSQL counts bytes) + "_kcstage_" + 12 = 53 <= 63.
+    prefix = name.encode()[:32].decode(errors="ignore")
+    staged = f"{prefix}_kcstage_{digest}"
     return f"{schema}.{staged}" if schema else staged
 
 
@@ -573,5 +575,5 @@ class JdbcSinkConnector(SinkConnector):
         values = CONFIG_DEF.validate_all(props)
         parsed = {name: value.value for name, value in values.items()}
         for key, message in cross_key_problems(parsed).items():
-            values[key].add_error(f"Invalid value {props.get(key)} for configuration {key}: {message}")
+            values[key].add_error(str(ConfigValidationError(key, parsed[key], message)))
         return list(values.values())
