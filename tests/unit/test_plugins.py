@@ -50,6 +50,7 @@ from kconnect.runtime.plugins import (
 NULL_ERROR = "Null value can not be supplied as the configuration value."
 SOURCE = "kconnect.connectors.file.FileStreamSourceConnector"
 SINK = "kconnect.connectors.file.FileStreamSinkConnector"
+JDBC = "kconnect.connectors.jdbc.JdbcSinkConnector"
 VERIFIABLE = [
     "kconnect.connectors.verifiable.VerifiableSinkConnector",
     "kconnect.connectors.verifiable.VerifiableSourceConnector",
@@ -188,12 +189,14 @@ def test_entry_points_provide_the_builtin_connectors(registry: PluginRegistry) -
     assert registry.plugin_info() == [
         {"class": SINK, "type": "sink", "version": __version__},
         {"class": SOURCE, "type": "source", "version": __version__},
+        {"class": JDBC, "type": "sink", "version": __version__},
         {"class": VERIFIABLE[0], "type": "sink", "version": __version__},
         {"class": VERIFIABLE[1], "type": "source", "version": __version__},
     ]
     assert [d.location for d in registry.plugins()] == [
         "entry-point:FileStreamSinkConnector",
         "entry-point:FileStreamSourceConnector",
+        "entry-point:JdbcSinkConnector",
         "entry-point:VerifiableSinkConnector",
         "entry-point:VerifiableSourceConnector",
     ]
@@ -359,7 +362,9 @@ def test_plugin_path_modules_and_packages_are_imported_and_scanned(
     assert registry.load_errors == []
     greeter = f"{module}.GreeterConnector"
     deep = f"{package}.inner.deep.DeepSourceConnector"
-    assert [d["class"] for d in registry.plugin_info()] == sorted([SINK, SOURCE, *VERIFIABLE, greeter, deep])
+    assert [d["class"] for d in registry.plugin_info()] == sorted(
+        [SINK, SOURCE, JDBC, *VERIFIABLE, greeter, deep]
+    )
     for name in (greeter, "GreeterConnector", "Greeter"):
         assert registry.find(name).class_name == greeter
     for name in (deep, "DeepSourceConnector", "DeepSource"):
