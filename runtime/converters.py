@@ -608,9 +608,11 @@ class JsonConverter(Converter):
         parsed: list[tuple[str, ConnectSchema]] = []
         for text in [row[0], *row[1]]:
             try:
-                parsed.append((text, schema_from_json(json.loads(text))))
+                found = schema_from_json(json.loads(text))
             except (ValueError, ConnectDataError):
                 continue
+            if found is not None:
+                parsed.append((str(text), found))
         if not parsed or parsed[0][0] != row[0]:
             return None, frozenset()
         first = parsed[0][1]
