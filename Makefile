@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 REFERENCE := ../shared/tools/reference-connect
 
-.PHONY: setup demo test lint unit reference
+.PHONY: setup demo test lint unit reference postgres
 
 setup: $(STAMP)
 
@@ -26,6 +26,18 @@ reference:
 	  PYTHON=$(BIN)/python $(REFERENCE) setup >/dev/null || echo "reference-connect setup failed; interop tests will skip"; \
 	fi
 
+# The JDBC sink tests start a PostgreSQL server of their own (initdb into a temporary directory) and
+# load Debian's PostgreSQL JDBC driver jar into Spark: install both when missing (root, or sudo).
+PG_JAR := /usr/share/java/postgresql.jar
+postgres:
+	@if { ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; } \
+	    || [ ! -f $(PG_JAR) ]; then \
+	  echo "installing postgresql and libpostgresql-jdbc-java for the JDBC sink tests"; \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
+	    postgresql libpostgresql-jdbc-java; \
+	fi
+
 # mypy cannot follow the editable install's folder mapping, so it checks a tree of links that has
 # the installed shape (kconnect/runtime -> runtime/, ...).
 TYPECHECK := build/typecheck
@@ -36,5 +48,5 @@ lint: setup
 	for d in runtime rest config connectors; do ln -sfn $(CURDIR)/$$d $(TYPECHECK)/kconnect/$$d; done
 	cd $(TYPECHECK) && $(CURDIR)/$(BIN)/mypy --strict --config-file $(CURDIR)/pyproject.toml -p kconnect
 
-test: setup reference lint
+test: setup reference postgres lint
 	$(BIN)/pytest -q -ra

@@ -207,6 +207,7 @@ class FileStreamSourceTask(SourceTask):
         self._buffer = bytearray()
         #: Byte position just after the last line returned; None for stdin, where it means nothing.
         self._position: int | None = None
+        self._partition: dict[str, str | None] = {FILENAME_FIELD: None}
         self._stopping = threading.Event()
         self._lock = threading.Lock()
 
@@ -215,6 +216,8 @@ class FileStreamSourceTask(SourceTask):
 
     def start(self, props: dict[str, str]) -> None:
         self.filename = _filename(props)
+        #: One source partition map for all records: the runtime only reads it.
+        self._partition = {FILENAME_FIELD: self.filename}
         topic = props.get(TOPIC_CONFIG)
         if topic is None:
             raise ConnectorError("FileStreamSourceTask config missing topic setting")
@@ -230,11 +233,13 @@ class FileStreamSourceTask(SourceTask):
             self._idle()
             return None
         records: list[SourceRecord] = []
+        # One timestamp per poll: the lines of one poll are read within milliseconds of each other.
+        timestamp = int(time.time() * 1000)
         try:
             while len(records) < self.batch_size:
-                line = self._extract_line()
-                if line is not None:
-                    records.append(self._record(line))
+                lines = self._extract_lines(self.batch_size - len(records))
+                if lines:
+                    records.extend(self._record(line, position, timestamp) for line, position in lines)
                     continue
                 chunk = self._read_available()
                 if not chunk:
@@ -296,33 +301,46 @@ class FileStreamSourceTask(SourceTask):
             return os.read(fd, self.read_size) if ready else b""
         return stream.read(self.read_size)
 
-    def _extract_line(self) -> str | None:
-        """Take the first complete line off the buffer; ``\\n``, ``\\r\\n`` and ``\\r`` all end one."""
-        buffer = self._buffer
-        newline = buffer.find(b"\n")
-        carriage = buffer.find(b"\r", 0, newline if newline >= 0 else len(buffer))
-        if carriage >= 0:
-            if carriage + 1 >= len(buffer):
-                return None  # a \r\n may be split across reads: wait for the next byte
-            until, next_start = carriage, carriage + (2 if buffer[carriage + 1] == 0x0A else 1)
-        elif newline >= 0:
-            until, next_start = newline, newline + 1
-        else:
-            return None
-        line = bytes(buffer[:until]).decode("utf-8", errors="replace")
-        del buffer[:next_start]
-        if self._position is not None:
-            self._position += next_start
-        return line
+    def _extract_lines(self, limit: int) -> list[tuple[str, int | None]]:
+        """Take up to ``limit`` complete lines off the buffer, each with the byte position just after it
+        (None for stdin); ``\\n``, ``\\r\\n`` and ``\\r`` all end one.
 
-    def _record(self, line: str) -> SourceRecord:
+        Why many at once: the buffer is scanned with a moving index and trimmed once at the end; trimming
+        it per line would move the rest of the buffer (up to ``read_size`` bytes) for every line.
+        """
+        buffer = self._buffer
+        size = len(buffer)
+        start = 0
+        out: list[tuple[str, int | None]] = []
+        position = self._position
+        while len(out) < limit:
+            newline = buffer.find(b"\n", start)
+            carriage = buffer.find(b"\r", start, newline if newline >= 0 else size)
+            if carriage >= 0:
+                if carriage + 1 >= size:
+                    break  # a \r\n may be split across reads: wait for the next byte
+                until, next_start = carriage, carriage + (2 if buffer[carriage + 1] == 0x0A else 1)
+            elif newline >= 0:
+                until, next_start = newline, newline + 1
+            else:
+                break
+            if position is not None:
+                position += next_start - start
+            out.append((buffer[start:until].decode("utf-8", errors="replace"), position))
+            start = next_start
+        if start:
+            del buffer[:start]
+            self._position = position
+        return out
+
+    def _record(self, line: str, position: int | None, timestamp: int) -> SourceRecord:
         return SourceRecord(
-            source_partition={FILENAME_FIELD: self.filename},
-            source_offset={POSITION_FIELD: self._position},
+            source_partition=self._partition,
+            source_offset={POSITION_FIELD: position},
             topic=self.topic,
             partition=None,
             value=line,
-            timestamp=int(time.time() * 1000),
+            timestamp=timestamp,
         )
 
     def _idle(self) -> None:
@@ -375,8 +393,15 @@ class FileStreamSinkTask(SinkTask):
 
     def put(self, records: Sequence[SinkRecord]) -> None:
         output = self._require_output()
-        for record in records:
-            output.write(_java_string_of(record.value) + "\n")
+        # One write per batch: text values (the common case) are joined as they are.
+        output.write(
+            "".join(
+                [
+                    (value if isinstance(value := record.value, str) else _java_string_of(value)) + "\n"
+                    for record in records
+                ]
+            )
+        )
 
     def flush(self, current_offsets: Mapping[TopicPartition, int]) -> None:
         self._require_output().flush()

@@ -522,6 +522,10 @@ class StringConverter(Converter):
         return F.encode(c.cast("string"), self.encoding)
 
 
+#: How many distinct spellings of a batch's envelope schema are read to accept equivalent ones.
+_SCHEMA_SPELLINGS = 16
+
+
 class JsonConverter(Converter):
     java_class = "org.apache.kafka.connect.json.JsonConverter"
 
@@ -585,20 +589,34 @@ class JsonConverter(Converter):
 
     # -- Spark frames
 
-    def sample_schema(self, df: DataFrame, column: str) -> ConnectSchema | None:
-        """The first non-null record's envelope schema (one small Spark job), when none is given."""
-        row = (
+    def sample_schema(self, df: DataFrame, column: str) -> tuple[ConnectSchema | None, frozenset[str]]:
+        """The batch's envelope schema when none is given, and every spelling of it the batch holds.
+
+        One Spark job: the first record's schema text and the distinct texts. Producers other than Java
+        write the same schema with its keys in another order or with other spacing; each text is parsed
+        here and the ones meaning the first record's schema are accepted, so that only records naming
+        another schema are errors (one frame has one Spark type).
+        """
+        texts = (
             df.where(F.col(column).isNotNull())
             .select(F.get_json_object(F.col(column).cast("string"), "$.schema").alias("s"))
             .where(F.col("s").isNotNull())
-            .first()
         )
-        if row is None:
-            return None
-        try:
-            return schema_from_json(json.loads(row["s"]))
-        except (ValueError, ConnectDataError):
-            return None
+        row = texts.agg(F.first("s"), F.slice(F.collect_set("s"), 1, _SCHEMA_SPELLINGS)).first()
+        if row is None or row[0] is None:
+            return None, frozenset()
+        parsed: list[tuple[str, ConnectSchema]] = []
+        for text in [row[0], *row[1]]:
+            try:
+                found = schema_from_json(json.loads(text))
+            except (ValueError, ConnectDataError):
+                continue
+            if found is not None:
+                parsed.append((str(text), found))
+        if not parsed or parsed[0][0] != row[0]:
+            return None, frozenset()
+        first = parsed[0][1]
+        return first, frozenset(text for text, schema in parsed if schema == first)
 
     def infer_schema(self, df: DataFrame, column: str) -> ConnectSchema | None:
         """A schema for schemaless JSON, inferred over every record of the batch by Spark's JSON reader.
@@ -634,8 +652,9 @@ class JsonConverter(Converter):
         raw = F.col(column)
         text = raw.cast("string")
         err = error_column(column)
+        spellings: frozenset[str] = frozenset()
         if schema is None and self.schemas_enable:
-            schema = self.sample_schema(df, column)
+            schema, spellings = self.sample_schema(df, column)
         if schema is None:
             if self.schemas_enable:
                 # No record names a schema: every value is null or a schemaless envelope.
@@ -674,7 +693,7 @@ class JsonConverter(Converter):
             expected = dumps_java(schema_to_json(schema))
             # A schemaless envelope ("schema": null) is read with the given schema too.
             record_schema = F.get_json_object(text, "$.schema")
-            schema_ok = record_schema.isNull() | (record_schema == F.lit(expected))
+            schema_ok = record_schema.isNull() | record_schema.isin(sorted(spellings | {expected}))
         else:
             wrapped = F.concat(F.lit('{"payload":'), text, F.lit("}"))
             keys_ok = F.lit(True)

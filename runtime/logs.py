@@ -70,7 +70,13 @@ def configure(level: str = "INFO", json_output: bool | None = None) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
-            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+            # format_exc_info: a library's (or plugin loader's) exc_info=True keeps its traceback as text
+            # instead of becoming the repr of a traceback object.
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                structlog.processors.format_exc_info,
+                renderer,
+            ],
             foreign_pre_chain=shared,
         )
     )

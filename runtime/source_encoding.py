@@ -31,10 +31,17 @@ _SCHEMAS: tuple[tuple[type, str], ...] = (
 )
 
 
+#: The schema of each exact type in ``_SCHEMAS``, built once: ``encode`` runs for every source record.
+_BY_TYPE: dict[type, ConnectSchema] = {t: ConnectSchema(name, optional=False) for t, name in _SCHEMAS}
+
+
 def infer_schema(value: Any) -> ConnectSchema | None:
     """The Connect schema a Python value from ``poll`` is written with (None: schemaless)."""
     if value is None:
         return None
+    exact = _BY_TYPE.get(type(value))
+    if exact is not None:
+        return exact
     for python_type, name in _SCHEMAS:
         if isinstance(value, python_type):
             return ConnectSchema(name, optional=False)
@@ -54,7 +61,7 @@ class SourceEncoder:
     ) -> tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]:
         """Key, value and headers as the producer sends them; ConnectDataError when a value does not fit."""
         headers: list[tuple[str, bytes | None]] = []
-        for header in record.headers:
+        for header in record.headers or ():
             raw = header.value
             if raw is not None and not isinstance(raw, bytes | bytearray):
                 raw = str(raw).encode("utf-8")

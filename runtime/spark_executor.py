@@ -53,6 +53,19 @@ def spark_settings(config: WorkerConfig) -> dict[str, str]:
     return settings
 
 
+def python_workers_executable(settings: Mapping[str, str], environ: Mapping[str, str], default: str) -> str:
+    """The interpreter Spark's Python workers (driver side and on every executor) run with.
+
+    Spark's own precedence: ``spark.pyspark.python``, else ``PYSPARK_PYTHON``, else (kconnect's choice)
+    the worker's own interpreter, which has kconnect and confluent-kafka. Why this is needed at all: a
+    SparkContext created in-process, as kconnect's is, takes its Python executable from
+    ``PYSPARK_PYTHON`` alone (only ``spark-submit`` turns the property into that variable), so without it
+    ``spark.pyspark.python`` in worker properties, the setting a cluster whose machines keep Python
+    elsewhere needs, would silently be ignored.
+    """
+    return settings.get("spark.pyspark.python") or environ.get("PYSPARK_PYTHON") or default
+
+
 class SparkSessionHolder:
     """Creates the worker's SparkSession on first use, once, whichever task thread asks first."""
 
@@ -68,8 +81,9 @@ class SparkSessionHolder:
     def get(self) -> Any:
         with self._lock:
             if self._session is None:
-                # Spark's Python workers must import kconnect: run them with this interpreter.
-                os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+                # Spark's Python workers must import kconnect: by default they run this interpreter.
+                python = python_workers_executable(self._settings, os.environ, sys.executable)
+                os.environ["PYSPARK_PYTHON"] = python
                 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
                 from pyspark.sql import SparkSession
 
@@ -78,7 +92,9 @@ class SparkSessionHolder:
                 builder = SparkSession.builder
                 for key, value in self._settings.items():
                     builder = builder.config(key, value)
-                log.info("starting the SparkSession", master=self._settings.get("spark.master"))
+                log.info(
+                    "starting the SparkSession", master=self._settings.get("spark.master"), python=python
+                )
                 session = builder.getOrCreate()
                 session.dataSource.register(KafkaDataSource)
                 self._session = session

@@ -42,6 +42,7 @@ def test_plugins_validation_and_log_levels(tmp_path: Path, broker: EmbeddedBroke
         assert [(p["class"].rsplit(".", 1)[-1], p["type"]) for p in listing] == [
             ("FileStreamSinkConnector", "sink"),
             ("FileStreamSourceConnector", "source"),
+            ("JdbcSinkConnector", "sink"),
             ("ParquetSinkConnector", "sink"),
             ("VerifiableSinkConnector", "sink"),
             ("VerifiableSourceConnector", "source"),

@@ -398,6 +398,27 @@ def test_spark_bad_rows_get_an_error_not_an_exception(spark) -> None:  # type: i
     assert all(rows[i]["value"] is None for i in range(1, 5))
 
 
+def test_spark_accepts_the_batch_schema_in_any_key_order_or_spacing(spark) -> None:  # type: ignore[no-untyped-def]
+    """Python producers write envelope schemas with their keys in another order: the same schema."""
+    java = json_converter().from_connect(
+        {"a": 1}, ConnectSchema("struct", fields=(ConnectField("a", ConnectSchema("int32")),))
+    )
+    reordered = (
+        b'{"payload": {"a": 2}, "schema": {"optional": false, "fields": '
+        b'[{"field": "a", "optional": false, "type": "int32"}], "type": "struct"}}'
+    )
+    other = (
+        b'{"schema":{"type":"struct","fields":[{"field":"a","type":"int64","optional":false}]},'
+        b'"payload":{"a":3}}'
+    )
+    df = spark.createDataFrame(_raw_rows([java, reordered, other]), RAW_SCHEMA)
+    rows = json_converter().to_columns(df, "value").orderBy("offset").collect()
+    errors = [r[error_column("value")] for r in rows]
+    assert errors[:2] == [None, None]
+    assert [rows[0]["value"]["a"], rows[1]["value"]["a"]] == [1, 2]
+    assert errors[2] is not None and "differs" in errors[2]  # int64 is another schema, whatever the order
+
+
 def test_spark_string_bytearray_and_schemaless_json(spark) -> None:  # type: ignore[no-untyped-def]
     values = [b'{"a": [1, 2]}', "h\u00e9".encode(), None]
     df = spark.createDataFrame(_raw_rows(values), RAW_SCHEMA)

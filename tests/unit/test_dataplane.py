@@ -24,7 +24,7 @@ from kconnect.runtime.offset_log import OffsetState, SourceOffset
 from kconnect.runtime.plugins import Header, PluginRegistry, SourceRecord, SourceTask, TopicPartition
 from kconnect.runtime.record_codec import CodecError, converter_config, to_kafka_record, to_sink_records
 from kconnect.runtime.records import RAW_FIELDS, RAW_SCHEMA
-from kconnect.runtime.spark_executor import SparkExecutor, spark_settings
+from kconnect.runtime.spark_executor import SparkExecutor, python_workers_executable, spark_settings
 from kconnect.runtime.task_runner import (
     SourceTaskRunner,
     client_settings,
@@ -289,6 +289,22 @@ def test_spark_settings_pass_every_spark_key_with_fair_scheduling_by_default() -
         WorkerConfig.from_properties({**BASE, "spark.master": "local[2]", "spark.scheduler.mode": "FIFO"})
     )
     assert (custom["spark.master"], custom["spark.scheduler.mode"]) == ("local[2]", "FIFO")
+
+
+@pytest.mark.parametrize(
+    ("settings", "environ", "expected"),
+    [
+        ({}, {}, "/venv/bin/python"),  # the worker's own interpreter: it has kconnect
+        ({}, {"PYSPARK_PYTHON": "/env/python"}, "/env/python"),
+        ({"spark.pyspark.python": "/conf/python"}, {"PYSPARK_PYTHON": "/env/python"}, "/conf/python"),
+        ({"spark.pyspark.python": "/conf/python"}, {}, "/conf/python"),
+        ({"spark.pyspark.python": ""}, {"PYSPARK_PYTHON": "/env/python"}, "/env/python"),  # empty: unset
+    ],
+)
+def test_python_workers_executable_follows_spark_precedence(
+    settings: dict[str, str], environ: dict[str, str], expected: str
+) -> None:
+    assert python_workers_executable(settings, environ, "/venv/bin/python") == expected
 
 
 def _executor() -> SparkExecutor:

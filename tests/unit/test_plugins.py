@@ -50,6 +50,7 @@ from kconnect.runtime.plugins import (
 NULL_ERROR = "Null value can not be supplied as the configuration value."
 SOURCE = "kconnect.connectors.file.FileStreamSourceConnector"
 SINK = "kconnect.connectors.file.FileStreamSinkConnector"
+JDBC = "kconnect.connectors.jdbc.JdbcSinkConnector"
 PARQUET = "kconnect.connectors.parquet.ParquetSinkConnector"
 VERIFIABLE = [
     "kconnect.connectors.verifiable.VerifiableSinkConnector",
@@ -189,6 +190,7 @@ def test_entry_points_provide_the_builtin_connectors(registry: PluginRegistry) -
     assert registry.plugin_info() == [
         {"class": SINK, "type": "sink", "version": __version__},
         {"class": SOURCE, "type": "source", "version": __version__},
+        {"class": JDBC, "type": "sink", "version": __version__},
         {"class": PARQUET, "type": "sink", "version": __version__},
         {"class": VERIFIABLE[0], "type": "sink", "version": __version__},
         {"class": VERIFIABLE[1], "type": "source", "version": __version__},
@@ -196,6 +198,7 @@ def test_entry_points_provide_the_builtin_connectors(registry: PluginRegistry) -
     assert [d.location for d in registry.plugins()] == [
         "entry-point:FileStreamSinkConnector",
         "entry-point:FileStreamSourceConnector",
+        "entry-point:JdbcSinkConnector",
         "entry-point:ParquetSinkConnector",
         "entry-point:VerifiableSinkConnector",
         "entry-point:VerifiableSourceConnector",
@@ -363,7 +366,7 @@ def test_plugin_path_modules_and_packages_are_imported_and_scanned(
     greeter = f"{module}.GreeterConnector"
     deep = f"{package}.inner.deep.DeepSourceConnector"
     assert [d["class"] for d in registry.plugin_info()] == sorted(
-        [SINK, SOURCE, PARQUET, *VERIFIABLE, greeter, deep]
+        [SINK, SOURCE, JDBC, PARQUET, *VERIFIABLE, greeter, deep]
     )
     for name in (greeter, "GreeterConnector", "Greeter"):
         assert registry.find(name).class_name == greeter

@@ -1,0 +1,614 @@
+"""Data-plane throughput, side by side on one embedded broker: file -> Kafka -> file.
+
+Three systems move the same input file (``--records`` lines of ``--size`` bytes, default 1,000,000 x 100)
+from a file through a fresh topic into an output file, one after the other:
+
+1. **ceiling**: a plain confluent-kafka producer and consumer (consumer on a thread, started first): what
+   this machine and broker allow a Python client at all.
+2. **reference**: Apache Kafka Connect 3.9 (``/work/shared/tools/reference-connect``), one distributed
+   worker, FileStreamSource (``batch.size`` 2000) and FileStreamSink, StringConverter both sides.
+3. **kconnect**: one kconnect worker with the Spark executor, the same connectors, converters and
+   settings. Its SparkSession is started before the clock (a warm-up sink connector), as a worker that
+   already runs tasks has it; the reference worker is likewise started and joined before its clock.
+
+Each time runs from connector creation (ceiling: first produce) until the output file holds every line;
+the outputs are then compared with the input. Peak resident memory is sampled from ``/proc`` every
+0.2 s: a worker's RSS with its two tasks running minus its idle RSS (per task), and for kconnect the Spark
+JVM and Spark's Python workers separately. Then, when ``kconnect.connectors.parquet.ParquetSinkConnector``
+is importable, Kafka -> Parquet records per second on the same kconnect worker.
+
+    .venv/bin/python bench/dataplane.py                     # 1,000,000 records; minutes on 2 cores
+    .venv/bin/python bench/dataplane.py --records 100000    # a quick run
+    .venv/bin/python bench/dataplane.py --only ceiling,kconnect
+
+Test-broker workaround (Tansu reports a batch's base offset + 1 as the high watermark, DESIGN.md): a sink
+that reads up to the high watermark, as kconnect's does, would wait forever for the tail of the last
+batch. While kconnect runs, the bench therefore writes a one-record "sentinel" batch (value ``#``) to the
+topic every second; the sentinel lines are dropped before the output is compared. Apache Kafka needs none.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import httpx
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kconnect.runtime import broker as embedded
+from kconnect.runtime.broker import free_port
+from tests.support.cluster import WorkerProcess, wait_until, worker_properties
+from tests.support.reference import ReferenceWorker, reference_available
+
+STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
+SENTINEL = b"#"
+PARQUET_CLASS = "kconnect.connectors.parquet.ParquetSinkConnector"
+#: The JVM options ``connect-distributed.sh`` runs a worker with (its heap, kafka-run-class.sh's GC settings),
+#: not the test harness's small C1-only JVM, which is tuned for start-up time, not throughput.
+REFERENCE_JAVA_OPTS = (
+    "-Xms256M -Xmx2G -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 "
+    "-XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true"
+)
+#: Both workers commit sink offsets / flush source offsets this often (the reference harness's setting).
+FLUSH_INTERVAL_MS = "1000"
+
+
+# ------------------------------------------------------------------------------------------ /proc
+
+
+def _rss_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    out: list[int] = []
+    todo = list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, []))
+    return out
+
+
+def tree_rss(root: int) -> dict[str, int]:
+    """RSS in KiB of a process tree by kind: the root itself, JVMs below it, other processes below it."""
+    usage = {"root": _rss_kib(root), "jvm": 0, "other": 0}
+    for pid in _descendants(root):
+        usage["jvm" if _comm(pid) == "java" else "other"] += _rss_kib(pid)
+    return usage
+
+
+class PeakSampler:
+    """Samples ``tree_rss(pid)`` every 0.2 s on a thread and keeps the peak of each kind."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak = {"root": 0, "jvm": 0, "other": 0}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for kind, kib in tree_rss(self.pid).items():
+                self.peak[kind] = max(self.peak[kind], kib)
+            self._stop.wait(0.2)
+
+    def __enter__(self) -> PeakSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+# ------------------------------------------------------------------------------------------ helpers
+
+
+@dataclass
+class Result:
+    system: str
+    records: int
+    seconds: float | None
+    note: str = ""
+    memory: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def rate(self) -> float | None:
+        return self.records / self.seconds if self.seconds else None
+
+
+def make_input(path: Path, records: int, size: int) -> None:
+    """``records`` lines, each ``size`` bytes before its newline: a sequence number, then filler."""
+    filler = "x" * max(0, size - 10)
+    with open(path, "w", encoding="ascii") as f:
+        for start in range(0, records, 10000):
+            f.write("".join(f"{n:010d}{filler}\n" for n in range(start, min(records, start + 10000))))
+
+
+def create_topic(bootstrap: str, topic: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
+        future.result(30)
+
+
+def wait_for_size(path: Path, size: int, timeout: float, alive: Callable[[], bool]) -> float:
+    """Wait until ``path`` holds at least ``size`` bytes; the monotonic time it did."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            if path.stat().st_size >= size:
+                return time.monotonic()
+        if not alive():
+            raise RuntimeError("the system under test died")
+        time.sleep(0.05)
+    have = path.stat().st_size if path.exists() else 0
+    raise TimeoutError(f"{path} holds {have} of {size} bytes after {timeout:.0f} s")
+
+
+def same_lines(expected: Path, actual: Path, drop: bytes | None = None) -> bool:
+    """Whether ``actual`` holds exactly the lines of ``expected``, in order (``drop`` lines ignored)."""
+    with open(expected, "rb") as e, open(actual, "rb") as a:
+        lines = (line for line in a if drop is None or line.rstrip(b"\n") != drop)
+        for want in e:
+            if next(lines, None) != want:
+                return False
+        return next(lines, None) is None
+
+
+def mib(kib: int) -> str:
+    return f"{kib / 1024:.0f} MiB"
+
+
+# ------------------------------------------------------------------------------------------ systems
+
+
+def run_ceiling(bootstrap: str, source: Path, out: Path, records: int) -> Result:
+    topic = f"ceiling-{uuid.uuid4().hex[:6]}"
+    create_topic(bootstrap, topic)
+    expected_size = source.stat().st_size
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"ceiling-{uuid.uuid4().hex[:6]}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    done = threading.Event()
+    errors: list[str] = []
+
+    def consume() -> None:
+        got = 0
+        with open(out, "wb") as f:
+            while got < records and not done.is_set():
+                batch = consumer.consume(num_messages=10000, timeout=0.2)
+                lines = []
+                for msg in batch:
+                    if msg.error() is not None:
+                        errors.append(str(msg.error()))
+                        continue
+                    lines.append(msg.value())
+                if lines:
+                    lines.append(b"")
+                    f.write(b"\n".join(lines))
+                    got += len(lines) - 1
+            f.flush()
+
+    reader = threading.Thread(target=consume, daemon=True)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    started = time.monotonic()
+    reader.start()
+    with open(source, "rb") as f:
+        for line in f:
+            while True:
+                try:
+                    producer.produce(topic, line.rstrip(b"\n"))
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+    producer.flush(60)
+    finished = wait_for_size(out, expected_size, 600, reader.is_alive)
+    done.set()
+    reader.join(30)
+    consumer.close()
+    ok = same_lines(source, out)
+    return Result("confluent-kafka (ceiling)", records, finished - started, "" if ok else "OUTPUT DIFFERS")
+
+
+def run_reference(bootstrap: str, work: Path, source: Path, out: Path, records: int) -> Result:
+    ok, why = reference_available()
+    if not ok:
+        return Result("reference Connect 3.9", records, None, f"not available: {why}")
+    prefix = f"ref-{uuid.uuid4().hex[:6]}"
+    topic = f"{prefix}-lines"
+    create_topic(bootstrap, topic)
+    expected_size = source.stat().st_size
+    extra = {
+        "key.converter": STRING_CONVERTER,
+        "value.converter": STRING_CONVERTER,
+        "offset.flush.interval.ms": FLUSH_INTERVAL_MS,
+    }
+    with ReferenceWorker(
+        bootstrap,
+        group_id=prefix,
+        config_topic=f"{prefix}-configs",
+        offset_topic=f"{prefix}-offsets",
+        status_topic=f"{prefix}-status",
+        log_path=work / "reference.log",
+        extra=extra,
+        java_opts=REFERENCE_JAVA_OPTS,
+    ) as worker:
+        worker.wait_for_log(r"Joined group at generation", 120)
+        assert worker.process is not None
+        idle = tree_rss(worker.process.pid)
+        with PeakSampler(worker.process.pid) as sampler:
+            started = time.monotonic()
+            for name, config in connector_configs(source, out, topic).items():
+                resp = worker.rest("POST", "/connectors", json={"name": name, "config": config})
+                if resp.status_code != 201:
+                    raise RuntimeError(f"creating {name} on the reference worker: {resp.text}")
+            finished = wait_for_size(out, expected_size, 1800, lambda: worker.alive)
+        peak = sampler.peak
+    ok = same_lines(source, out)
+    jvm_idle = idle["root"] + idle["jvm"]
+    jvm_peak = peak["root"] + peak["jvm"]
+    memory = {
+        "idle worker": mib(jvm_idle),
+        "peak with 2 tasks": mib(jvm_peak),
+        "per running task": mib((jvm_peak - jvm_idle) // 2),
+    }
+    return Result(
+        "reference Connect 3.9", records, finished - started, "" if ok else "OUTPUT DIFFERS", memory
+    )
+
+
+def connector_configs(source: Path, out: Path, topic: str) -> dict[str, dict[str, str]]:
+    return {
+        "bench-source": {
+            "connector.class": "FileStreamSource",
+            "file": str(source),
+            "topic": topic,
+            "batch.size": "2000",
+            "tasks.max": "1",
+        },
+        "bench-sink": {
+            "connector.class": "FileStreamSink",
+            "file": str(out),
+            "topics": topic,
+            "tasks.max": "1",
+        },
+    }
+
+
+class Sentinels:
+    """Writes a one-record batch to a topic every second (the test-broker workaround, module docstring)."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.topic = topic
+        self._producer = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1, "linger.ms": 0})
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(1.0):
+            self._producer.produce(self.topic, SENTINEL)
+            self._producer.flush(10)
+
+    def __enter__(self) -> Sentinels:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def count_lines(path: Path, drop: bytes) -> int:
+    with open(path, "rb") as f:
+        return sum(1 for line in f if line.rstrip(b"\n") != drop)
+
+
+def wait_for_lines(
+    path: Path, records: int, line_size: int, timeout: float, alive: Callable[[], bool]
+) -> float:
+    """Wait until ``path`` holds ``records`` lines besides sentinels; the monotonic time it did."""
+    deadline = time.monotonic() + timeout
+    while True:
+        at = wait_for_size(path, records * line_size, max(1.0, deadline - time.monotonic()), alive)
+        if count_lines(path, SENTINEL) >= records:
+            return at
+        time.sleep(0.2)
+
+
+def kconnect_worker(bootstrap: str, work: Path) -> WorkerProcess:
+    group = f"kc-{uuid.uuid4().hex[:6]}"
+    props = worker_properties(bootstrap, group, free_port(), kconnect_executor="spark")
+    props.update(
+        {
+            "key.converter": STRING_CONVERTER,
+            "value.converter": STRING_CONVERTER,
+            "offset.flush.interval.ms": FLUSH_INTERVAL_MS,
+            "spark.master": "local[2]",
+            "spark.ui.enabled": "false",
+            "spark.sql.shuffle.partitions": "1",
+            # Loopback for both: a driver bound to one address but advertising another cannot fetch
+            # its own large task results (a micro-batch's Arrow rows) from its block manager.
+            "spark.driver.bindAddress": "127.0.0.1",
+            "spark.driver.host": "127.0.0.1",
+        }
+    )
+    return WorkerProcess(work, props, name=group).start()
+
+
+class Health:
+    """``alive()`` for a kconnect run: the process is up and (checked every 2 s) no task has FAILED."""
+
+    def __init__(self, worker: WorkerProcess, connectors: list[str]) -> None:
+        self.worker = worker
+        self.connectors = connectors
+        self._next = 0.0
+
+    def __call__(self) -> bool:
+        if not self.worker.alive():
+            return False
+        if time.monotonic() < self._next:
+            return True
+        self._next = time.monotonic() + 2
+        for name in self.connectors:
+            with contextlib.suppress(httpx.HTTPError, ValueError):
+                body = self.worker.get(f"/connectors/{name}/status").json()
+                for task in body.get("tasks", []) if isinstance(body, dict) else []:
+                    if task.get("state") == "FAILED":
+                        raise RuntimeError(
+                            f"{name} task {task.get('id')} FAILED: {task.get('trace', '')[-3000:]}"
+                        )
+        return True
+
+
+def create(worker: WorkerProcess, name: str, config: dict[str, str]) -> None:
+    resp = worker.request("POST", "/connectors", json={"name": name, "config": config})
+    if resp.status_code != 201:
+        raise RuntimeError(f"creating {name} on the kconnect worker: {resp.status_code} {resp.text}")
+
+
+def warm_up(worker: WorkerProcess, bootstrap: str, work: Path) -> None:
+    """Start the worker's SparkSession with a one-record sink connector, then delete the connector."""
+    topic = f"warm-{uuid.uuid4().hex[:6]}"
+    create_topic(bootstrap, topic)
+    producer = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1})
+    producer.produce(topic, b"warm")
+    producer.flush(10)
+    out = work / "warm.txt"
+    create(worker, "bench-warm", {"connector.class": "FileStreamSink", "file": str(out), "topics": topic})
+    wait_for_size(out, 5, 300, worker.alive)
+    worker.request("DELETE", "/connectors/bench-warm")
+    wait_until(lambda: worker.get("/connectors").json() == [], 60, "the warm-up connector to go")
+
+
+def run_kconnect(
+    worker: WorkerProcess, bootstrap: str, source: Path, out: Path, records: int, idle: dict[str, int]
+) -> Result:
+    topic = f"kc-{uuid.uuid4().hex[:6]}-lines"
+    create_topic(bootstrap, topic)
+    line_size = source.stat().st_size // records
+    assert worker.proc is not None
+    # Each sink batch's timings in the worker's log (kept with --keep).
+    worker.request("PUT", "/admin/loggers/kconnect.task", json={"level": "DEBUG"})
+    with PeakSampler(worker.proc.pid) as sampler, Sentinels(bootstrap, topic):
+        started = time.monotonic()
+        for name, config in connector_configs(source, out, topic).items():
+            create(worker, name, config)
+        finished = wait_for_lines(
+            out, records, line_size, 1800, Health(worker, ["bench-source", "bench-sink"])
+        )
+    peak = sampler.peak
+    for name in ("bench-source", "bench-sink"):
+        worker.request("DELETE", f"/connectors/{name}")
+    ok = same_lines(source, out, drop=SENTINEL)
+    memory = {
+        "idle worker (no Spark)": mib(idle["root"]),
+        "peak with 2 tasks": mib(peak["root"]),
+        "per running task": mib((peak["root"] - idle["root"]) // 2),
+        "Spark JVM peak": mib(peak["jvm"]),
+        "Spark Python workers peak": mib(peak["other"]),
+    }
+    return Result("kconnect (Spark)", records, finished - started, "" if ok else "OUTPUT DIFFERS", memory)
+
+
+# --- Kafka -> Parquet (the connector is another helper's work; this slot runs once it is importable)
+
+
+def parquet_available() -> bool:
+    try:
+        return importlib.util.find_spec("kconnect.connectors.parquet") is not None and hasattr(
+            importlib.import_module("kconnect.connectors.parquet"), "ParquetSinkConnector"
+        )
+    except ImportError:
+        return False
+
+
+def parquet_rows(path: Path) -> int:
+    import pyarrow.parquet as pq
+
+    rows = 0
+    for file in path.rglob("*.parquet"):
+        with contextlib.suppress(Exception):  # a file still being written
+            rows += pq.ParquetFile(file).metadata.num_rows
+    return rows
+
+
+def run_parquet(worker: WorkerProcess, bootstrap: str, source: Path, work: Path, records: int) -> Result:
+    if not parquet_available():
+        return Result("kconnect Kafka -> Parquet", records, None, f"not available ({PARQUET_CLASS})")
+    topic = f"pq-{uuid.uuid4().hex[:6]}"
+    create_topic(bootstrap, topic)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    with open(source, "rb") as f:
+        for line in f:
+            while True:
+                try:
+                    producer.produce(topic, line.rstrip(b"\n"))
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+    producer.flush(60)
+    path = work / "parquet"
+    path.mkdir()
+    with Sentinels(bootstrap, topic):
+        started = time.monotonic()
+        create(
+            worker,
+            "bench-parquet",
+            {
+                "connector.class": PARQUET_CLASS,
+                "topics": topic,
+                "path": str(path),
+                "flush.size": str(min(records, 100000)),
+                "tasks.max": "1",
+            },
+        )
+        health = Health(worker, ["bench-parquet"])
+        wait_until(lambda: parquet_rows(path) >= records or not health(), 1800, "parquet rows", 0.5)
+        finished = time.monotonic()
+    worker.request("DELETE", "/connectors/bench-parquet")
+    return Result("kconnect Kafka -> Parquet", records, finished - started, "topic pre-loaded")
+
+
+# ------------------------------------------------------------------------------------------ main
+
+
+def print_table(results: list[Result]) -> None:
+    reference = next((r.rate for r in results if r.system.startswith("reference")), None)
+    print(f"\n{'system':30} {'records':>10} {'seconds':>8} {'rec/s':>10} {'x reference':>11}  note")
+    for r in results:
+        seconds = f"{r.seconds:.1f}" if r.seconds else "-"
+        rate = f"{r.rate:,.0f}" if r.rate else "-"
+        ratio = f"{r.rate / reference:.2f}" if r.rate and reference else "-"
+        print(f"{r.system:30} {r.records:>10,} {seconds:>8} {rate:>10} {ratio:>11}  {r.note}")
+    for r in results:
+        if r.memory:
+            print(f"\nresident memory, {r.system}:")
+            for what, value in r.memory.items():
+                print(f"    {what:28} {value:>9}")
+
+
+@contextlib.contextmanager
+def workdir(keep: bool) -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="kconnect-bench-dataplane-"))
+    try:
+        yield path
+    finally:
+        if keep:
+            print(f"\nkept {path}")
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--size", type=int, default=100, help="bytes per line before the newline")
+    parser.add_argument("--only", default="ceiling,reference,kconnect,parquet")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, outputs)")
+    args = parser.parse_args(argv)
+    only = {s.strip() for s in args.only.split(",")}
+    print(
+        f"{platform.node()}: {os.cpu_count()} CPUs, Python {platform.python_version()}; "
+        f"{args.records:,} records of {args.size} bytes"
+    )
+    results: list[Result] = []
+    with workdir(args.keep) as work:
+        source = work / "input.txt"
+        make_input(source, args.records, args.size)
+        broker = embedded.start(log_path=work / "broker.log")
+        try:
+            if "ceiling" in only:
+                print("ceiling: plain confluent-kafka producer and consumer ...", flush=True)
+                results.append(run_ceiling(broker.bootstrap, source, work / "out-ceiling.txt", args.records))
+            if "reference" in only:
+                print("reference: Apache Kafka Connect 3.9 ...", flush=True)
+                results.append(
+                    run_reference(broker.bootstrap, work, source, work / "out-reference.txt", args.records)
+                )
+            if only & {"kconnect", "parquet"}:
+                worker = kconnect_worker(broker.bootstrap, work)
+                try:
+                    wait_until(lambda: (worker.workers() or {}).get("generation", -1) >= 0, 120, "the join")
+                    assert worker.proc is not None
+                    time.sleep(1)
+                    idle = tree_rss(worker.proc.pid)
+                    print("kconnect: starting the SparkSession (warm-up, not timed) ...", flush=True)
+                    warm_up(worker, broker.bootstrap, work)
+                    if "kconnect" in only:
+                        print("kconnect: FileStream source and sink ...", flush=True)
+                        results.append(
+                            run_kconnect(
+                                worker,
+                                broker.bootstrap,
+                                source,
+                                work / "out-kconnect.txt",
+                                args.records,
+                                idle,
+                            )
+                        )
+                    if "parquet" in only:
+                        print("kconnect: Kafka -> Parquet ...", flush=True)
+                        results.append(run_parquet(worker, broker.bootstrap, source, work, args.records))
+                finally:
+                    with contextlib.suppress(Exception):
+                        worker.stop(60)
+                    if worker.alive():
+                        worker.kill()
+        except (httpx.HTTPError, RuntimeError, TimeoutError, AssertionError) as exc:
+            print(f"\nbench aborted: {exc}", file=sys.stderr)
+            print_table(results)
+            return 1
+        finally:
+            broker.stop()
+        print_table(results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
