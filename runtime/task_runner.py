@@ -33,8 +33,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kconnect.runtime import logs
+from kconnect.runtime.exactly_once import ExactlyOnce, commit_due, producer_settings
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.offset_log import OffsetMap, OffsetState, SourceOffset, partition_json
+from kconnect.runtime.offset_log import encode as encode_offset
 from kconnect.runtime.plugins import (
     ConnectorError,
     PluginRegistry,
@@ -125,6 +127,18 @@ def client_settings(
     return settings
 
 
+def _produce(
+    producer: Any, topic: str, key: bytes | None, value: bytes | None, kwargs: dict[str, Any]
+) -> None:
+    """Produce one record, letting deliveries drain the local queue while it is full."""
+    while True:
+        try:
+            producer.produce(topic, value=value, key=key, **kwargs)
+            return
+        except BufferError:
+            producer.poll(0.1)
+
+
 # ------------------------------------------------------------------------------------------ runners
 
 
@@ -177,9 +191,14 @@ class TaskRunner:
 
     # --- lifecycle, called by the executor
 
+    #: Whether the plugin task is started by ``run`` on the task's own thread instead of by ``start``
+    #: (an exactly-once source task must first fence older instances and read offsets to the end).
+    starts_on_thread = False
+
     def start(self, paused: bool) -> None:
         """Start the plugin task on the caller's thread (quick), then its loop on a thread of its own."""
-        self.task.start(dict(self.config))
+        if not self.starts_on_thread:
+            self.task.start(dict(self.config))
         if not paused:
             self._running.set()
         self._thread = threading.Thread(target=self._main, name=f"task-{self.task_id}", daemon=True)
@@ -562,9 +581,20 @@ class SourceTaskRunner(TaskRunner):
         write_offsets: Callable[[list[SourceOffset]], None],
         flush_interval_ms: int,
         flush_timeout_ms: int,
+        exactly_once: ExactlyOnce | None = None,
+        sync_offsets: Callable[[], OffsetState] | None = None,
     ) -> None:
         super().__init__(task_id, task, config, on_failure)
         self.source: SourceTask = task
+        #: Set when the worker has exactly.once.source.support=enabled: records and offsets go to Kafka
+        #: in one transaction per boundary (``exactly_once``), and the task starts on its own thread.
+        self.eos = exactly_once
+        self.starts_on_thread = exactly_once is not None
+        self._sync_offsets = sync_offsets
+        self._open: list[SourceRecord] = []  # records of the open transaction, in poll order
+        self._acks: dict[int, Any] = {}  # index in _open -> delivery metadata
+        self._in_transaction = False
+        self._begun = 0.0  # monotonic time the open transaction began
         self._bootstrap = bootstrap
         self._converters = dict(converters)
         self._encoder = source_encoder(self._converters, config)
@@ -622,6 +652,9 @@ class SourceTaskRunner(TaskRunner):
         self.source.commit()
 
     def run(self) -> None:
+        if self.eos is not None:
+            self._run_transactional(self.eos)
+            return
         from confluent_kafka import Producer
 
         producer = Producer(
@@ -652,12 +685,7 @@ class SourceTaskRunner(TaskRunner):
                         kwargs["timestamp"] = record.timestamp
                     if headers:
                         kwargs["headers"] = headers
-                    while True:
-                        try:
-                            producer.produce(record.topic, value=value, key=key, **kwargs)
-                            break
-                        except BufferError:
-                            producer.poll(0.1)  # the local queue is full: let deliveries drain it
+                    _produce(producer, record.topic, key, value, kwargs)
                     self._unflushed.append(record)
                 self.counters.records += len(records)
                 producer.poll(0)
@@ -672,6 +700,170 @@ class SourceTaskRunner(TaskRunner):
                     self._flush(producer)
                 except Exception as exc:
                     self.log.warning("final offset flush failed", error=str(exc))
+
+    # --- exactly-once (KIP-618)
+
+    def _run_transactional(self, eos: ExactlyOnce) -> None:
+        """The poll loop with one producer transaction per boundary, records and offsets together.
+
+        Order as Java's ExactlyOnceWorkerSourceTask: ``init_transactions`` first (fences every older
+        instance of this task and aborts what it left open), then the offsets read to the end of the
+        topic (only committed ones: the worker reads with read_committed), and only then ``task.start``,
+        so the task resumes after the last record that was committed with its offset.
+        """
+        from confluent_kafka import KafkaException, Producer
+
+        producer = Producer(
+            {
+                "bootstrap.servers": self._bootstrap,
+                "client.id": f"connector-producer-{self.task_id}",
+                **producer_settings(self._producer_settings, eos),
+            }
+        )
+        timeout_s = max(self._flush_timeout_s, 30.0)
+        try:
+            producer.init_transactions(timeout_s)
+        except KafkaException as exc:
+            raise ConnectorError(self._transaction_failure("initializing transactions", exc)) from exc
+        self.log.info("transactional producer ready", transactional_id=eos.transactional_id)
+        if self._sync_offsets is not None:
+            self._sync_offsets()
+        self.source.start(dict(self.config))
+        clean = False
+        try:
+            while not self._stopping.is_set():
+                if not self._running.is_set():
+                    self._commit_transaction(producer, eos)
+                    self._running.wait(0.5)
+                    continue
+                records = self.source.poll() or []
+                self.counters.records += len(records)
+                for record in records:
+                    encoded = self._encode(record)
+                    if encoded is None:
+                        # Skipped (errors.tolerance=all): its offset still commits with the others.
+                        self._begin(producer)
+                        self._open.append(record)
+                        continue
+                    self._begin(producer)
+                    key, value, headers = encoded
+                    kwargs: dict[str, Any] = {"on_delivery": self._transactional_ack(len(self._open))}
+                    if record.partition is not None:
+                        kwargs["partition"] = record.partition
+                    if record.timestamp is not None:
+                        kwargs["timestamp"] = record.timestamp
+                    if headers:
+                        kwargs["headers"] = headers
+                    _produce(producer, record.topic, key, value, kwargs)
+                    self._open.append(record)
+                producer.poll(0)
+                if self._delivery_error is not None:
+                    raise ConnectorError(self._delivery_error)
+                due = commit_due(
+                    eos.policy, open_records=len(self._open), now_s=time.monotonic(), begun_s=self._begun
+                )
+                if due:
+                    self._commit_transaction(producer, eos)
+            clean = True
+        finally:
+            if clean:
+                # A clean stop commits what was polled, as Java's final offset commit does.
+                self._commit_transaction(producer, eos)
+            else:
+                self._abort_transaction(producer)
+            producer.flush(5)
+
+    def _begin(self, producer: Any) -> None:
+        from confluent_kafka import KafkaException
+
+        if self._open or self._in_transaction:
+            return
+        try:
+            producer.begin_transaction()
+        except KafkaException as exc:
+            raise ConnectorError(self._transaction_failure("beginning a transaction", exc)) from exc
+        self._in_transaction = True
+        self._begun = time.monotonic()
+
+    def _transactional_ack(self, index: int) -> Callable[[Any, Any], None]:
+        """Delivery callback under a transaction: keep the metadata; ``commit_record`` waits for the commit
+        (an acknowledged record of an aborted transaction never reaches a read_committed reader)."""
+
+        def delivered(error: Any, message: Any) -> None:
+            self._on_delivery(error, message)
+            if error is None:
+                self._acks[index] = message
+
+        return delivered
+
+    def _transaction_failure(self, doing: str, exc: Exception) -> str:
+        """The task's failure message; names fencing plainly, since it means another instance runs."""
+        error = exc.args[0] if exc.args else exc
+        code = getattr(error, "code", lambda: None)()
+        from confluent_kafka import KafkaError
+
+        fenced_codes = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
+        transactional_id = self.eos.transactional_id if self.eos is not None else "?"
+        if code in fenced_codes or "fenced" in str(error).lower():
+            return (
+                f"The transactional producer of task {self.task_id} (transactional.id={transactional_id}) "
+                f"was fenced out while {doing}: a newer instance of this task has started elsewhere "
+                f"(zombie fencing), so this one stops without committing. Cause: {error}"
+            )
+        return f"Task {self.task_id} failed while {doing} (transactional.id={transactional_id}): {error}"
+
+    def _commit_transaction(self, producer: Any, eos: ExactlyOnce) -> None:
+        """Add the open records' offsets to the transaction, commit it, then tell the task."""
+        from confluent_kafka import KafkaException
+
+        if not self._open:
+            return
+        started = time.monotonic()
+        records, self._open = self._open, []
+        acks, self._acks = self._acks, {}
+        try:
+            for offset in latest_source_offsets(self.task_id.connector, records):
+                key, value = encode_offset(offset)
+                _produce(producer, eos.offsets_topic, key, value, {"on_delivery": self._on_delivery})
+            producer.flush(self._flush_timeout_s)
+            if self._delivery_error is not None:
+                raise ConnectorError(self._delivery_error)
+            producer.commit_transaction(max(self._flush_timeout_s, 30.0))
+        except KafkaException as exc:
+            self._in_transaction = False
+            message = self._transaction_failure("committing a transaction", exc)
+            self._try_abort(producer)
+            raise ConnectorError(message) from exc
+        except ConnectorError:
+            self._in_transaction = False
+            self._try_abort(producer)
+            raise
+        self._in_transaction = False
+        self.counters.offset_commits += 1
+        self.counters.offset_commit_ms_total += (time.monotonic() - started) * 1000
+        for index, record in enumerate(records):
+            metadata = acks.get(index)
+            if metadata is None:
+                continue  # skipped by errors.tolerance=all: never produced
+            try:
+                self.source.commit_record(record, metadata)
+            except Exception as exc:
+                self.log.warning("commit_record failed", error=str(exc))
+        self.source.commit()
+
+    def _try_abort(self, producer: Any) -> None:
+        try:
+            producer.abort_transaction(10)
+        except Exception as exc:  # fenced or fatal: the broker aborts it when the new instance inits
+            self.log.warning("aborting the transaction failed", error=str(exc))
+
+    def _abort_transaction(self, producer: Any) -> None:
+        """On failure nothing polled since the last commit may become visible (Java aborts too)."""
+        if self._in_transaction:
+            self._in_transaction = False
+            self._open = []
+            self._acks = {}
+            self._try_abort(producer)
 
     def _encode(
         self, record: SourceRecord

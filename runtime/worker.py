@@ -206,6 +206,7 @@ class Worker:
             read_offsets=self._current_offsets,
             write_offsets=self.write_source_offsets,
             task_count=lambda connector: self.snapshot().task_count(connector),
+            sync_offsets=self.source_offsets,
         )
 
     def _current_offsets(self) -> OffsetState:
@@ -1075,7 +1076,11 @@ class Worker:
 
     def validate(self, config: Mapping[str, str]) -> None:
         try:
-            infos = validate_connector_config(self.registry, dict(config))
+            infos = validate_connector_config(
+                self.registry,
+                dict(config),
+                exactly_once_source_enabled=self.config.exactly_once_source_support == "enabled",
+            )
         except (ConnectorConfigError, PluginError) as exc:
             # No connector.class, or one no plugin answers to: the request is at fault (400), as in Java.
             raise BadRequestError(str(exc.args[0]) if exc.args else str(exc)) from exc

@@ -1,0 +1,173 @@
+"""Exactly-once source delivery (KIP-618) survives a worker killed mid-stream.
+
+Two real kconnect workers with ``exactly.once.source.support=enabled`` run the verifiable source
+(throughput-limited, two tasks) into one topic. The worker running a task is SIGKILLed while its
+producer has a transaction open; the task starts again on the other worker, whose
+``init_transactions`` with the same ``transactional.id`` fences the dead instance and aborts what it
+left open, and which resumes from the last offset committed in the same transaction as its records.
+A read_committed reader must then see every seqno of every task exactly once: no loss, no duplicates.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kconnect.runtime.broker import EmbeddedBroker
+from tests.support.cluster import stable_view, start_cluster, wait_nudging, wait_until
+
+pytestmark = pytest.mark.integration
+
+
+def read_committed(bootstrap: str, topic: str, quiet_s: float = 3.0) -> list[tuple[int, int]]:
+    """(task, seqno) of every committed record up to the end of the topic as it is now.
+
+    Stops at the high watermark read at the start, or after ``quiet_s`` without a record: the tail of a
+    committed transaction ends in a control record a reader never sees, and the test broker's high
+    watermark misses the tail of multi-record batches (DESIGN.md, "Test broker"), so after the tasks
+    have stopped the final read relies on the quiet period.
+    """
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"eos-check-{uuid.uuid4().hex[:6]}",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+        }
+    )
+    # Assigned, not subscribed: no group join, which the test broker completes only after a delay.
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    _low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10, cached=False)
+    seen: list[tuple[int, int]] = []
+    last = time.monotonic()
+    try:
+        while time.monotonic() - last < quiet_s:
+            for msg in consumer.consume(500, 0.5):
+                if msg.error() is not None:
+                    continue
+                seen.append((int(msg.key() or b"-1"), int(msg.value() or b"-1")))
+                last = time.monotonic()
+                if (msg.offset() or 0) + 2 >= high:
+                    return seen
+    finally:
+        consumer.close()
+    return seen
+
+
+def test_killed_worker_no_loss_no_duplicates(tmp_path: Path, broker: EmbeddedBroker) -> None:
+    workers = start_cluster(
+        tmp_path,
+        broker.bootstrap,
+        2,
+        kconnect_executor="spark",
+        spark_master="local[1]",
+        spark_ui_enabled="false",
+        scheduled_rebalance_max_delay_ms=0,
+        exactly_once_source_support="enabled",
+    )
+    topic = f"eos-{uuid.uuid4().hex[:6]}"
+    config = {
+        "connector.class": "VerifiableSource",
+        "topic": topic,
+        "throughput": "50",
+        "tasks.max": "2",
+        "exactly.once.support": "required",
+        "transaction.boundary": "poll",
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "key.converter.schemas.enable": "false",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false",
+    }
+
+    def task_owners() -> dict[int, str] | None:
+        for w in workers:
+            if not w.alive():
+                continue
+            resp = w.get("/connectors/eos/status")
+            tasks = resp.json().get("tasks") if resp.status_code == 200 else None
+            if tasks and len(tasks) == 2 and all(t["state"] == "RUNNING" for t in tasks):
+                return {t["id"]: t["worker_id"] for t in tasks}
+        return None
+
+    try:
+        wait_until(stable_view(workers, 2), 90, "two workers in one group")
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})  # held: futures need it alive
+        for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
+            future.result(15)
+        # Validation: a connector that cannot say it supports exactly-once is refused under "required".
+        stdin = {"connector.class": "FileStreamSource", "topic": topic, "exactly.once.support": "required"}
+        refused = workers[0].request(
+            "PUT", "/connector-plugins/FileStreamSource/config/validate", json={"name": "stdin", **stdin}
+        )
+        assert refused.status_code == 200 and refused.json()["error_count"] == 1, refused.text
+        unsupported = "The connector does not support exactly-once semantics with the provided configuration."
+        assert unsupported in refused.text
+        rejected = workers[0].request("POST", "/connectors", json={"name": "stdin", "config": stdin})
+        assert rejected.status_code == 400 and unsupported in rejected.json()["message"], rejected.text
+        resp = workers[0].request("POST", "/connectors", json={"name": "eos", "config": config})
+        assert resp.status_code == 201, resp.text
+
+        owners = wait_until(task_owners, 90, "both tasks RUNNING")
+        wait_until(lambda: len(read_committed(broker.bootstrap, topic)) >= 200, 60, "200 committed records")
+        victim_id = owners[0]
+        [victim] = [w for w in workers if w.url.endswith(victim_id.rsplit(":", 1)[1])]
+        [survivor] = [w for w in workers if w is not victim]
+        survivor_id = survivor.url.split("://", 1)[1]
+        victim.kill()  # SIGKILL: no final commit, its open transaction is left to be aborted
+        before = len(read_committed(broker.bootstrap, topic))
+
+        def moved() -> Any:
+            now = task_owners()
+            return now if now is not None and set(now.values()) == {survivor_id} else None
+
+        wait_nudging(
+            moved,
+            lambda: survivor.request("PUT", "/connectors/eos/config", json=config),
+            120,
+            "both tasks RUNNING on the surviving worker",
+        )
+        wait_until(
+            lambda: len(read_committed(broker.bootstrap, topic)) >= before + 200,
+            60,
+            "the moved task producing again",
+        )
+        resp = survivor.request("PUT", "/connectors/eos/stop")
+        assert resp.status_code == 204, resp.text
+        wait_until(
+            lambda: (
+                (s := survivor.get("/connectors/eos/status").json()).get("connector", {}).get("state")
+                == "STOPPED"
+                and not s.get("tasks")
+            ),
+            60,
+            "the connector STOPPED",
+        )
+
+        seen = read_committed(broker.bootstrap, topic, quiet_s=5.0)
+        per_task: dict[int, Counter[int]] = {}
+        for task, seqno in seen:
+            per_task.setdefault(task, Counter())[seqno] += 1
+        assert set(per_task) == {0, 1}, sorted(per_task)
+        for task, counts in sorted(per_task.items()):
+            top = max(counts)
+            duplicates = {s: c for s, c in counts.items() if c > 1}
+            missing = sorted(set(range(top + 1)) - set(counts))
+            print(
+                f"\ntask {task}: {sum(counts.values())} committed records, seqnos 0..{top}, "
+                f"{len(duplicates)} duplicated, {len(missing)} missing"
+            )
+            assert not duplicates, f"task {task} duplicated seqnos: {sorted(duplicates)[:20]}"
+            assert not missing, f"task {task} lost seqnos: {missing[:20]}"
+        victim_log = victim.log_text()
+        assert "transactional producer ready" in victim_log
+    finally:
+        for w in workers:
+            if w.alive():
+                w.stop(60)
