@@ -39,6 +39,7 @@ __all__ = [
     "producer_settings",
     "transaction_policy",
     "transactional_id",
+    "zombie_ids",
 ]
 
 
@@ -72,6 +73,16 @@ def transactional_id(group_id: str, connector: str, task: int) -> str:
     and what the leader's zombie fencing enumerates for a connector.
     """
     return f"{group_id}-{connector}-{task}"
+
+
+def zombie_ids(group_id: str, connector: str, task_count_record: int | None) -> list[str]:
+    """The transactional ids a round of zombie fencing must fence before a new task generation starts.
+
+    ``task_count_record`` is the ``tasks-fencing-<connector>`` record: how many tasks the generation
+    fenced last time had, i.e. how many instances may still be alive from before. None (no round yet:
+    the connector never ran with exactly-once) means there is nothing transactional to fence.
+    """
+    return [transactional_id(group_id, connector, t) for t in range(task_count_record or 0)]
 
 
 def transaction_policy(config: Mapping[str, str], default_interval_ms: int) -> TransactionPolicy:

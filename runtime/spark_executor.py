@@ -103,8 +103,11 @@ class SparkExecutor:
         write_offsets: Callable[[list[SourceOffset]], None],
         task_count: Callable[[str], int] | None = None,
         sync_offsets: Callable[[], OffsetState] | None = None,
+        fence: Callable[[str], None] | None = None,
     ) -> None:
         self.config = config
+        #: Waits until a connector's task generation is fenced (zombie fencing, exactly-once sources).
+        self._fence = fence
         #: The offsets topic read to its end (an exactly-once task reads it after fencing, before start).
         self._sync_offsets = sync_offsets
         #: How many tasks a connector has now (the config topic's task commit); a sink task reads its
@@ -201,6 +204,7 @@ class SparkExecutor:
                 flush_timeout_ms=self.config.offset_flush_timeout_ms,
                 exactly_once=eos,
                 sync_offsets=self._sync_offsets,
+                fence=self._fence,
             )
         raise ConnectorError(f"{type(task).__name__} is neither a SourceTask nor a SinkTask")
 

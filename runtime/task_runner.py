@@ -583,6 +583,7 @@ class SourceTaskRunner(TaskRunner):
         flush_timeout_ms: int,
         exactly_once: ExactlyOnce | None = None,
         sync_offsets: Callable[[], OffsetState] | None = None,
+        fence: Callable[[str], None] | None = None,
     ) -> None:
         super().__init__(task_id, task, config, on_failure)
         self.source: SourceTask = task
@@ -591,6 +592,7 @@ class SourceTaskRunner(TaskRunner):
         self.eos = exactly_once
         self.starts_on_thread = exactly_once is not None
         self._sync_offsets = sync_offsets
+        self._fence = fence
         self._open: list[SourceRecord] = []  # records of the open transaction, in poll order
         self._acks: dict[int, Any] = {}  # index in _open -> delivery metadata
         self._in_transaction = False
@@ -706,13 +708,16 @@ class SourceTaskRunner(TaskRunner):
     def _run_transactional(self, eos: ExactlyOnce) -> None:
         """The poll loop with one producer transaction per boundary, records and offsets together.
 
-        Order as Java's ExactlyOnceWorkerSourceTask: ``init_transactions`` first (fences every older
+        Order as Java's: the connector's task generation fenced first (``fence``: the leader's round of
+        zombie fencing, done once per new generation), then ``init_transactions`` (fences every older
         instance of this task and aborts what it left open), then the offsets read to the end of the
         topic (only committed ones: the worker reads with read_committed), and only then ``task.start``,
         so the task resumes after the last record that was committed with its offset.
         """
         from confluent_kafka import KafkaException, Producer
 
+        if self._fence is not None:
+            self._fence(self.task_id.connector)
         producer = Producer(
             {
                 "bootstrap.servers": self._bootstrap,
