@@ -759,7 +759,10 @@ class SourceTaskRunner(TaskRunner):
                         kwargs["timestamp"] = record.timestamp
                     if headers:
                         kwargs["headers"] = headers
-                    _produce(producer, record.topic, key, value, kwargs)
+                    try:
+                        _produce(producer, record.topic, key, value, kwargs)
+                    except KafkaException as exc:
+                        raise ConnectorError(self._transaction_failure("producing a record", exc)) from exc
                     self._open.append(record)
                 producer.poll(0)
                 if self._delivery_error is not None:
@@ -795,15 +798,24 @@ class SourceTaskRunner(TaskRunner):
         (an acknowledged record of an aborted transaction never reaches a read_committed reader)."""
 
         def delivered(error: Any, message: Any) -> None:
-            self._on_delivery(error, message)
+            # Nothing may raise here: an exception inside a librdkafka callback surfaces as a SystemError
+            # from whichever poll or flush served it, without the cause.
             if error is None:
                 self._acks[index] = message
+            elif self._delivery_error is None:
+                try:
+                    self._delivery_error = self._transaction_failure(f"producing to {message.topic()}", error)
+                except Exception as exc:
+                    self._delivery_error = f"producing to {message.topic()} failed: {error} ({exc!r})"
 
         return delivered
 
-    def _transaction_failure(self, doing: str, exc: Exception) -> str:
-        """The task's failure message; names fencing plainly, since it means another instance runs."""
-        error = exc.args[0] if exc.args else exc
+    def _transaction_failure(self, doing: str, cause: Any) -> str:
+        """The task's failure message; names fencing plainly, since it means another instance runs.
+
+        ``cause`` is a KafkaException (which carries a KafkaError) or a KafkaError from a delivery report.
+        """
+        error = cause.args[0] if isinstance(cause, Exception) and cause.args else cause
         code = getattr(error, "code", lambda: None)()
         from confluent_kafka import KafkaError
 
@@ -825,25 +837,29 @@ class SourceTaskRunner(TaskRunner):
             return
         started = time.monotonic()
         records, self._open = self._open, []
-        acks, self._acks = self._acks, {}
         try:
             for offset in latest_source_offsets(self.task_id.connector, records):
                 key, value = encode_offset(offset)
                 _produce(producer, eos.offsets_topic, key, value, {"on_delivery": self._on_delivery})
-            producer.flush(self._flush_timeout_s)
-            if self._delivery_error is not None:
-                raise ConnectorError(self._delivery_error)
+            # commit_transaction flushes and reports a failed send or a fencing as its own error. No
+            # flush() before it: with a fenced (fatal) producer confluent-kafka's flush raises a bare
+            # SystemError that hides the cause.
             producer.commit_transaction(max(self._flush_timeout_s, 30.0))
         except KafkaException as exc:
             self._in_transaction = False
             message = self._transaction_failure("committing a transaction", exc)
-            self._try_abort(producer)
+            error = exc.args[0] if exc.args else None
+            if not (error is not None and error.fatal()):
+                # A fatal (fenced) producer can abort nothing; the newer instance's init aborted it.
+                self._try_abort(producer)
             raise ConnectorError(message) from exc
         except ConnectorError:
             self._in_transaction = False
             self._try_abort(producer)
             raise
         self._in_transaction = False
+        producer.flush(self._flush_timeout_s)  # nothing is outstanding: this serves the delivery reports
+        acks, self._acks = self._acks, {}
         self.counters.offset_commits += 1
         self.counters.offset_commit_ms_total += (time.monotonic() - started) * 1000
         for index, record in enumerate(records):

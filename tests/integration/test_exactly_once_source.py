@@ -20,7 +20,12 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kconnect.connectors.verifiable import VerifiableSourceTask
 from kconnect.runtime.broker import EmbeddedBroker
+from kconnect.runtime.exactly_once import ExactlyOnce, TransactionBoundary, TransactionPolicy
+from kconnect.runtime.ids import TaskId
+from kconnect.runtime.offset_log import OffsetState
+from kconnect.runtime.task_runner import SourceTaskRunner
 from tests.support.cluster import stable_view, start_cluster, wait_nudging, wait_until
 
 pytestmark = pytest.mark.integration
@@ -173,3 +178,58 @@ def test_killed_worker_no_loss_no_duplicates(tmp_path: Path, broker: EmbeddedBro
         for w in workers:
             if w.alive():
                 w.stop(60)
+
+
+def test_a_live_zombie_is_fenced_by_the_new_instance_and_fails_clearly(broker: EmbeddedBroker) -> None:
+    """Two live instances of one task (a worker that lost its assignment but still runs it): the newer
+    one's init_transactions fences the older, whose next transactional call fails the task with a message
+    that says so, while the newer one goes on committing. Runners in this process: no worker needed."""
+    topic, offsets = f"zombie-{uuid.uuid4().hex[:6]}", f"zombie-offsets-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for future in admin.create_topics([NewTopic(topic, 1, 1), NewTopic(offsets, 1, 1)]).values():
+        future.result(15)
+    failures: dict[int, str] = {}
+    json_plain = "org.apache.kafka.connect.json.JsonConverter"
+    converters = {
+        "key.converter": json_plain,
+        "key.converter.schemas.enable": "false",
+        "value.converter": json_plain,
+        "value.converter.schemas.enable": "false",
+    }
+    config = {
+        "name": "z",
+        "id": "0",
+        "topic": topic,
+        "throughput": "50",
+        "connector.class": "VerifiableSource",
+    }
+
+    def runner(instance: int) -> SourceTaskRunner:
+        return SourceTaskRunner(
+            TaskId("z", 0),
+            VerifiableSourceTask(),
+            config,
+            lambda _task, trace: failures.setdefault(instance, trace),
+            bootstrap=broker.bootstrap,
+            converters=converters,
+            producer_settings={},
+            read_offsets=OffsetState,
+            write_offsets=lambda _records: None,
+            flush_interval_ms=1000,
+            flush_timeout_ms=10_000,
+            exactly_once=ExactlyOnce("g-z-0", TransactionPolicy(TransactionBoundary.POLL, 1000), offsets),
+        )
+
+    zombie, fresh = runner(1), runner(2)
+    try:
+        zombie.start(paused=False)
+        wait_until(lambda: zombie.counters.offset_commits >= 3, 60, "the first instance committing")
+        fresh.start(paused=False)
+        trace = wait_until(lambda: failures.get(1), 60, "the first instance fenced")
+        print(f"\nzombie failed with: {trace.strip().splitlines()[-1]}")
+        assert "was fenced out" in trace and "transactional.id=g-z-0" in trace, trace
+        commits = fresh.counters.offset_commits
+        wait_until(lambda: fresh.counters.offset_commits >= commits + 3, 60, "the new instance committing")
+        assert 2 not in failures, failures.get(2)
+    finally:
+        assert fresh.stop(15) and zombie.stop(15)
