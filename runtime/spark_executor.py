@@ -205,6 +205,7 @@ class SparkExecutor:
                 exactly_once=eos,
                 sync_offsets=self._sync_offsets,
                 fence=self._fence,
+                spark=self.spark.get,
             )
         raise ConnectorError(f"{type(task).__name__} is neither a SourceTask nor a SinkTask")
 

@@ -9,13 +9,16 @@ dead-lettered (``=all``) before anything is committed; good rows -> ``SinkRecord
 Offsets move only after the output is durable: at-least-once, and a task restarted anywhere resumes from
 that group's offsets. Each sink task's Spark work runs in its own FAIR scheduler pool and job group.
 
-Source tasks (``SourceTaskRunner``) do NOT pass through Spark: ``SourceTask.poll`` is driver-side user
-code (it reads files, sockets, APIs on this machine) and its records must be produced in poll order with
-their source offsets tracked per record; routing them through a Spark job would ship them to an executor
-and back for nothing. They are produced with an idempotent confluent-kafka producer, and their source
-offsets are written to the offsets topic every ``offset.flush.interval.ms`` and on stop, only after a
-producer flush has had every record before them acknowledged. Their keys and values are encoded with
-the configured converters (``source_encoding``); transforms are not applied to source records yet.
+Source tasks (``SourceTaskRunner``) pass through Spark only when the connector has transforms:
+``SourceTask.poll`` is driver-side user code (it reads files, sockets, APIs on this machine) and its
+records must be produced in poll order with their source offsets tracked per record. Their keys and values
+are encoded with the configured converters (``source_encoding``); with transforms, each poll batch then
+goes through the chain as one frame (``source_batch``), and records the chain drops are acknowledged with
+``commit_record(record, None)`` and their offsets committed. They are produced with an idempotent
+confluent-kafka producer, and their source offsets are written to the offsets topic every
+``offset.flush.interval.ms`` and on stop, only after a producer flush has had every record before them
+acknowledged. With ``exactly.once.source.support=enabled`` a transactional producer carries records and
+offsets in one transaction per boundary instead (KIP-618; ``exactly_once``).
 
 The decisions (which offsets to commit) are pure functions at the top of the module.
 """
@@ -33,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kconnect.runtime import logs
+from kconnect.runtime.errors_policy import ERROR_MESSAGE
 from kconnect.runtime.exactly_once import ExactlyOnce, commit_due, producer_settings
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.offset_log import OffsetMap, OffsetState, SourceOffset, partition_json
@@ -55,6 +59,7 @@ from kconnect.runtime.sink_batch import (
     sink_record,
     tolerance_message,
 )
+from kconnect.runtime.source_batch import Produced, raw_row, source_plan, transform_batch
 from kconnect.runtime.source_encoding import source_encoder
 
 log = logs.get(__name__)
@@ -137,6 +142,21 @@ def _produce(
             return
         except BufferError:
             producer.poll(0.1)
+
+
+def _produce_kwargs(out: Produced) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {}
+    if out.partition is not None:
+        kwargs["partition"] = out.partition
+    if out.timestamp is not None:
+        kwargs["timestamp"] = out.timestamp
+    if out.headers:
+        kwargs["headers"] = out.headers
+    return kwargs
+
+
+def _no_spark() -> Any:
+    raise ConnectorError("no SparkSession for this task")
 
 
 # ------------------------------------------------------------------------------------------ runners
@@ -584,6 +604,7 @@ class SourceTaskRunner(TaskRunner):
         exactly_once: ExactlyOnce | None = None,
         sync_offsets: Callable[[], OffsetState] | None = None,
         fence: Callable[[str], None] | None = None,
+        spark: Callable[[], Any] | None = None,
     ) -> None:
         super().__init__(task_id, task, config, on_failure)
         self.source: SourceTask = task
@@ -600,6 +621,11 @@ class SourceTaskRunner(TaskRunner):
         self._bootstrap = bootstrap
         self._converters = dict(converters)
         self._encoder = source_encoder(self._converters, config)
+        #: Transforms and predicates, through Spark (None without transforms: no Spark at all).
+        self._plan = source_plan(self._encoder, config, task_id.connector, task_id.task)
+        if self._plan is not None and spark is None:
+            raise ConnectorError("transforms on source records need the Spark data plane")
+        self._spark: Callable[[], Any] = spark if spark is not None else _no_spark
         self._producer_settings = dict(producer_settings)
         self._write_offsets = write_offsets
         self._flush_interval_s = flush_interval_ms / 1000
@@ -675,19 +701,15 @@ class SourceTaskRunner(TaskRunner):
                     self._running.wait(0.5)
                     continue
                 records = self.source.poll() or []
-                for record in records:
-                    encoded = self._encode(record)
-                    if encoded is None:
-                        continue
-                    key, value, headers = encoded
-                    kwargs: dict[str, Any] = {"on_delivery": self._delivery_callback(record)}
-                    if record.partition is not None:
-                        kwargs["partition"] = record.partition
-                    if record.timestamp is not None:
-                        kwargs["timestamp"] = record.timestamp
-                    if headers:
-                        kwargs["headers"] = headers
-                    _produce(producer, record.topic, key, value, kwargs)
+                for record, out in self._prepare(records):
+                    if out is None:
+                        # Skipped on an error (errors.tolerance=all) or dropped by the chain: Java tells
+                        # the task at once and still commits the record's offset.
+                        self._commit_dropped(record)
+                    else:
+                        kwargs = _produce_kwargs(out)
+                        kwargs["on_delivery"] = self._delivery_callback(record)
+                        _produce(producer, out.topic, out.key, out.value, kwargs)
                     self._unflushed.append(record)
                 self.counters.records += len(records)
                 producer.poll(0)
@@ -743,26 +765,18 @@ class SourceTaskRunner(TaskRunner):
                     continue
                 records = self.source.poll() or []
                 self.counters.records += len(records)
-                for record in records:
-                    encoded = self._encode(record)
-                    if encoded is None:
-                        # Skipped (errors.tolerance=all): its offset still commits with the others.
-                        self._begin(producer)
-                        self._open.append(record)
-                        continue
+                for record, out in self._prepare(records):
                     self._begin(producer)
-                    key, value, headers = encoded
-                    kwargs: dict[str, Any] = {"on_delivery": self._transactional_ack(len(self._open))}
-                    if record.partition is not None:
-                        kwargs["partition"] = record.partition
-                    if record.timestamp is not None:
-                        kwargs["timestamp"] = record.timestamp
-                    if headers:
-                        kwargs["headers"] = headers
-                    try:
-                        _produce(producer, record.topic, key, value, kwargs)
-                    except KafkaException as exc:
-                        raise ConnectorError(self._transaction_failure("producing a record", exc)) from exc
+                    if out is not None:
+                        kwargs = _produce_kwargs(out)
+                        kwargs["on_delivery"] = self._transactional_ack(len(self._open))
+                        try:
+                            _produce(producer, out.topic, out.key, out.value, kwargs)
+                        except KafkaException as exc:
+                            raise ConnectorError(
+                                self._transaction_failure("producing a record", exc)
+                            ) from exc
+                    # Skipped or dropped records' offsets commit with the others (commit_record with None).
                     self._open.append(record)
                 producer.poll(0)
                 if self._delivery_error is not None:
@@ -863,9 +877,7 @@ class SourceTaskRunner(TaskRunner):
         self.counters.offset_commits += 1
         self.counters.offset_commit_ms_total += (time.monotonic() - started) * 1000
         for index, record in enumerate(records):
-            metadata = acks.get(index)
-            if metadata is None:
-                continue  # skipped by errors.tolerance=all: never produced
+            metadata = acks.get(index)  # None: skipped or dropped by the chain, never produced
             try:
                 self.source.commit_record(record, metadata)
             except Exception as exc:
@@ -885,6 +897,49 @@ class SourceTaskRunner(TaskRunner):
             self._open = []
             self._acks = {}
             self._try_abort(producer)
+
+    def _prepare(self, records: list[SourceRecord]) -> list[tuple[SourceRecord, Produced | None]]:
+        """Each polled record with what to produce for it: encoded with the converters, through the
+        chain when the connector has transforms (one Spark job per batch), None when it is skipped on an
+        error (errors.tolerance=all) or dropped by the chain."""
+        out: dict[int, Produced] = {}
+        rows: list[tuple[Any, ...]] = []
+        for index, record in enumerate(records):
+            encoded = self._encode(record)
+            if encoded is None:
+                continue
+            if self._plan is None:
+                key, value, headers = encoded
+                out[index] = Produced(
+                    index, record.topic, record.partition, record.timestamp, key, value, headers
+                )
+            else:
+                rows.append(raw_row(index, record, encoded))
+        if self._plan is not None and rows:
+            batch = transform_batch(self._spark(), self._plan, rows)
+            if batch.failed:
+                self._handle_failed(records, batch.failed)
+            out = {p.index: p for p in batch.produced}
+        return [(record, out.get(index)) for index, record in enumerate(records)]
+
+    def _handle_failed(self, records: list[SourceRecord], failed: list[tuple[int, dict[str, Any]]]) -> None:
+        """Conversion or transformation failures: fail the task (tolerance none) or log and skip them."""
+        policy = self._encoder.policy
+        if not policy.tolerance_all:
+            raise ConnectorError(tolerance_message(failed[0][1]))
+        if policy.log_enable:
+            for index, row in failed:
+                fields: dict[str, Any] = {"topic": records[index].topic, "message": row.get(ERROR_MESSAGE)}
+                if policy.log_include_messages:
+                    fields.update(key=repr(records[index].key), value=repr(records[index].value))
+                self.log.error("error transforming a source record; skipped (errors.tolerance=all)", **fields)
+        self.log.warning("source records skipped on errors", count=len(failed))
+
+    def _commit_dropped(self, record: SourceRecord) -> None:
+        try:
+            self.source.commit_record(record, None)
+        except Exception as exc:
+            self.log.warning("commit_record failed", error=str(exc))
 
     def _encode(
         self, record: SourceRecord
