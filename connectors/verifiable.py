@@ -53,6 +53,7 @@ from kconnect.runtime.config_def import (
 )
 from kconnect.runtime.plugins import (
     ConnectorError,
+    ExactlyOnceSupport,
     SinkConnector,
     SinkRecord,
     SinkTask,
@@ -439,6 +440,11 @@ class VerifiableSourceConnector(SourceConnector):
 
     def stop(self) -> None:
         """Nothing runs in the background, so there is nothing to stop."""
+
+    def exactly_once_support(self, props: Mapping[str, str]) -> ExactlyOnceSupport | None:
+        # Each task's seqnos are a pure function of its committed offset, so a restarted task replays
+        # exactly what an aborted transaction lost (Java's VerifiableSourceConnector says SUPPORTED too).
+        return ExactlyOnceSupport.SUPPORTED
 
 
 class VerifiableSinkConnector(SinkConnector):
