@@ -122,17 +122,27 @@ def offsets_to_commit(
 
 def latest_source_offsets(connector: str, records: Iterable[SourceRecord]) -> list[SourceOffset]:
     """The offsets-topic records for a run of produced records: the last offset per source partition."""
-    latest: dict[str, SourceOffset] = {}
+    latest: dict[object, SourceOffset] = {}
     for record in records:
         if record.source_offset is None:
             continue
         partition: OffsetMap | None = record.source_partition
-        latest[partition_json(partition)] = SourceOffset(
-            connector,
-            partition,
-            record.source_offset,
-        )
+        latest[_partition_key(partition)] = SourceOffset(connector, partition, record.source_offset)
     return list(latest.values())
+
+
+def _partition_key(partition: OffsetMap | None) -> object:
+    """A cheap identity for a source partition, paid per produced record: its sorted items when they are
+    hashable (the common flat map of strings and numbers), else its canonical JSON. The two spellings
+    never collide: one is a tuple, the other a string."""
+    if partition is None:
+        return None
+    try:
+        key = tuple(sorted(partition.items()))
+        hash(key)
+    except TypeError:
+        return partition_json(partition)
+    return key
 
 
 def client_settings(
@@ -728,6 +738,7 @@ class SourceTaskRunner(TaskRunner):
         self._flush_timeout_s = flush_timeout_ms / 1000
         self._unflushed: list[SourceRecord] = []
         self._delivery_error: str | None = None
+        self._hears_acks = type(task).commit_record is not SourceTask.commit_record
         self.source.initialize(_SourceContext(self.config, _OffsetReader(task_id.connector, read_offsets)))
 
     def _on_delivery(self, error: Any, message: Any) -> None:
@@ -804,7 +815,10 @@ class SourceTaskRunner(TaskRunner):
                         self._commit_dropped(record)
                     else:
                         kwargs = _produce_kwargs(out)
-                        kwargs["on_delivery"] = self._delivery_callback(record)
+                        # A closure per record only for tasks that want to hear of each acknowledgement.
+                        kwargs["on_delivery"] = (
+                            self._delivery_callback(record) if self._hears_acks else self._on_delivery
+                        )
                         _produce(producer, out.topic, out.key, out.value, kwargs)
                     self._unflushed.append(record)
                 self.counters.records += len(records)
