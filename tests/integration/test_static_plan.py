@@ -204,7 +204,7 @@ class Plan:
                         f"{connector}-{task['id']} FAILED ({step}) on {task['worker_id']}: {reason}"
                     )
 
-    def caught_up(self, step: str, timeout: float = 180) -> Verification:
+    def caught_up(self, step: str, timeout: float = 300) -> Verification:
         """Every seqno the source had acknowledged when called must reach the sink's file."""
         expected = expected_from_last(last_acked(self.source_file))
         assert expected, f"the source acknowledged nothing ({step})"
