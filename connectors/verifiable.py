@@ -53,6 +53,7 @@ from kconnect.runtime.config_def import (
 )
 from kconnect.runtime.plugins import (
     ConnectorError,
+    ExactlyOnceSupport,
     SinkConnector,
     SinkRecord,
     SinkTask,
@@ -381,18 +382,26 @@ class _LineFile:
             ) from exc
         self._lock = threading.Lock()
 
-    def append(self, lines: Sequence[str]) -> None:
+    def append(self, lines: Sequence[str], after_close: bool = False) -> None:
+        """Append ``lines``; once closed, refuse, unless ``after_close`` (one open-write-close)."""
         if not lines:
             return
         payload = "".join(line + "\n" for line in lines).encode("utf-8")
         with self._lock:
-            if self._fd is None:
+            fd, late = self._fd, self._fd is None
+            if late and not after_close:
                 raise ConnectorError(f"'{self.path}' was closed: the task has been stopped")
-            view = memoryview(payload)
-            while view:
-                written = os.write(self._fd, view)
-                view = view[written:]
-            os.fsync(self._fd)
+            if fd is None:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            try:
+                view = memoryview(payload)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+                os.fsync(fd)
+            finally:
+                if late:
+                    os.close(fd)
 
     def close(self) -> None:
         with self._lock:
@@ -439,6 +448,11 @@ class VerifiableSourceConnector(SourceConnector):
 
     def stop(self) -> None:
         """Nothing runs in the background, so there is nothing to stop."""
+
+    def exactly_once_support(self, props: Mapping[str, str]) -> ExactlyOnceSupport | None:
+        # Each task's seqnos are a pure function of its committed offset, so a restarted task replays
+        # exactly what an aborted transaction lost (Java's VerifiableSourceConnector says SUPPORTED too).
+        return ExactlyOnceSupport.SUPPORTED
 
 
 class VerifiableSinkConnector(SinkConnector):
@@ -580,10 +594,12 @@ class VerifiableSourceTask(SourceTask):
             self._file.close()
 
     def _write_acked(self) -> None:
+        """Record acknowledged seqnos. The runtime's final offset flush comes after ``stop`` (as in
+        Java, ``commit`` may follow ``stop``): its acknowledgements are real and still get their lines."""
         with self._lock:
             lines, self._acked = self._acked, []
         if self._file is not None:
-            self._file.append(lines)
+            self._file.append(lines, after_close=True)
 
     def _produced(self) -> int:
         return self.seqno - self.starting_seqno

@@ -310,6 +310,18 @@ def create_app(worker: Worker) -> FastAPI:
             return await forward_or_raise(request, exc, raw)
         return Response(status_code=204)
 
+    @app.put("/connectors/{name}/fence", include_in_schema=False)
+    async def fence_zombies(name: str, request: Request) -> Response:
+        """Internal (KIP-618): a worker about to start an exactly-once source task asks the leader to fence
+        the connector's previous task generation (signed under sessioned); 204 once it is fenced."""
+        raw = await request.body()
+        worker.verify(raw, dict(request.headers))
+        try:
+            await run_in_threadpool(worker.fence_zombies, name)
+        except NotLeaderError as exc:
+            return await forward_or_raise(request, exc, raw)
+        return Response(status_code=204)
+
     @app.delete("/connectors/{name}", status_code=204)
     async def delete_connector(name: str, request: Request) -> Response:
         try:

@@ -5,7 +5,7 @@ Why record by record: ``SourceTask.poll`` runs on the driver and its records are
 ``SourceRecord`` carries no Connect schema, so one is inferred from the Python value as Java's
 FileStream source declares it: str -> STRING (required), bool -> BOOLEAN, int -> INT64, float -> FLOAT64,
 bytes -> BYTES; dicts and lists have no schema (JsonConverter writes them schemaless, ``"schema":null``).
-Transforms are not applied to source records yet (they run on Spark frames; see README).
+Transforms, when a connector has them, run on the encoded batch as a Spark frame (``source_batch``).
 """
 
 from __future__ import annotations

@@ -23,8 +23,9 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kconnect.config.worker import WorkerConfig
+from kconnect.config.worker import ExactlyOnceSourceSupport, WorkerConfig
 from kconnect.runtime import logs
+from kconnect.runtime.exactly_once import exactly_once
 from kconnect.runtime.executor import FailureListener, TaskCounters, TaskState
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.offset_log import OffsetState, SourceOffset
@@ -117,8 +118,14 @@ class SparkExecutor:
         read_offsets: Callable[[], OffsetState],
         write_offsets: Callable[[list[SourceOffset]], None],
         task_count: Callable[[str], int] | None = None,
+        sync_offsets: Callable[[], OffsetState] | None = None,
+        fence: Callable[[str], None] | None = None,
     ) -> None:
         self.config = config
+        #: Waits until a connector's task generation is fenced (zombie fencing, exactly-once sources).
+        self._fence = fence
+        #: The offsets topic read to its end (an exactly-once task reads it after fencing, before start).
+        self._sync_offsets = sync_offsets
         #: How many tasks a connector has now (the config topic's task commit); a sink task reads its
         #: share of the partitions, so it must know how many shares there are.
         self._task_count = task_count
@@ -189,6 +196,16 @@ class SparkExecutor:
                 consumer_settings=client_settings("consumer", self.config.passthrough, config),
             )
         if isinstance(task, SourceTask):
+            eos = None
+            if self.config.exactly_once_source_support == ExactlyOnceSourceSupport.ENABLED:
+                eos = exactly_once(
+                    self.config.group_id,
+                    task_id.connector,
+                    task_id.task,
+                    config,
+                    self.config.offset_flush_interval_ms,
+                    self.config.offset_storage_topic,
+                )
             return SourceTaskRunner(
                 task_id,
                 task,
@@ -201,6 +218,10 @@ class SparkExecutor:
                 write_offsets=self._write_offsets,
                 flush_interval_ms=self.config.offset_flush_interval_ms,
                 flush_timeout_ms=self.config.offset_flush_timeout_ms,
+                exactly_once=eos,
+                sync_offsets=self._sync_offsets,
+                fence=self._fence,
+                spark=self.spark.get,
             )
         raise ConnectorError(f"{type(task).__name__} is neither a SourceTask nor a SinkTask")
 

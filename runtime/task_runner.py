@@ -11,13 +11,16 @@ writes run on Spark's executors and no row is collected to the driver.
 Offsets move only after the output is durable: at-least-once, and a task restarted anywhere resumes from
 that group's offsets. Each sink task's Spark work runs in its own FAIR scheduler pool and job group.
 
-Source tasks (``SourceTaskRunner``) do NOT pass through Spark: ``SourceTask.poll`` is driver-side user
-code (it reads files, sockets, APIs on this machine) and its records must be produced in poll order with
-their source offsets tracked per record; routing them through a Spark job would ship them to an executor
-and back for nothing. They are produced with an idempotent confluent-kafka producer, and their source
-offsets are written to the offsets topic every ``offset.flush.interval.ms`` and on stop, only after a
-producer flush has had every record before them acknowledged. Their keys and values are encoded with
-the configured converters (``source_encoding``); transforms are not applied to source records yet.
+Source tasks (``SourceTaskRunner``) pass through Spark only when the connector has transforms:
+``SourceTask.poll`` is driver-side user code (it reads files, sockets, APIs on this machine) and its
+records must be produced in poll order with their source offsets tracked per record. Their keys and values
+are encoded with the configured converters (``source_encoding``); with transforms, each poll batch then
+goes through the chain as one frame (``source_batch``), and records the chain drops are acknowledged with
+``commit_record(record, None)`` and their offsets committed. They are produced with an idempotent
+confluent-kafka producer, and their source offsets are written to the offsets topic every
+``offset.flush.interval.ms`` and on stop, only after a producer flush has had every record before them
+acknowledged. With ``exactly.once.source.support=enabled`` a transactional producer carries records and
+offsets in one transaction per boundary instead (KIP-618; ``exactly_once``).
 
 The decisions (which offsets to commit) are pure functions at the top of the module.
 """
@@ -35,8 +38,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from kconnect.runtime import logs
+from kconnect.runtime.errors_policy import ERROR_MESSAGE
+from kconnect.runtime.exactly_once import ExactlyOnce, commit_due, producer_settings
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.offset_log import OffsetMap, OffsetState, SourceOffset, partition_json
+from kconnect.runtime.offset_log import encode as encode_offset
 from kconnect.runtime.plugins import (
     ConnectorError,
     FrameBatch,
@@ -57,6 +63,7 @@ from kconnect.runtime.sink_batch import (
     sink_plan,
     tolerance_message,
 )
+from kconnect.runtime.source_batch import Produced, raw_row, source_plan, transform_batch
 from kconnect.runtime.source_encoding import source_encoder
 
 log = logs.get(__name__)
@@ -117,17 +124,27 @@ def offsets_to_commit(
 
 def latest_source_offsets(connector: str, records: Iterable[SourceRecord]) -> list[SourceOffset]:
     """The offsets-topic records for a run of produced records: the last offset per source partition."""
-    latest: dict[str, SourceOffset] = {}
+    latest: dict[object, SourceOffset] = {}
     for record in records:
         if record.source_offset is None:
             continue
         partition: OffsetMap | None = record.source_partition
-        latest[partition_json(partition)] = SourceOffset(
-            connector,
-            partition,
-            record.source_offset,
-        )
+        latest[_partition_key(partition)] = SourceOffset(connector, partition, record.source_offset)
     return list(latest.values())
+
+
+def _partition_key(partition: OffsetMap | None) -> object:
+    """A cheap identity for a source partition, paid per produced record: its sorted items when they are
+    hashable (the common flat map of strings and numbers), else its canonical JSON. The two spellings
+    never collide: one is a tuple, the other a string."""
+    if partition is None:
+        return None
+    try:
+        key = tuple(sorted(partition.items()))
+        hash(key)
+    except TypeError:
+        return partition_json(partition)
+    return key
 
 
 def client_settings(
@@ -144,6 +161,33 @@ def client_settings(
     override = f"{kind}.override."
     settings.update({k[len(override) :]: v for k, v in task_config.items() if k.startswith(override)})
     return settings
+
+
+def _produce(
+    producer: Any, topic: str, key: bytes | None, value: bytes | None, kwargs: dict[str, Any]
+) -> None:
+    """Produce one record, letting deliveries drain the local queue while it is full."""
+    while True:
+        try:
+            producer.produce(topic, value=value, key=key, **kwargs)
+            return
+        except BufferError:
+            producer.poll(0.1)
+
+
+def _produce_kwargs(out: Produced) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {}
+    if out.partition is not None:
+        kwargs["partition"] = out.partition
+    if out.timestamp is not None:
+        kwargs["timestamp"] = out.timestamp
+    if out.headers:
+        kwargs["headers"] = out.headers
+    return kwargs
+
+
+def _no_spark() -> Any:
+    raise ConnectorError("no SparkSession for this task")
 
 
 # ------------------------------------------------------------------------------------------ runners
@@ -198,9 +242,14 @@ class TaskRunner:
 
     # --- lifecycle, called by the executor
 
+    #: Whether the plugin task is started by ``run`` on the task's own thread instead of by ``start``
+    #: (an exactly-once source task must first fence older instances and read offsets to the end).
+    starts_on_thread = False
+
     def start(self, paused: bool) -> None:
         """Start the plugin task on the caller's thread (quick), then its loop on a thread of its own."""
-        self.task.start(dict(self.config))
+        if not self.starts_on_thread:
+            self.task.start(dict(self.config))
         if not paused:
             self._running.set()
         self._thread = threading.Thread(target=self._main, name=f"task-{self.task_id}", daemon=True)
@@ -703,18 +752,38 @@ class SourceTaskRunner(TaskRunner):
         write_offsets: Callable[[list[SourceOffset]], None],
         flush_interval_ms: int,
         flush_timeout_ms: int,
+        exactly_once: ExactlyOnce | None = None,
+        sync_offsets: Callable[[], OffsetState] | None = None,
+        fence: Callable[[str], None] | None = None,
+        spark: Callable[[], Any] | None = None,
     ) -> None:
         super().__init__(task_id, task, config, on_failure)
         self.source: SourceTask = task
+        #: Set when the worker has exactly.once.source.support=enabled: records and offsets go to Kafka
+        #: in one transaction per boundary (``exactly_once``), and the task starts on its own thread.
+        self.eos = exactly_once
+        self.starts_on_thread = exactly_once is not None
+        self._sync_offsets = sync_offsets
+        self._fence = fence
+        self._open: list[SourceRecord] = []  # records of the open transaction, in poll order
+        self._acks: dict[int, Any] = {}  # index in _open -> delivery metadata
+        self._in_transaction = False
+        self._begun = 0.0  # monotonic time the open transaction began
         self._bootstrap = bootstrap
         self._converters = dict(converters)
         self._encoder = source_encoder(self._converters, config)
+        #: Transforms and predicates, through Spark (None without transforms: no Spark at all).
+        self._plan = source_plan(self._encoder, config, task_id.connector, task_id.task)
+        if self._plan is not None and spark is None:
+            raise ConnectorError("transforms on source records need the Spark data plane")
+        self._spark: Callable[[], Any] = spark if spark is not None else _no_spark
         self._producer_settings = dict(producer_settings)
         self._write_offsets = write_offsets
         self._flush_interval_s = flush_interval_ms / 1000
         self._flush_timeout_s = flush_timeout_ms / 1000
         self._unflushed: list[SourceRecord] = []
         self._delivery_error: str | None = None
+        self._hears_acks = type(task).commit_record is not SourceTask.commit_record
         self.source.initialize(_SourceContext(self.config, _OffsetReader(task_id.connector, read_offsets)))
 
     def _on_delivery(self, error: Any, message: Any) -> None:
@@ -763,6 +832,9 @@ class SourceTaskRunner(TaskRunner):
         self.source.commit()
 
     def run(self) -> None:
+        if self.eos is not None:
+            self._run_transactional(self.eos)
+            return
         from confluent_kafka import Producer
 
         producer = Producer(
@@ -781,24 +853,18 @@ class SourceTaskRunner(TaskRunner):
                     self._running.wait(0.5)
                     continue
                 records = self.source.poll() or []
-                for record in records:
-                    encoded = self._encode(record)
-                    if encoded is None:
-                        continue
-                    key, value, headers = encoded
-                    kwargs: dict[str, Any] = {"on_delivery": self._delivery_callback(record)}
-                    if record.partition is not None:
-                        kwargs["partition"] = record.partition
-                    if record.timestamp is not None:
-                        kwargs["timestamp"] = record.timestamp
-                    if headers:
-                        kwargs["headers"] = headers
-                    while True:
-                        try:
-                            producer.produce(record.topic, value=value, key=key, **kwargs)
-                            break
-                        except BufferError:
-                            producer.poll(0.1)  # the local queue is full: let deliveries drain it
+                for record, out in self._prepare(records):
+                    if out is None:
+                        # Skipped on an error (errors.tolerance=all) or dropped by the chain: Java tells
+                        # the task at once and still commits the record's offset.
+                        self._commit_dropped(record)
+                    else:
+                        kwargs = _produce_kwargs(out)
+                        # A closure per record only for tasks that want to hear of each acknowledgement.
+                        kwargs["on_delivery"] = (
+                            self._delivery_callback(record) if self._hears_acks else self._on_delivery
+                        )
+                        _produce(producer, out.topic, out.key, out.value, kwargs)
                     self._unflushed.append(record)
                 self.counters.records += len(records)
                 producer.poll(0)
@@ -813,6 +879,222 @@ class SourceTaskRunner(TaskRunner):
                     self._flush(producer)
                 except Exception as exc:
                     self.log.warning("final offset flush failed", error=str(exc))
+
+    # --- exactly-once (KIP-618)
+
+    def _run_transactional(self, eos: ExactlyOnce) -> None:
+        """The poll loop with one producer transaction per boundary, records and offsets together.
+
+        Order as Java's: the connector's task generation fenced first (``fence``: the leader's round of
+        zombie fencing, done once per new generation), then ``init_transactions`` (fences every older
+        instance of this task and aborts what it left open), then the offsets read to the end of the
+        topic (only committed ones: the worker reads with read_committed), and only then ``task.start``,
+        so the task resumes after the last record that was committed with its offset.
+        """
+        from confluent_kafka import KafkaException, Producer
+
+        if self._fence is not None:
+            self._fence(self.task_id.connector)
+        producer = Producer(
+            {
+                "bootstrap.servers": self._bootstrap,
+                "client.id": f"connector-producer-{self.task_id}",
+                **producer_settings(self._producer_settings, eos),
+            }
+        )
+        timeout_s = max(self._flush_timeout_s, 30.0)
+        try:
+            producer.init_transactions(timeout_s)
+        except KafkaException as exc:
+            raise ConnectorError(self._transaction_failure("initializing transactions", exc)) from exc
+        self.log.info("transactional producer ready", transactional_id=eos.transactional_id)
+        if self._sync_offsets is not None:
+            self._sync_offsets()
+        self.source.start(dict(self.config))
+        clean = False
+        try:
+            while not self._stopping.is_set():
+                if not self._running.is_set():
+                    self._commit_transaction(producer, eos)
+                    self._running.wait(0.5)
+                    continue
+                records = self.source.poll() or []
+                self.counters.records += len(records)
+                for record, out in self._prepare(records):
+                    self._begin(producer)
+                    if out is not None:
+                        kwargs = _produce_kwargs(out)
+                        kwargs["on_delivery"] = self._transactional_ack(len(self._open))
+                        try:
+                            _produce(producer, out.topic, out.key, out.value, kwargs)
+                        except KafkaException as exc:
+                            raise ConnectorError(
+                                self._transaction_failure("producing a record", exc)
+                            ) from exc
+                    # Skipped or dropped records' offsets commit with the others (commit_record with None).
+                    self._open.append(record)
+                producer.poll(0)
+                if self._delivery_error is not None:
+                    raise ConnectorError(self._delivery_error)
+                due = commit_due(
+                    eos.policy, open_records=len(self._open), now_s=time.monotonic(), begun_s=self._begun
+                )
+                if due:
+                    self._commit_transaction(producer, eos)
+            clean = True
+        finally:
+            if clean:
+                # A clean stop commits what was polled, as Java's final offset commit does.
+                self._commit_transaction(producer, eos)
+            else:
+                self._abort_transaction(producer)
+            producer.flush(5)
+
+    def _begin(self, producer: Any) -> None:
+        from confluent_kafka import KafkaException
+
+        if self._open or self._in_transaction:
+            return
+        try:
+            producer.begin_transaction()
+        except KafkaException as exc:
+            raise ConnectorError(self._transaction_failure("beginning a transaction", exc)) from exc
+        self._in_transaction = True
+        self._begun = time.monotonic()
+
+    def _transactional_ack(self, index: int) -> Callable[[Any, Any], None]:
+        """Delivery callback under a transaction: keep the metadata; ``commit_record`` waits for the commit
+        (an acknowledged record of an aborted transaction never reaches a read_committed reader)."""
+
+        def delivered(error: Any, message: Any) -> None:
+            # Nothing may raise here: an exception inside a librdkafka callback surfaces as a SystemError
+            # from whichever poll or flush served it, without the cause.
+            if error is None:
+                self._acks[index] = message
+            elif self._delivery_error is None:
+                try:
+                    self._delivery_error = self._transaction_failure(f"producing to {message.topic()}", error)
+                except Exception as exc:
+                    self._delivery_error = f"producing to {message.topic()} failed: {error} ({exc!r})"
+
+        return delivered
+
+    def _transaction_failure(self, doing: str, cause: Any) -> str:
+        """The task's failure message; names fencing plainly, since it means another instance runs.
+
+        ``cause`` is a KafkaException (which carries a KafkaError) or a KafkaError from a delivery report.
+        """
+        error = cause.args[0] if isinstance(cause, Exception) and cause.args else cause
+        code = getattr(error, "code", lambda: None)()
+        from confluent_kafka import KafkaError
+
+        fenced_codes = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
+        transactional_id = self.eos.transactional_id if self.eos is not None else "?"
+        if code in fenced_codes or "fenced" in str(error).lower():
+            return (
+                f"The transactional producer of task {self.task_id} (transactional.id={transactional_id}) "
+                f"was fenced out while {doing}: a newer instance of this task has started elsewhere "
+                f"(zombie fencing), so this one stops without committing. Cause: {error}"
+            )
+        return f"Task {self.task_id} failed while {doing} (transactional.id={transactional_id}): {error}"
+
+    def _commit_transaction(self, producer: Any, eos: ExactlyOnce) -> None:
+        """Add the open records' offsets to the transaction, commit it, then tell the task."""
+        from confluent_kafka import KafkaException
+
+        if not self._open:
+            return
+        started = time.monotonic()
+        records, self._open = self._open, []
+        try:
+            for offset in latest_source_offsets(self.task_id.connector, records):
+                key, value = encode_offset(offset)
+                _produce(producer, eos.offsets_topic, key, value, {"on_delivery": self._on_delivery})
+            # commit_transaction flushes and reports a failed send or a fencing as its own error. No
+            # flush() before it: with a fenced (fatal) producer confluent-kafka's flush raises a bare
+            # SystemError that hides the cause.
+            producer.commit_transaction(max(self._flush_timeout_s, 30.0))
+        except KafkaException as exc:
+            self._in_transaction = False
+            message = self._transaction_failure("committing a transaction", exc)
+            error = exc.args[0] if exc.args else None
+            if not (error is not None and error.fatal()):
+                # A fatal (fenced) producer can abort nothing; the newer instance's init aborted it.
+                self._try_abort(producer)
+            raise ConnectorError(message) from exc
+        except ConnectorError:
+            self._in_transaction = False
+            self._try_abort(producer)
+            raise
+        self._in_transaction = False
+        producer.flush(self._flush_timeout_s)  # nothing is outstanding: this serves the delivery reports
+        acks, self._acks = self._acks, {}
+        self.counters.offset_commits += 1
+        self.counters.offset_commit_ms_total += (time.monotonic() - started) * 1000
+        for index, record in enumerate(records):
+            metadata = acks.get(index)  # None: skipped or dropped by the chain, never produced
+            try:
+                self.source.commit_record(record, metadata)
+            except Exception as exc:
+                self.log.warning("commit_record failed", error=str(exc))
+        self.source.commit()
+
+    def _try_abort(self, producer: Any) -> None:
+        try:
+            producer.abort_transaction(10)
+        except Exception as exc:  # fenced or fatal: the broker aborts it when the new instance inits
+            self.log.warning("aborting the transaction failed", error=str(exc))
+
+    def _abort_transaction(self, producer: Any) -> None:
+        """On failure nothing polled since the last commit may become visible (Java aborts too)."""
+        if self._in_transaction:
+            self._in_transaction = False
+            self._open = []
+            self._acks = {}
+            self._try_abort(producer)
+
+    def _prepare(self, records: list[SourceRecord]) -> list[tuple[SourceRecord, Produced | None]]:
+        """Each polled record with what to produce for it: encoded with the converters, through the
+        chain when the connector has transforms (one Spark job per batch), None when it is skipped on an
+        error (errors.tolerance=all) or dropped by the chain."""
+        out: dict[int, Produced] = {}
+        rows: list[tuple[Any, ...]] = []
+        for index, record in enumerate(records):
+            encoded = self._encode(record)
+            if encoded is None:
+                continue
+            if self._plan is None:
+                key, value, headers = encoded
+                out[index] = Produced(
+                    index, record.topic, record.partition, record.timestamp, key, value, headers
+                )
+            else:
+                rows.append(raw_row(index, record, encoded))
+        if self._plan is not None and rows:
+            batch = transform_batch(self._spark(), self._plan, rows)
+            if batch.failed:
+                self._handle_failed(records, batch.failed)
+            out = {p.index: p for p in batch.produced}
+        return [(record, out.get(index)) for index, record in enumerate(records)]
+
+    def _handle_failed(self, records: list[SourceRecord], failed: list[tuple[int, dict[str, Any]]]) -> None:
+        """Conversion or transformation failures: fail the task (tolerance none) or log and skip them."""
+        policy = self._encoder.policy
+        if not policy.tolerance_all:
+            raise ConnectorError(tolerance_message(failed[0][1]))
+        if policy.log_enable:
+            for index, row in failed:
+                fields: dict[str, Any] = {"topic": records[index].topic, "message": row.get(ERROR_MESSAGE)}
+                if policy.log_include_messages:
+                    fields.update(key=repr(records[index].key), value=repr(records[index].value))
+                self.log.error("error transforming a source record; skipped (errors.tolerance=all)", **fields)
+        self.log.warning("source records skipped on errors", count=len(failed))
+
+    def _commit_dropped(self, record: SourceRecord) -> None:
+        try:
+            self.source.commit_record(record, None)
+        except Exception as exc:
+            self.log.warning("commit_record failed", error=str(exc))
 
     def _encode(
         self, record: SourceRecord

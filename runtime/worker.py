@@ -69,6 +69,7 @@ from kconnect.runtime.offset_log import OffsetState, SourceOffset
 from kconnect.runtime.plugins import (
     Connector,
     ConnectorContext,
+    ConnectorError,
     PluginError,
     PluginRegistry,
     connector_type,
@@ -164,6 +165,7 @@ class Worker:
         self._rejoin_after_join = False
         self._unassigned: tuple[frozenset[str], frozenset[TaskId]] = (frozenset(), frozenset())
         self._lock = threading.RLock()  # guards herder, config state, status state
+        self._fence_lock = threading.Lock()  # one zombie-fencing round at a time (fence_zombies)
         self._config_state = config_log.ConfigState()
         self._status_state = status_log.StatusState()
         self._offset_state = OffsetState()
@@ -206,6 +208,8 @@ class Worker:
             read_offsets=self._current_offsets,
             write_offsets=self.write_source_offsets,
             task_count=lambda connector: self.snapshot().task_count(connector),
+            sync_offsets=self.source_offsets,
+            fence=self.ensure_fenced,
         )
 
     def _current_offsets(self) -> OffsetState:
@@ -1075,7 +1079,11 @@ class Worker:
 
     def validate(self, config: Mapping[str, str]) -> None:
         try:
-            infos = validate_connector_config(self.registry, dict(config))
+            infos = validate_connector_config(
+                self.registry,
+                dict(config),
+                exactly_once_source_enabled=self.config.exactly_once_source_support == "enabled",
+            )
         except (ConnectorConfigError, PluginError) as exc:
             # No connector.class, or one no plugin answers to: the request is at fault (400), as in Java.
             raise BadRequestError(str(exc.args[0]) if exc.args else str(exc)) from exc
@@ -1150,6 +1158,68 @@ class Worker:
         offset = clog.send(key, value)
         self._await_config(offset)
         log.info("task configs written", connector=name, tasks=len(configs))
+
+    def fence_zombies(self, name: str) -> None:
+        """Leader only (``PUT /connectors/{name}/fence``): fence the previous generation of an exactly-once
+        source connector's tasks, then write its ``tasks-fencing-<name>`` record with the new task count.
+
+        Serialised: two tasks of one connector may ask at once (from different workers), and a second
+        round run after the first task has started would fence that task too.
+        """
+        from kconnect.config.worker import ExactlyOnceSourceSupport
+        from kconnect.runtime.exactly_once import zombie_ids
+        from kconnect.runtime.fencing import fence_producers
+
+        self.require_leader()
+        if self.config.exactly_once_source_support != ExactlyOnceSourceSupport.ENABLED:
+            raise BadRequestError(
+                "Zombie fencing needs exactly.once.source.support=enabled on the leader; it is "
+                f"{self.config.exactly_once_source_support.value}"
+            )
+        with self._fence_lock:
+            snap = self.snapshot()
+            if not snap.contains(name):
+                raise NotFoundError(f"Connector {name} not found")
+            if not snap.is_pending_fencing(name):
+                return
+            previous = snap.task_count_record(name)
+            ids = zombie_ids(self.config.group_id, name, previous)
+            fenced = fence_producers(",".join(self.config.bootstrap_servers), ids)
+            count = snap.task_count(name)
+            key, value = config_log.encode(config_log.TaskCountRecord(name, count))
+            self._await_config(self._require(self._config_log).send(key, value))
+            log.info("zombie fencing done", connector=name, fenced=fenced, task_count=count)
+
+    def ensure_fenced(self, name: str, timeout_s: float = 60.0) -> None:
+        """Before an exactly-once source task starts: wait until its connector's current task configs have
+        been fenced for, asking the leader (``PUT /connectors/{name}/fence``, signed) while they have not.
+
+        Runs on the task's own thread, never the herder's: it blocks on the leader.
+        """
+        deadline = time.monotonic() + timeout_s
+        asked = 0.0
+        last_error = "no answer"
+        while time.monotonic() < deadline:
+            if not self.snapshot().is_pending_fencing(name):
+                return
+            if time.monotonic() - asked >= 5.0:
+                asked = time.monotonic()
+                with self._lock:
+                    is_leader = self.herder.is_leader
+                    leader_url = self.herder.group.leader_url
+                try:
+                    if is_leader:
+                        self.fence_zombies(name)
+                    elif leader_url and self._forwarder is not None:
+                        self._forwarder("PUT", leader_url, f"/connectors/{name}/fence", b"", self.sign(b""))
+                except Exception as exc:  # retried until the deadline; the last error is reported
+                    last_error = str(exc)
+                    log.warning("zombie fencing request failed; will retry", connector=name, error=last_error)
+            time.sleep(0.2)
+        raise ConnectorError(
+            f"Zombie fencing for connector {name} did not complete within {timeout_s:.0f} s ({last_error}); "
+            "its exactly-once source tasks cannot start before the previous generation is fenced"
+        )
 
     def _await_config(self, offset: int, timeout_s: float = 30.0) -> None:
         """Wait until the record written at ``offset`` is in our snapshot (its offset is the next one)."""

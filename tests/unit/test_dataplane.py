@@ -179,10 +179,15 @@ def test_latest_source_offsets_keep_the_last_per_partition() -> None:
         SourceRecord({"filename": "b"}, {"position": 7}, "t"),
         SourceRecord({"filename": "a"}, {"position": 2}, "t"),
         SourceRecord({"filename": "a"}, None, "t"),  # no offset: nothing to store
+        SourceRecord({"b": 1, "a": "x"}, {"n": 1}, "t"),
+        SourceRecord({"a": "x", "b": 1}, {"n": 2}, "t"),  # the same partition, keys in another order
+        SourceRecord(None, {"n": 9}, "t"),
     ]
     assert latest_source_offsets("c", records) == [
         SourceOffset("c", {"filename": "a"}, {"position": 2}),
         SourceOffset("c", {"filename": "b"}, {"position": 7}),
+        SourceOffset("c", {"a": "x", "b": 1}, {"n": 2}),
+        SourceOffset("c", None, {"n": 9}),
     ]
 
 

@@ -339,6 +339,22 @@ def test_source_file_holds_only_acknowledged_records_once_committed(tmp_path: Pa
     assert seen_in_lines(path.read_text().splitlines(), marker="committed")[-1] == (0, 3)
 
 
+def test_acknowledgements_of_the_final_flush_after_stop_are_still_written(tmp_path: Path) -> None:
+    """The runtime stops the task, then flushes: late acks and commit() must not fail (seen live)."""
+    path = tmp_path / "acked.jsonl"
+    task = VerifiableSourceTask(wall_clock_ms=lambda: 1_700_000_000_000)
+    task.initialize(_SourceContext())
+    task.start(_source_props(file=str(path)))
+    records = task.poll()
+    assert records is not None
+    task.stop()
+    task.commit_record(records[0], metadata=object())
+    task.commit_record(records[1], metadata=object())
+    task.commit()
+    task.commit()  # nothing new: nothing written
+    assert seen_in_lines(path.read_text().splitlines(), marker="committed") == [(0, 0), (0, 1)]
+
+
 # ---- throttling, on a fake clock
 
 
