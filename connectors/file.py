@@ -19,6 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import IO, Any, ClassVar
 
+from kconnect.connectors.uniform import UniformTasks
 from kconnect.runtime import __version__
 from kconnect.runtime.config_def import (
     NO_DEFAULT,
@@ -37,7 +38,6 @@ from kconnect.runtime.plugins import (
     SourceConnector,
     SourceRecord,
     SourceTask,
-    Task,
     TopicPartition,
 )
 
@@ -94,38 +94,23 @@ def _filename(props: Mapping[str, str]) -> str | None:
     return props.get(FILE_CONFIG) or None
 
 
-class FileStreamSourceConnector(SourceConnector):
+class FileStreamSourceConnector(UniformTasks, SourceConnector):
     """Reads one file (or stdin) into one topic; one stream, so always exactly one task."""
 
     class_aliases = ("org.apache.kafka.connect.file.FileStreamSourceConnector",)
+    CONFIG = SOURCE_CONFIG_DEF
+    max_tasks_cap = 1
 
-    def __init__(self) -> None:
-        self._props: dict[str, str] = {}
-
-    def version(self) -> str:
-        return __version__
-
-    def config_def(self) -> ConfigDef:
-        return SOURCE_CONFIG_DEF
-
-    def start(self, props: dict[str, str]) -> None:
-        parsed = SOURCE_CONFIG_DEF.parse(props)
-        topic = parsed[TOPIC_CONFIG]
+    def check(self, props: Mapping[str, str]) -> None:
+        topic = SOURCE_CONFIG_DEF.parse(props)[TOPIC_CONFIG]
         if "," in topic:
             # A comma can never be part of a Kafka topic name: this is a list, which a source that
             # writes each line once cannot honour. Java 3.9 only finds out when producing.
             raise ConfigValidationError(TOPIC_CONFIG, topic, "must name a single topic, not a list")
-        self._props = dict(props)
-        log.info("Starting file source connector reading from %s", parsed[FILE_CONFIG] or "standard input")
 
-    def task_class(self) -> type[Task]:
-        return FileStreamSourceTask
-
-    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        return [dict(self._props)]
-
-    def stop(self) -> None:
-        """Nothing runs in the background, so there is nothing to stop."""
+    def start(self, props: dict[str, str]) -> None:
+        super().start(props)
+        log.info("Starting file source connector reading from %s", _filename(props) or "standard input")
 
     def exactly_once_support(self, props: Mapping[str, str]) -> ExactlyOnceSupport | None:
         # A real file that is only appended to can be re-read from a committed position; stdin cannot.
@@ -159,32 +144,11 @@ class FileStreamSourceConnector(SourceConnector):
         return True
 
 
-class FileStreamSinkConnector(SinkConnector):
+class FileStreamSinkConnector(UniformTasks, SinkConnector):
     """Appends the values of consumed records to a file (or stdout), one line each."""
 
     class_aliases = ("org.apache.kafka.connect.file.FileStreamSinkConnector",)
-
-    def __init__(self) -> None:
-        self._props: dict[str, str] = {}
-
-    def version(self) -> str:
-        return __version__
-
-    def config_def(self) -> ConfigDef:
-        return SINK_CONFIG_DEF
-
-    def start(self, props: dict[str, str]) -> None:
-        SINK_CONFIG_DEF.parse(props)
-        self._props = dict(props)
-
-    def task_class(self) -> type[Task]:
-        return FileStreamSinkTask
-
-    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        return [dict(self._props) for _ in range(max_tasks)]
-
-    def stop(self) -> None:
-        """Nothing runs in the background, so there is nothing to stop."""
+    CONFIG = SINK_CONFIG_DEF
 
     def alter_offsets(self, props: Mapping[str, str], offsets: Mapping[TopicPartition, int | None]) -> bool:
         # The file holds no position of its own: consumer offsets are all there is, so any are fine.
@@ -416,3 +380,8 @@ class FileStreamSinkTask(SinkTask):
         if self._output is None:
             raise ConnectorError("FileStreamSinkTask is not started")
         return self._output
+
+
+# The connectors are defined before their tasks (the module reads top-down as Java's pair of files).
+FileStreamSourceConnector.TASK = FileStreamSourceTask
+FileStreamSinkConnector.TASK = FileStreamSinkTask

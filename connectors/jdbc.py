@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from kconnect.connectors.uniform import UniformTasks
 from kconnect.runtime import __version__, logs
 from kconnect.runtime.config_def import (
     NO_DEFAULT,
@@ -51,7 +52,6 @@ from kconnect.runtime.plugins import (
     FrameBatch,
     FrameSinkTask,
     SinkConnector,
-    Task,
 )
 
 log = logs.get(__name__)
@@ -544,32 +544,16 @@ def _java_message(exc: BaseException) -> str:
     return str(exc)
 
 
-class JdbcSinkConnector(SinkConnector):
+class JdbcSinkConnector(UniformTasks, SinkConnector):
     """Configures JDBC sink tasks; every task gets the same config and Kafka spreads the partitions."""
 
     class_aliases: ClassVar[tuple[str, ...]] = ("io.confluent.connect.jdbc.JdbcSinkConnector",)
+    CONFIG = CONFIG_DEF
+    TASK = JdbcSinkTask
+    TASK_INDEX_KEY = TASK_INDEX
 
-    def __init__(self) -> None:
-        self._props: dict[str, str] = {}
-
-    def version(self) -> str:
-        return __version__
-
-    def config_def(self) -> ConfigDef:
-        return CONFIG_DEF
-
-    def start(self, props: dict[str, str]) -> None:
+    def check(self, props: Mapping[str, str]) -> None:
         JdbcSinkConfig.from_props(props)
-        self._props = dict(props)
-
-    def task_class(self) -> type[Task]:
-        return JdbcSinkTask
-
-    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        return [{**self._props, TASK_INDEX: str(i)} for i in range(max_tasks)]
-
-    def stop(self) -> None:
-        """Nothing runs in the background."""
 
     def validate(self, props: Mapping[str, str | None]) -> list[ConfigValue]:
         values = CONFIG_DEF.validate_all(props)

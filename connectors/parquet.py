@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kconnect.connectors.uniform import UniformTasks
 from kconnect.runtime import __version__, logs
 from kconnect.runtime.config_def import (
     NO_DEFAULT,
@@ -62,7 +63,6 @@ from kconnect.runtime.plugins import (
     FrameBatch,
     FrameSinkTask,
     SinkConnector,
-    Task,
     TopicPartition,
 )
 
@@ -325,30 +325,14 @@ def publish_moves(files: Iterable[str], root: str) -> list[tuple[str, str]]:
 # ------------------------------------------------------------------------------------------ connector
 
 
-class ParquetSinkConnector(SinkConnector):
+class ParquetSinkConnector(UniformTasks, SinkConnector):
     """Writes the records of its topics to Parquet files under ``path``; see the module docstring."""
 
-    def __init__(self) -> None:
-        self._props: dict[str, str] = {}
+    CONFIG = CONFIG_DEF
+    TASK_INDEX_KEY = TASK_ID_CONFIG
 
-    def version(self) -> str:
-        return __version__
-
-    def config_def(self) -> ConfigDef:
-        return CONFIG_DEF
-
-    def start(self, props: dict[str, str]) -> None:
+    def check(self, props: Mapping[str, str]) -> None:
         ParquetSinkConfig.parse(props)
-        self._props = dict(props)
-
-    def task_class(self) -> type[Task]:
-        return ParquetSinkTask
-
-    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        return [{**self._props, TASK_ID_CONFIG: str(i)} for i in range(max_tasks)]
-
-    def stop(self) -> None:
-        """Nothing runs in the background, so there is nothing to stop."""
 
     def alter_offsets(self, props: Mapping[str, str], offsets: Mapping[TopicPartition, int | None]) -> bool:
         # Files already published are skipped by their names, whatever the consumer offsets say.
@@ -682,3 +666,7 @@ class ParquetSinkTask(FrameSinkTask):
         if self._work is None:
             raise ConnectorError("ParquetSinkTask is not started")
         return self._work
+
+
+# The connector is defined before its task (configuration first, as the module reads).
+ParquetSinkConnector.TASK = ParquetSinkTask

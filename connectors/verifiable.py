@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, ClassVar, Final, TypeGuard
 
+from kconnect.connectors.uniform import UniformTasks
 from kconnect.runtime import __version__, logs
 from kconnect.runtime.config_def import (
     NO_DEFAULT,
@@ -60,7 +61,6 @@ from kconnect.runtime.plugins import (
     SourceConnector,
     SourceRecord,
     SourceTask,
-    Task,
     TopicPartition,
 )
 
@@ -418,36 +418,12 @@ def _wall_clock_ms() -> int:
 # Connectors
 
 
-def _task_configs(props: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
-    return [{**props, ID_CONFIG: str(i)} for i in range(max_tasks)]
-
-
-class VerifiableSourceConnector(SourceConnector):
+class VerifiableSourceConnector(UniformTasks, SourceConnector):
     """As many tasks as asked for, each producing its own sequence numbers to ``topic``."""
 
     class_aliases = ("org.apache.kafka.connect.tools.VerifiableSourceConnector",)
-
-    def __init__(self) -> None:
-        self._props: dict[str, str] = {}
-
-    def version(self) -> str:
-        return __version__
-
-    def config_def(self) -> ConfigDef:
-        return SOURCE_CONFIG_DEF
-
-    def start(self, props: dict[str, str]) -> None:
-        SOURCE_CONFIG_DEF.parse(props)
-        self._props = dict(props)
-
-    def task_class(self) -> type[Task]:
-        return VerifiableSourceTask
-
-    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        return _task_configs(self._props, max_tasks)
-
-    def stop(self) -> None:
-        """Nothing runs in the background, so there is nothing to stop."""
+    CONFIG = SOURCE_CONFIG_DEF
+    TASK_INDEX_KEY = ID_CONFIG
 
     def exactly_once_support(self, props: Mapping[str, str]) -> ExactlyOnceSupport | None:
         # Each task's seqnos are a pure function of its committed offset, so a restarted task replays
@@ -455,32 +431,12 @@ class VerifiableSourceConnector(SourceConnector):
         return ExactlyOnceSupport.SUPPORTED
 
 
-class VerifiableSinkConnector(SinkConnector):
+class VerifiableSinkConnector(UniformTasks, SinkConnector):
     """As many tasks as asked for, each recording the seqnos it consumed."""
 
     class_aliases = ("org.apache.kafka.connect.tools.VerifiableSinkConnector",)
-
-    def __init__(self) -> None:
-        self._props: dict[str, str] = {}
-
-    def version(self) -> str:
-        return __version__
-
-    def config_def(self) -> ConfigDef:
-        return SINK_CONFIG_DEF
-
-    def start(self, props: dict[str, str]) -> None:
-        SINK_CONFIG_DEF.parse(props)
-        self._props = dict(props)
-
-    def task_class(self) -> type[Task]:
-        return VerifiableSinkTask
-
-    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        return _task_configs(self._props, max_tasks)
-
-    def stop(self) -> None:
-        """Nothing runs in the background, so there is nothing to stop."""
+    CONFIG = SINK_CONFIG_DEF
+    TASK_INDEX_KEY = ID_CONFIG
 
 
 # --------------------------------------------------------------------------------------------------
@@ -685,3 +641,8 @@ class VerifiableSinkTask(SinkTask):
         if lines:
             out = self._given_output or sys.stdout
             out.write("".join(line + "\n" for line in lines))
+
+
+# The connectors are defined before their tasks (the module reads top-down as Java's files).
+VerifiableSourceConnector.TASK = VerifiableSourceTask
+VerifiableSinkConnector.TASK = VerifiableSinkTask
