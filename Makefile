@@ -49,4 +49,4 @@ lint: setup
 	cd $(TYPECHECK) && $(CURDIR)/$(BIN)/mypy --strict --config-file $(CURDIR)/pyproject.toml -p kconnect
 
 test: setup reference postgres lint
-	$(BIN)/pytest -q -ra --durations=25
+	$(BIN)/pytest -q -ra --durations=25 -n 2 --dist loadfile
