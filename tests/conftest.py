@@ -6,8 +6,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from kconnect.runtime import broker as embedded
+
+# Property tests check results, not speed: hypothesis' default 200 ms deadline per example and its
+# too-slow health check fail on a shared 2-core CI machine whose other pytest process is starting a JVM
+# (seen twice while integration runs shared the cores), and a deadline is a timed assertion, which this
+# project's tests do not make. Tests that set their own settings still inherit this.
+settings.register_profile("kconnect", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("kconnect")
 
 
 @pytest.fixture(scope="session")
