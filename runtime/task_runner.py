@@ -801,11 +801,7 @@ class SourceTaskRunner(TaskRunner):
         def delivered(error: Any, message: Any) -> None:
             self._on_delivery(error, message)
             if error is None:
-                try:
-                    self.source.commit_record(record, message)
-                except Exception as exc:
-                    # Java logs and carries on: the record is in Kafka whatever the task thinks of it.
-                    self.log.warning("commit_record failed", error=str(exc))
+                self._tell_task(record, message)
 
         return delivered
 
@@ -857,7 +853,7 @@ class SourceTaskRunner(TaskRunner):
                     if out is None:
                         # Skipped on an error (errors.tolerance=all) or dropped by the chain: Java tells
                         # the task at once and still commits the record's offset.
-                        self._commit_dropped(record)
+                        self._tell_task(record, None)
                     else:
                         kwargs = _produce_kwargs(out)
                         # A closure per record only for tasks that want to hear of each acknowledgement.
@@ -1032,11 +1028,7 @@ class SourceTaskRunner(TaskRunner):
         self.counters.offset_commits += 1
         self.counters.offset_commit_ms_total += (time.monotonic() - started) * 1000
         for index, record in enumerate(records):
-            metadata = acks.get(index)  # None: skipped or dropped by the chain, never produced
-            try:
-                self.source.commit_record(record, metadata)
-            except Exception as exc:
-                self.log.warning("commit_record failed", error=str(exc))
+            self._tell_task(record, acks.get(index))  # None: skipped or dropped by the chain, never produced
         self.source.commit()
 
     def _try_abort(self, producer: Any) -> None:
@@ -1090,9 +1082,11 @@ class SourceTaskRunner(TaskRunner):
                 self.log.error("error transforming a source record; skipped (errors.tolerance=all)", **fields)
         self.log.warning("source records skipped on errors", count=len(failed))
 
-    def _commit_dropped(self, record: SourceRecord) -> None:
+    def _tell_task(self, record: SourceRecord, metadata: Any) -> None:
+        """``commit_record``: Java logs a task's failure there and carries on, since the record is in Kafka
+        (or was dropped) whatever the task thinks of it."""
         try:
-            self.source.commit_record(record, None)
+            self.source.commit_record(record, metadata)
         except Exception as exc:
             self.log.warning("commit_record failed", error=str(exc))
 
