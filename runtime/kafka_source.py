@@ -15,8 +15,9 @@ The pure parts (offset JSON, range planning, partition assignment) are module fu
 
 from __future__ import annotations
 
+import bisect
+import threading
 import time
-import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,13 +31,13 @@ __all__ = [
     "FORMAT",
     "KafkaDataSource",
     "PartitionRange",
-    "RawColumns",
     "TopicPartitionKey",
     "arrow_raw_schema",
     "assigned_partitions",
     "decode_offsets",
     "encode_offsets",
     "plan_ranges",
+    "raw_batch",
 ]
 
 FORMAT = "kconnect_kafka"
@@ -134,55 +135,47 @@ def client_config(options: Mapping[str, str]) -> dict[str, str]:
 #: micro-batch costs a few Spark jobs and a Kafka consumer whatever its size, so batches must be large
 #: for throughput; they are collected on the driver, so they must be bounded for memory (about 20 MB
 #: of SinkRecords of 100-byte values per 50,000).
-DEFAULT_MAX_RECORDS = 50000
+DEFAULT_MAX_RECORDS = 200000
 #: Records per ``consume`` call, and so per Arrow batch, when reading a range.
 READ_CHUNK = 10000
 
 
-class RawColumns:
-    """The columns of ``records.RAW_SCHEMA`` for one partition, filled record by record, then one Arrow
-    batch (``topic`` and ``partition`` are constant within a range, so they are added at the end)."""
+def raw_batch(messages: Sequence[Any], topic: str, partition: int) -> Any:
+    """One partition's consumed messages (confluent-kafka ``Message`` objects, error-free, in offset
+    order) as one Arrow batch of ``records.RAW_SCHEMA``.
 
-    def __init__(self) -> None:
-        self.offsets: list[int] = []
-        self.timestamps: list[int] = []
-        self.keys: list[bytes | None] = []
-        self.values: list[bytes | None] = []
-        self.headers: list[list[dict[str, Any]]] = []
+    Column by column, one comprehension each, because this runs for every record a sink reads: a
+    comprehension calls each message's accessor at C speed, where a per-record function that appends
+    to five lists costs several times as much. ``topic`` and ``partition`` are constant within a range.
+    """
+    import pyarrow as pa
 
-    def add(
-        self,
-        offset: int,
-        stamp: tuple[int, int],
-        key: bytes | None,
-        value: bytes | None,
-        headers: Any,
-    ) -> None:
-        """One record; ``headers`` as ``Message.headers()`` gives them: (key, value) pairs, or None."""
-        self.offsets.append(offset)
-        # Timestamp type 0 is TIMESTAMP_NOT_AVAILABLE: the record has none.
-        self.timestamps.append(int(stamp[1]) if int(stamp[0]) != 0 else -1)
-        self.keys.append(key)
-        self.values.append(value)
-        self.headers.append([{"key": k, "value": v} for k, v in headers] if headers else [])
-
-    def batch(self, topic: str, partition: int) -> Any:
-        import pyarrow as pa
-
-        schema = arrow_raw_schema()
-        n = len(self.offsets)
-        return pa.RecordBatch.from_arrays(
-            [
-                pa.array([topic] * n, pa.string()),
-                pa.array([partition] * n, pa.int32()),
-                pa.array(self.offsets, pa.int64()),
-                pa.array(self.timestamps, pa.int64()),
-                pa.array(self.keys, pa.binary()),
-                pa.array(self.values, pa.binary()),
-                pa.array(self.headers, schema.field("headers").type),
-            ],
-            schema=schema,
+    schema = arrow_raw_schema()
+    n = len(messages)
+    stamps = [m.timestamp() for m in messages]
+    headers = [m.headers() for m in messages]
+    if any(headers):
+        header_column = pa.array(
+            [[{"key": k, "value": v} for k, v in h] if h else [] for h in headers],
+            schema.field("headers").type,
         )
+    else:  # the common case: n empty lists, built from offsets alone
+        header_column = pa.ListArray.from_arrays(
+            pa.array([0] * (n + 1), pa.int32()), pa.array([], schema.field("headers").type.value_type)
+        )
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([topic] * n, pa.string()),
+            pa.array([partition] * n, pa.int32()),
+            pa.array([m.offset() for m in messages], pa.int64()),
+            # Timestamp type 0 is TIMESTAMP_NOT_AVAILABLE: the record has none.
+            pa.array([s[1] if s[0] else -1 for s in stamps], pa.int64()),
+            pa.array([m.key() for m in messages], pa.binary()),
+            pa.array([m.value() for m in messages], pa.binary()),
+            header_column,
+        ],
+        schema=schema,
+    )
 
 
 def arrow_raw_schema() -> Any:
@@ -204,6 +197,60 @@ def arrow_raw_schema() -> Any:
 
 
 # ------------------------------------------------------------------------------------------ Spark edge
+
+
+class _ConsumerPool:
+    """Kafka consumers kept between micro-batches in one of Spark's Python worker processes, one per
+    client settings and topic-partition, with the offset each has read up to.
+
+    Why: a micro-batch reads on from where the previous one stopped, usually in the same reused Python
+    worker. A kept consumer is already connected and has fetched ahead in the background (librdkafka's
+    prefetch queue), so the next micro-batch finds its records in memory instead of paying a connection,
+    a metadata request and a first fetch. Spark's own Kafka source keeps consumers for the same reason.
+    A consumer at another offset than a range starts at is moved there (``assign``); one idle for
+    ``idle_s`` is closed at the next ``take``, so a partition that moved elsewhere stops prefetching.
+    """
+
+    def __init__(self, idle_s: float = 60.0) -> None:
+        self.idle_s = idle_s
+        self._lock = threading.Lock()
+        self._kept: dict[tuple[str, str, int], tuple[Any, int, float]] = {}
+
+    @staticmethod
+    def _key(conf: Mapping[str, Any], topic: str, partition: int) -> tuple[str, str, int]:
+        return (repr(sorted(conf.items())), topic, partition)
+
+    def take(self, conf: Mapping[str, Any], topic: str, partition: int, start: int) -> tuple[Any, int]:
+        """A consumer positioned at ``start`` and that position; the caller owns it until give_back."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        now = time.monotonic()
+        with self._lock:
+            kept = self._kept.pop(self._key(conf, topic, partition), None)
+            stale = [k for k, (_, _, at) in self._kept.items() if now - at > self.idle_s]
+            idle = [self._kept.pop(k)[0] for k in stale]
+        for consumer in idle:
+            consumer.close()
+        if kept is not None:
+            consumer, position, _ = kept
+            if position == start:
+                return consumer, start
+        else:
+            consumer = Consumer(dict(conf))
+        consumer.assign([TopicPartition(topic, partition, start)])
+        return consumer, start
+
+    def give_back(
+        self, conf: Mapping[str, Any], topic: str, partition: int, consumer: Any, position: int
+    ) -> None:
+        with self._lock:
+            previous = self._kept.pop(self._key(conf, topic, partition), None)
+            self._kept[self._key(conf, topic, partition)] = (consumer, position, time.monotonic())
+        if previous is not None:  # two readers of one partition in this process: keep the newer
+            previous[0].close()
+
+
+_POOL = _ConsumerPool()
 
 
 class _Range(InputPartition):
@@ -312,43 +359,42 @@ class KafkaStreamReader(DataSourceStreamReader):
         are converted and type-checked value by value in Python; building the columns here is several
         times cheaper per record, and the records reach the JVM as Arrow either way.
         """
-        from confluent_kafka import Consumer, TopicPartition
-
         assert isinstance(partition, _Range)
         r = partition.range
         conf: dict[str, Any] = {
+            # Without it librdkafka pauses fetching for a second whenever its prefetch queue is full,
+            # which a kept consumer (below) reaches between micro-batches.
+            "fetch.queue.backoff.ms": 10,
             **client_config(self.options),
-            "group.id": f"{self.group_id}-reader-{uuid.uuid4().hex[:8]}",
+            "group.id": f"{self.group_id}-reader",
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
         }
-        consumer = Consumer(conf)
+        consumer, position = _POOL.take(conf, r.topic, r.partition, r.start)
         try:
-            consumer.assign([TopicPartition(r.topic, r.partition, r.start)])
             deadline = time.monotonic() + self.timeout_s
-            position = r.start
             while position < r.end:
                 messages = consumer.consume(num_messages=min(READ_CHUNK, r.end - position), timeout=0.5)
-                if not messages and time.monotonic() > deadline:
-                    raise TimeoutError(
-                        f"read {r.topic}-{r.partition} up to offset {position} of [{r.start}, {r.end}) "
-                        f"and no more records came within read.timeout.ms"
-                    )
-                columns = RawColumns()
+                if not messages:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(
+                            f"read {r.topic}-{r.partition} up to offset {position} of [{r.start}, {r.end}) "
+                            f"and no more records came within read.timeout.ms"
+                        )
+                    continue
                 for msg in messages:
                     if msg.error() is not None:
                         raise RuntimeError(f"reading {r.topic}-{r.partition}: {msg.error()}")
-                    offset = int(msg.offset() or 0)
-                    if offset >= r.end:
-                        position = r.end
-                        break
-                    columns.add(offset, msg.timestamp(), msg.key(), msg.value(), msg.headers())
-                    position = offset + 1
-                if columns.offsets:
+                position = messages[-1].offset() + 1  # where the consumer now is
+                if position > r.end:  # read past the range (offsets rise within a partition): cut there
+                    messages = messages[: bisect.bisect_left([m.offset() for m in messages], r.end)]
+                if messages:
                     deadline = time.monotonic() + self.timeout_s
-                    yield columns.batch(r.topic, r.partition)
-        finally:
+                    yield raw_batch(messages, r.topic, r.partition)
+        except BaseException:
             consumer.close()
+            raise
+        _POOL.give_back(conf, r.topic, r.partition, consumer, position)
 
     def commit(self, end: dict[str, int]) -> None:
         """Nothing: offsets are committed to the consumer group by the sink runner, after ``put`` and

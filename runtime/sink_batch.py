@@ -12,8 +12,9 @@ time, bytes; schemaless JSON -> dict/list/str/int/float/bool).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -29,7 +30,7 @@ from .errors_policy import (
     ErrorPolicy,
     convert_and_transform,
 )
-from .plugins import Header, SinkRecord
+from .plugins import Header, SinkRecord, frozen_record
 from .transforms import TransformChain, transform_chain
 
 __all__ = [
@@ -192,33 +193,42 @@ def records_from_columns(
 
     keys = _column_values(pick("key"), key_schema)
     values = _column_values(pick("value"), value_schema)
-    out = []
-    for topic, partition, offset, timestamp, key, value, headers in zip(
-        pick("topic"),
-        pick("partition"),
-        pick("offset"),
-        pick("timestamp"),
-        keys,
-        values,
-        pick("headers"),
-        strict=True,
-    ):
-        out.append(
-            SinkRecord(
-                topic=topic,
-                partition=partition,
-                offset=offset,
-                key=key,
-                value=value,
-                headers=tuple(
-                    Header(h["key"], None if h["value"] is None else bytes(h["value"])) for h in headers
-                )
-                if headers
-                else (),
-                timestamp=None if timestamp is None or timestamp < 0 else timestamp,
-            )
+    timestamps = [None if t is None or t < 0 else t for t in pick("timestamp")]
+    headers = pick("headers")
+    header_tuples: Iterable[tuple[Header, ...]] = (
+        [
+            tuple(Header(h["key"], None if h["value"] is None else bytes(h["value"])) for h in hs)
+            if hs
+            else ()
+            for hs in headers
+        ]
+        if any(headers)
+        else repeat((), len(headers))
+    )
+    return [
+        frozen_record(
+            SinkRecord,
+            {
+                "topic": topic,
+                "partition": partition,
+                "offset": offset,
+                "key": key,
+                "value": value,
+                "headers": hs,
+                "timestamp": timestamp,
+            },
         )
-    return out
+        for topic, partition, offset, timestamp, key, value, hs in zip(
+            pick("topic"),
+            pick("partition"),
+            pick("offset"),
+            timestamps,
+            keys,
+            values,
+            header_tuples,
+            strict=True,
+        )
+    ]
 
 
 def tolerance_message(row: Mapping[str, Any]) -> str:

@@ -33,6 +33,7 @@ import tempfile
 import threading
 import time
 import traceback
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -70,6 +71,8 @@ log = logs.get(__name__)
 
 #: How often a sink task's streaming query looks for new records.
 SINK_TRIGGER = "500 milliseconds"
+#: The most records one ``SinkTask.put`` call is given: Java's consumer default max.poll.records.
+MAX_PUT_RECORDS = 500
 #: After this long without a batch a frame sink task's ``pre_commit`` is called from the runner thread.
 IDLE_PRE_COMMIT_S = 1.0
 
@@ -122,15 +125,29 @@ def offsets_to_commit(
     return out
 
 
-def latest_source_offsets(connector: str, records: Iterable[SourceRecord]) -> list[SourceOffset]:
-    """The offsets-topic records for a run of produced records: the last offset per source partition."""
+def latest_source_offsets(connector: str, records: Sequence[SourceRecord]) -> list[SourceOffset]:
+    """The offsets-topic records for a run of produced records: the last offset per source partition, in
+    the order of those last records.
+
+    Paid once per offset flush for every record produced since the last one, so it walks backwards and
+    builds (and validates) a ``SourceOffset`` only for each partition's last record; a partition map
+    object seen before (tasks usually reuse one per partition) is not keyed again.
+    """
     latest: dict[object, SourceOffset] = {}
-    for record in records:
+    keys: dict[int, object] = {}  # id(partition map) -> its key; the records keep the maps alive
+    for record in reversed(records):
         if record.source_offset is None:
             continue
         partition: OffsetMap | None = record.source_partition
-        latest[_partition_key(partition)] = SourceOffset(connector, partition, record.source_offset)
-    return list(latest.values())
+        key = keys.get(id(partition), _UNKEYED)
+        if key is _UNKEYED:
+            key = keys[id(partition)] = _partition_key(partition)
+        if key not in latest:
+            latest[key] = SourceOffset(connector, partition, record.source_offset)
+    return list(reversed(latest.values()))
+
+
+_UNKEYED = object()
 
 
 def _partition_key(partition: OffsetMap | None) -> object:
@@ -184,6 +201,10 @@ def _produce_kwargs(out: Produced) -> dict[str, Any]:
     if out.headers:
         kwargs["headers"] = out.headers
     return kwargs
+
+
+#: What the producer is given for one record: topic, key, value and ``produce`` keyword arguments.
+Outgoing = tuple[str, bytes | None, bytes | None, dict[str, Any]]
 
 
 def _no_spark() -> Any:
@@ -403,6 +424,7 @@ class SinkTaskRunner(TaskRunner):
         costs far less per record than ``collect``'s Row objects. With transforms the raw batch is cached,
         as it is read twice (positions and rows); without, it is read once, and again only for dead letters.
         """
+        import pyarrow.compute as pc
         from pyspark.sql import functions as F
 
         from kconnect.runtime.errors_policy import ERROR_MESSAGE, split
@@ -427,44 +449,46 @@ class SinkTaskRunner(TaskRunner):
                     return
                 consumed = {TopicPartition(str(r[0]), int(r[1])): int(r[2]) + 1 for r in positions}
             prepared = prepare(self._plan, raw)
-            table = prepared.select(*RECORD_COLUMNS, *FAILURE_COLUMNS).toArrow()
+            # Only what a good record needs, and the error message that tells good from failed: the other
+            # failure columns (the raw key and value among them, as large as the record) are fetched for
+            # failed rows alone, below; collecting them for every row would double what travels.
+            table = prepared.select(*RECORD_COLUMNS, ERROR_MESSAGE).toArrow()
             if not transforms:
                 # Without transforms every raw row is here, under its own topic: no extra Spark job.
                 if table.num_rows == 0:
                     return
                 consumed = consumed_offsets_of_table(table)
             errors = table.column(ERROR_MESSAGE)
-            failed_count = errors.null_count != len(errors)
-            columns = {name: table.column(name).to_pylist() for name in RECORD_COLUMNS}
-            good: list[int] | None = None
-            if failed_count:
-                messages = errors.to_pylist()
-                good = [i for i, m in enumerate(messages) if m is None]
-                failed_rows = [i for i, m in enumerate(messages) if m is not None]
-                extra = {name: table.column(name).to_pylist() for name in FAILURE_COLUMNS}
-                bad = [
-                    {
-                        **{n: columns[n][i] for n in RECORD_COLUMNS},
-                        **{n: extra[n][i] for n in FAILURE_COLUMNS},
-                    }
-                    for i in failed_rows
-                ]
-                self._handle_failed(split(prepared)[1], bad)
+            if errors.null_count != len(errors):
+                failed = split(prepared)[1]
+                bad = [row.asDict() for row in failed.select(*RECORD_COLUMNS, *FAILURE_COLUMNS).collect()]
+                self._handle_failed(failed, bad)
+                table = table.filter(pc.is_null(errors))
             key_schema, value_schema = record_schemas(prepared)
-            collected = time.monotonic()
-            records = records_from_columns(columns, good, key_schema, value_schema)
         finally:
             if transforms:
                 raw.unpersist()
-        built = time.monotonic()
+        collected = time.monotonic()
         new = {tp for tp in consumed if tp not in self.assignment}
         if new:
             self.assignment |= new
             self.sink.open(sorted(new, key=str))
-        if records:
+        build_s = 0.0
+        # put() takes at most MAX_PUT_RECORDS at a time, as Java's takes one poll (max.poll.records):
+        # only that many SinkRecords exist at once, however large the micro-batch.
+        for start in range(0, table.num_rows, MAX_PUT_RECORDS):
+            part = table.slice(start, MAX_PUT_RECORDS)
+            began = time.monotonic()
+            records = records_from_columns(
+                {name: part.column(name).to_pylist() for name in RECORD_COLUMNS},
+                None,
+                key_schema,
+                value_schema,
+            )
+            build_s += time.monotonic() - began
             self.sink.put(records)
         put = time.monotonic()
-        self.counters.records += len(records)
+        self.counters.records += table.num_rows
         self._consumed.update(consumed)
         answer = self.sink.pre_commit(dict(self._consumed))
         to_commit = offsets_to_commit(self._consumed, answer, self._committed)
@@ -474,10 +498,10 @@ class SinkTaskRunner(TaskRunner):
         self.log.debug(
             "sink batch",
             batch=batch_id,
-            records=len(records),
+            records=table.num_rows,
             spark_ms=round((collected - started) * 1000),
-            build_ms=round((built - collected) * 1000),
-            put_ms=round((put - built) * 1000),
+            build_ms=round(build_s * 1000),
+            put_ms=round((put - collected - build_s) * 1000),
             commit_ms=round((time.monotonic() - put) * 1000),
         )
 
@@ -709,6 +733,17 @@ class SinkTaskRunner(TaskRunner):
 # --- source
 
 
+class _Submitted:
+    """The records of one poll on their way to Kafka, and how many of them are not acknowledged yet
+    (records skipped or dropped before producing are not counted: nothing will acknowledge them)."""
+
+    __slots__ = ("pending", "records")
+
+    def __init__(self, records: list[SourceRecord]) -> None:
+        self.records = records
+        self.pending = 0
+
+
 class _OffsetReader:
     def __init__(self, connector: str, offsets: Callable[[], OffsetState]) -> None:
         self._connector = connector
@@ -781,7 +816,8 @@ class SourceTaskRunner(TaskRunner):
         self._write_offsets = write_offsets
         self._flush_interval_s = flush_interval_ms / 1000
         self._flush_timeout_s = flush_timeout_ms / 1000
-        self._unflushed: list[SourceRecord] = []
+        #: Each poll's records in poll order, with how many are still unacknowledged.
+        self._submitted: deque[_Submitted] = deque()
         self._delivery_error: str | None = None
         self._hears_acks = type(task).commit_record is not SourceTask.commit_record
         self.source.initialize(_SourceContext(self.config, _OffsetReader(task_id.connector, read_offsets)))
@@ -790,8 +826,20 @@ class SourceTaskRunner(TaskRunner):
         if error is not None and self._delivery_error is None:
             self._delivery_error = f"producing to {message.topic()} failed: {error}"
 
-    def _delivery_callback(self, record: SourceRecord) -> Callable[[Any, Any], None]:
-        """The producer callback for one record: note a failure, or tell the task Kafka has it.
+    def _batch_callback(self, batch: _Submitted) -> Callable[[Any, Any], None]:
+        """The producer callback for the records of one poll: count each acknowledgement, note a failure."""
+
+        def delivered(error: Any, message: Any) -> None:
+            if error is None:
+                batch.pending -= 1
+            else:
+                self._on_delivery(error, message)
+
+        return delivered
+
+    def _delivery_callback(self, batch: _Submitted, record: SourceRecord) -> Callable[[Any, Any], None]:
+        """The producer callback for one record of a task that hears of each: count it, note a failure,
+        or tell the task Kafka has it.
 
         Java's WorkerSourceTask calls ``commitRecord(record, metadata)`` from the producer's callback
         once a record is acknowledged; tasks that report what reached Kafka (the verifiable source)
@@ -799,33 +847,72 @@ class SourceTaskRunner(TaskRunner):
         """
 
         def delivered(error: Any, message: Any) -> None:
-            self._on_delivery(error, message)
             if error is None:
+                batch.pending -= 1
                 self._tell_task(record, message)
+            else:
+                self._on_delivery(error, message)
 
         return delivered
 
-    def _flush(self, producer: Any) -> None:
-        """Commit the source offsets of every record produced so far, once all are acknowledged."""
-        if not self._unflushed:
+    def _send(self, producer: Any, records: list[SourceRecord]) -> None:
+        batch = _Submitted(records)
+        self._submitted.append(batch)
+        # A closure per record only for tasks that want to hear of each acknowledgement.
+        each = None if self._hears_acks else self._batch_callback(batch)
+        for record, out in self._prepare(records):
+            if out is None:
+                # Skipped on an error (errors.tolerance=all) or dropped by the chain: Java tells the task
+                # at once and still commits the record's offset.
+                self._tell_task(record, None)
+                continue
+            topic, key, value, kwargs = out
+            kwargs["on_delivery"] = each or self._delivery_callback(batch, record)
+            batch.pending += 1
+            _produce(producer, topic, key, value, kwargs)
+        self.counters.records += len(records)
+
+    def _flush(self, producer: Any, final: bool = False) -> None:
+        """Commit the source offsets of the records acknowledged so far, polls in order: up to the first
+        poll that still has a record on its way (Java's SubmittedRecords rule), so an offset is never
+        stored ahead of a record Kafka does not have.
+
+        Why not wait for the producer (``flush``) first: the poll loop would stand still for a round
+        trip on every offset flush. Only the ``final`` flush, at stop, waits for what is on its way, up
+        to ``offset.flush.timeout.ms``.
+        """
+        if not self._submitted:
             return
         started = time.monotonic()
-        outstanding = producer.flush(self._flush_timeout_s)
+        if final:
+            outstanding = producer.flush(self._flush_timeout_s)
+            if outstanding:
+                self.log.warning(
+                    "records still unacknowledged after offset.flush.timeout.ms; their offsets not committed",
+                    outstanding=outstanding,
+                )
+        else:
+            producer.poll(0)
         if self._delivery_error is not None:
             raise ConnectorError(self._delivery_error)
-        if outstanding:
-            self.log.warning(
-                "records still unacknowledged after offset.flush.timeout.ms; offsets not committed",
-                outstanding=outstanding,
-            )
+        records: list[SourceRecord] = []
+        while self._submitted and self._submitted[0].pending == 0:
+            records.extend(self._submitted.popleft().records)
+        if not records:
             return
-        records, self._unflushed = self._unflushed, []
         offsets = latest_source_offsets(self.task_id.connector, records)
         if offsets:
             self._write_offsets(offsets)
         self.counters.offset_commits += 1
         self.counters.offset_commit_ms_total += (time.monotonic() - started) * 1000
         self.source.commit()
+        # How far the task has got (``PUT /admin/loggers/kconnect.task {"level": "DEBUG"}`` shows it).
+        self.log.debug(
+            "source offsets flushed",
+            records=len(records),
+            total=self.counters.records,
+            flush_ms=round((time.monotonic() - started) * 1000),
+        )
 
     def run(self) -> None:
         if self.eos is not None:
@@ -849,20 +936,8 @@ class SourceTaskRunner(TaskRunner):
                     self._running.wait(0.5)
                     continue
                 records = self.source.poll() or []
-                for record, out in self._prepare(records):
-                    if out is None:
-                        # Skipped on an error (errors.tolerance=all) or dropped by the chain: Java tells
-                        # the task at once and still commits the record's offset.
-                        self._tell_task(record, None)
-                    else:
-                        kwargs = _produce_kwargs(out)
-                        # A closure per record only for tasks that want to hear of each acknowledgement.
-                        kwargs["on_delivery"] = (
-                            self._delivery_callback(record) if self._hears_acks else self._on_delivery
-                        )
-                        _produce(producer, out.topic, out.key, out.value, kwargs)
-                    self._unflushed.append(record)
-                self.counters.records += len(records)
+                if records:
+                    self._send(producer, records)
                 producer.poll(0)
                 if self._delivery_error is not None:
                     raise ConnectorError(self._delivery_error)
@@ -872,7 +947,7 @@ class SourceTaskRunner(TaskRunner):
         finally:
             if self.failed is None and self._delivery_error is None:
                 try:
-                    self._flush(producer)
+                    self._flush(producer, final=True)
                 except Exception as exc:
                     self.log.warning("final offset flush failed", error=str(exc))
 
@@ -919,10 +994,10 @@ class SourceTaskRunner(TaskRunner):
                 for record, out in self._prepare(records):
                     self._begin(producer)
                     if out is not None:
-                        kwargs = _produce_kwargs(out)
+                        topic, key, value, kwargs = out
                         kwargs["on_delivery"] = self._transactional_ack(len(self._open))
                         try:
-                            _produce(producer, out.topic, out.key, out.value, kwargs)
+                            _produce(producer, topic, key, value, kwargs)
                         except KafkaException as exc:
                             raise ConnectorError(
                                 self._transaction_failure("producing a record", exc)
@@ -1045,28 +1120,42 @@ class SourceTaskRunner(TaskRunner):
             self._acks = {}
             self._try_abort(producer)
 
-    def _prepare(self, records: list[SourceRecord]) -> list[tuple[SourceRecord, Produced | None]]:
+    def _prepare(self, records: list[SourceRecord]) -> list[tuple[SourceRecord, Outgoing | None]]:
         """Each polled record with what to produce for it: encoded with the converters, through the
         chain when the connector has transforms (one Spark job per batch), None when it is skipped on an
-        error (errors.tolerance=all) or dropped by the chain."""
-        out: dict[int, Produced] = {}
+        error (errors.tolerance=all) or dropped by the chain.
+
+        Runs for every source record on the driver, so the common path (no transforms) goes straight
+        from the record to the producer's arguments, with nothing built in between.
+        """
+        if self._plan is None:
+            prepared: list[tuple[SourceRecord, Outgoing | None]] = []
+            for record in records:
+                encoded = self._encode(record)
+                if encoded is None:
+                    prepared.append((record, None))
+                    continue
+                key, value, headers = encoded
+                kwargs: dict[str, Any] = {}
+                if record.partition is not None:
+                    kwargs["partition"] = record.partition
+                if record.timestamp is not None:
+                    kwargs["timestamp"] = record.timestamp
+                if headers:
+                    kwargs["headers"] = headers
+                prepared.append((record, (record.topic, key, value, kwargs)))
+            return prepared
         rows: list[tuple[Any, ...]] = []
         for index, record in enumerate(records):
             encoded = self._encode(record)
-            if encoded is None:
-                continue
-            if self._plan is None:
-                key, value, headers = encoded
-                out[index] = Produced(
-                    index, record.topic, record.partition, record.timestamp, key, value, headers
-                )
-            else:
+            if encoded is not None:
                 rows.append(raw_row(index, record, encoded))
-        if self._plan is not None and rows:
+        out: dict[int, Outgoing] = {}
+        if rows:
             batch = transform_batch(self._spark(), self._plan, rows)
             if batch.failed:
                 self._handle_failed(records, batch.failed)
-            out = {p.index: p for p in batch.produced}
+            out = {p.index: (p.topic, p.key, p.value, _produce_kwargs(p)) for p in batch.produced}
         return [(record, out.get(index)) for index, record in enumerate(records)]
 
     def _handle_failed(self, records: list[SourceRecord], failed: list[tuple[int, dict[str, Any]]]) -> None:

@@ -1,13 +1,14 @@
 """The columnar fast paths of the data plane agree with the row-by-row ones they replace.
 
 Sink batches now reach the driver as Arrow columns (``records_from_columns``, ``consumed_offsets_of_table``),
-the Kafka reader yields Arrow batches (``RawColumns``), and the file source cuts many lines per buffer scan
+the Kafka reader yields Arrow batches (``raw_batch``), and the file source cuts many lines per buffer scan
 (``_extract_lines``); each is checked here against the slower, simpler definition.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import FrozenInstanceError
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,8 @@ from hypothesis import strategies as st
 
 from kconnect.connectors.file import FileStreamSourceTask
 from kconnect.runtime.connect_data import ConnectField, ConnectSchema
-from kconnect.runtime.kafka_source import RawColumns, arrow_raw_schema
-from kconnect.runtime.plugins import Header, SinkRecord, TopicPartition
+from kconnect.runtime.kafka_source import arrow_raw_schema, raw_batch
+from kconnect.runtime.plugins import Header, SinkRecord, SourceRecord, TopicPartition, frozen_record
 from kconnect.runtime.records import RAW_SCHEMA
 from kconnect.runtime.sink_batch import RECORD_COLUMNS, records_from_columns, sink_record
 from kconnect.runtime.task_runner import consumed_offsets, consumed_offsets_of_table
@@ -43,11 +44,38 @@ def test_arrow_raw_schema_is_spark_raw_schema() -> None:
     assert arrow_raw_schema().equals(to_arrow_schema(RAW_SCHEMA))
 
 
-def test_raw_columns_hold_what_the_tuple_rows_held() -> None:
-    columns = RawColumns()
-    columns.add(7, (1, 1000), b"k", b"v", [("h", b"x"), ("n", None)])
-    columns.add(8, (0, -1), None, None, None)
-    batch = columns.batch("t", 3)
+class _Message:
+    """What ``raw_batch`` reads of a confluent-kafka ``Message``: its accessor methods."""
+
+    def __init__(self, offset: int, stamp: tuple[int, int], key: Any, value: Any, headers: Any) -> None:
+        self._fields = (offset, stamp, key, value, headers)
+
+    def offset(self) -> int:
+        return int(self._fields[0])
+
+    def timestamp(self) -> tuple[int, int]:
+        stamp: tuple[int, int] = self._fields[1]
+        return stamp
+
+    def key(self) -> Any:
+        return self._fields[2]
+
+    def value(self) -> Any:
+        return self._fields[3]
+
+    def headers(self) -> Any:
+        return self._fields[4]
+
+
+def test_raw_batch_holds_what_the_tuple_rows_held() -> None:
+    batch = raw_batch(
+        [
+            _Message(7, (1, 1000), b"k", b"v", [("h", b"x"), ("n", None)]),
+            _Message(8, (0, -1), None, None, None),
+        ],
+        "t",
+        3,
+    )
     assert batch.schema.equals(arrow_raw_schema())
     assert batch.to_pylist() == [
         {
@@ -193,3 +221,31 @@ def test_file_source_cuts_lines_and_positions_as_one_line_at_a_time(
         got.extend((r.value, r.source_offset["position"]) for r in records)  # type: ignore[index]
     task.stop()
     assert got == _reference_lines(data)
+
+
+def test_frozen_record_is_the_constructors_record() -> None:
+    fields: dict[str, Any] = {
+        "topic": "t",
+        "partition": 1,
+        "offset": 5,
+        "key": b"k",
+        "value": {"a": 1},
+        "headers": (Header("h", b"x"),),
+        "timestamp": 7,
+    }
+    fast = frozen_record(SinkRecord, dict(fields))
+    assert fast == SinkRecord(**fields)
+    assert repr(fast) == repr(SinkRecord(**fields))
+    assert fast.topic_partition == TopicPartition("t", 1)
+    with pytest.raises(FrozenInstanceError):
+        fast.offset = 6  # type: ignore[misc]
+    source = {"source_partition": {"f": "x"}, "source_offset": {"position": 3}, "topic": "t"}
+    defaults = {"partition": None, "key": None, "value": "line", "headers": (), "timestamp": None}
+    assert frozen_record(SourceRecord, {**source, **defaults}) == SourceRecord(**source, value="line")
+
+
+def test_raw_batch_without_headers_has_empty_header_lists() -> None:
+    batch = raw_batch([_Message(i, (1, i), None, b"v", None) for i in range(3)], "t", 0)
+    assert batch.schema.equals(arrow_raw_schema())
+    assert batch.column("headers").to_pylist() == [[], [], []]
+    assert batch.column("offset").to_pylist() == [0, 1, 2]

@@ -27,6 +27,7 @@ from kconnect.runtime.records import RAW_FIELDS, RAW_SCHEMA
 from kconnect.runtime.spark_executor import SparkExecutor, python_workers_executable, spark_settings
 from kconnect.runtime.task_runner import (
     SourceTaskRunner,
+    _Submitted,
     client_settings,
     consumed_offsets,
     latest_source_offsets,
@@ -183,9 +184,9 @@ def test_latest_source_offsets_keep_the_last_per_partition() -> None:
         SourceRecord({"a": "x", "b": 1}, {"n": 2}, "t"),  # the same partition, keys in another order
         SourceRecord(None, {"n": 9}, "t"),
     ]
-    assert latest_source_offsets("c", records) == [
-        SourceOffset("c", {"filename": "a"}, {"position": 2}),
+    assert latest_source_offsets("c", records) == [  # in the order of each partition's last record
         SourceOffset("c", {"filename": "b"}, {"position": 7}),
+        SourceOffset("c", {"filename": "a"}, {"position": 2}),
         SourceOffset("c", {"a": "x", "b": 1}, {"n": 2}),
         SourceOffset("c", None, {"n": 9}),
     ]
@@ -387,7 +388,67 @@ def test_source_runner_tells_the_task_each_acknowledged_record() -> None:
     ok = SourceRecord(source_partition={"id": 0}, source_offset={"seqno": 1}, topic="t", value=1)
     bad = SourceRecord(source_partition={"id": 0}, source_offset={"seqno": 2}, topic="t", value=2)
     message = _Message()
-    runner._delivery_callback(ok)(None, message)
-    runner._delivery_callback(bad)("broker down", message)
+    batch = _Submitted([ok, bad])
+    batch.pending = 2
+    runner._delivery_callback(batch, ok)(None, message)
+    runner._delivery_callback(batch, bad)("broker down", message)
     assert task.acked == [(ok, message)]
     assert runner._delivery_error == "producing to t failed: broker down"
+    assert batch.pending == 1  # the failed record is never acknowledged: its poll's offsets never commit
+
+
+_STRINGS = {
+    "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+    "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+}
+
+
+class _IdleProducer:
+    """The producer calls ``_flush`` makes when nothing is on its way: a poll, or a flush at stop."""
+
+    def poll(self, _timeout: float) -> int:
+        return 0
+
+    def flush(self, _timeout: float) -> int:
+        return 0
+
+
+def test_source_offsets_commit_only_up_to_the_first_poll_with_an_unacknowledged_record() -> None:
+    """Java's SubmittedRecords rule: acknowledgements may come out of poll order, but an offset is
+    stored only when every record before it is in Kafka, and the poll loop never waits for that."""
+    written: list[list[SourceOffset]] = []
+    runner = SourceTaskRunner(
+        TaskId("c", 0),
+        _AckRecordingSource(),
+        {},
+        lambda _task, _trace: None,
+        bootstrap="unused:9092",
+        converters=_STRINGS,
+        producer_settings={},
+        read_offsets=OffsetState,
+        write_offsets=written.append,
+        flush_interval_ms=1000,
+        flush_timeout_ms=1000,
+    )
+    polls = [
+        _Submitted([SourceRecord({"f": "a"}, {"position": n}, "t") for n in (1, 2)]),
+        _Submitted([SourceRecord({"f": "a"}, {"position": 3}, "t")]),
+        _Submitted([SourceRecord({"f": "a"}, {"position": 4}, "t")]),
+    ]
+    for poll in polls:
+        poll.pending = len(poll.records)
+        runner._submitted.append(poll)
+    callbacks = [runner._batch_callback(poll) for poll in polls]
+    callbacks[1](None, _Message())  # the second poll is in Kafka, the first is not yet
+    runner._flush(_IdleProducer())
+    assert written == []
+    callbacks[0](None, _Message())
+    runner._flush(_IdleProducer())
+    assert written == []  # one of the first poll's two records is still on its way
+    callbacks[0](None, _Message())
+    runner._flush(_IdleProducer())
+    assert written == [[SourceOffset("c", {"f": "a"}, {"position": 3})]]
+    callbacks[2](None, _Message())
+    runner._flush(_IdleProducer(), final=True)
+    assert written[-1] == [SourceOffset("c", {"f": "a"}, {"position": 4})]
+    assert not runner._submitted
