@@ -437,8 +437,19 @@ def warm_up(worker: WorkerProcess, bootstrap: str, work: Path) -> None:
     out = work / "warm.txt"
     create(worker, "bench-warm", {"connector.class": "FileStreamSink", "file": str(out), "topics": topic})
     wait_for_size(out, 5, 300, worker.alive)
+    generation = worker.get("/workers").json()["this_worker"]["generation"]
     worker.request("DELETE", "/connectors/bench-warm")
     wait_until(lambda: worker.get("/connectors").json() == [], 60, "the warm-up connector to go")
+
+    def settled() -> bool:
+        # The deletion's rebalance done, none under way: else the timed run's first requests would
+        # wait it out (a write needs a settled group) and the clock would include the warm-up's round.
+        me = worker.get("/workers").json()["this_worker"]
+        return bool(
+            me["generation"] > generation and not me["rebalancing"] and not me["assignment"]["connectors"]
+        )
+
+    wait_until(settled, 60, "the group to settle after the warm-up")
 
 
 def run_kconnect(

@@ -35,6 +35,7 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -818,6 +819,9 @@ class SourceTaskRunner(TaskRunner):
         self._flush_timeout_s = flush_timeout_ms / 1000
         #: Each poll's records in poll order, with how many are still unacknowledged.
         self._submitted: deque[_Submitted] = deque()
+        #: The committer thread (non-transactional tasks, while running) and its write under way.
+        self._committer: ThreadPoolExecutor | None = None
+        self._storing: Future[None] | None = None
         self._delivery_error: str | None = None
         self._hears_acks = type(task).commit_record is not SourceTask.commit_record
         self.source.initialize(_SourceContext(self.config, _OffsetReader(task_id.connector, read_offsets)))
@@ -877,10 +881,17 @@ class SourceTaskRunner(TaskRunner):
         poll that still has a record on its way (Java's SubmittedRecords rule), so an offset is never
         stored ahead of a record Kafka does not have.
 
-        Why not wait for the producer (``flush``) first: the poll loop would stand still for a round
-        trip on every offset flush. Only the ``final`` flush, at stop, waits for what is on its way, up
-        to ``offset.flush.timeout.ms``.
+        Why the poll loop never waits here: writing offsets is a round trip to the offsets topic, so it
+        runs on the committer thread (Java's SourceTaskOffsetCommitter), and acknowledgements are
+        counted as they come instead of waiting for the producer (``flush``). A flush due while the
+        last write still runs leaves its records for the next one. Only the ``final`` flush, at stop,
+        waits: for what is on its way (up to ``offset.flush.timeout.ms``) and for its own write.
         """
+        if self._storing is not None:
+            if not final and not self._storing.done():
+                return
+            storing, self._storing = self._storing, None
+            storing.result()  # a failed write fails the task here, on its own thread
         if not self._submitted:
             return
         started = time.monotonic()
@@ -901,6 +912,14 @@ class SourceTaskRunner(TaskRunner):
         if not records:
             return
         offsets = latest_source_offsets(self.task_id.connector, records)
+        if final or self._committer is None:
+            self._store(offsets, len(records), started)
+        else:
+            self._storing = self._committer.submit(self._store, offsets, len(records), started)
+
+    def _store(self, offsets: list[SourceOffset], records: int, started: float) -> None:
+        """Write one flush's offsets and tell the task (``commit``, which Java also calls from its
+        committer thread)."""
         if offsets:
             self._write_offsets(offsets)
         self.counters.offset_commits += 1
@@ -909,7 +928,7 @@ class SourceTaskRunner(TaskRunner):
         # How far the task has got (``PUT /admin/loggers/kconnect.task {"level": "DEBUG"}`` shows it).
         self.log.debug(
             "source offsets flushed",
-            records=len(records),
+            records=records,
             total=self.counters.records,
             flush_ms=round((time.monotonic() - started) * 1000),
         )
@@ -929,6 +948,7 @@ class SourceTaskRunner(TaskRunner):
             }
         )
         next_flush = time.monotonic() + self._flush_interval_s
+        self._committer = ThreadPoolExecutor(1, thread_name_prefix=f"offsets-{self.task_id}")
         try:
             while not self._stopping.is_set():
                 if not self._running.is_set():
@@ -950,6 +970,7 @@ class SourceTaskRunner(TaskRunner):
                     self._flush(producer, final=True)
                 except Exception as exc:
                     self.log.warning("final offset flush failed", error=str(exc))
+            self._committer.shutdown(wait=True)
 
     # --- exactly-once (KIP-618)
 
