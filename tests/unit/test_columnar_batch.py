@@ -249,3 +249,29 @@ def test_raw_batch_without_headers_has_empty_header_lists() -> None:
     assert batch.schema.equals(arrow_raw_schema())
     assert batch.column("headers").to_pylist() == [[], [], []]
     assert batch.column("offset").to_pylist() == [0, 1, 2]
+
+
+def test_consumer_pool_hands_back_a_consumer_where_it_stopped() -> None:
+    """A micro-batch that starts where the last one stopped gets the same (connected, prefetching)
+    consumer; one that starts elsewhere gets it moved; an idle one is closed."""
+    from kconnect.runtime.kafka_source import _ConsumerPool
+
+    pool = _ConsumerPool(idle_s=3600)
+    conf = {"bootstrap.servers": "127.0.0.1:1", "group.id": "g-reader"}
+    first, position = pool.take(conf, "t", 0, 0)
+    assert position == 0
+    pool.give_back(conf, "t", 0, first, 100)
+    again, position = pool.take(conf, "t", 0, 100)
+    assert again is first and position == 100
+    pool.give_back(conf, "t", 0, again, 200)
+    moved, position = pool.take(conf, "t", 0, 50)  # a replayed batch: the same consumer, re-assigned
+    assert moved is first and position == 50
+    other, _ = pool.take(conf, "t", 1, 0)  # another partition: another consumer
+    assert other is not first
+    pool.give_back(conf, "t", 0, moved, 60)
+    pool.give_back(conf, "t", 1, other, 10)
+    pool.idle_s = 0
+    pool.close_idle()
+    fresh, _ = pool.take(conf, "t", 0, 60)
+    assert fresh is not first  # the idle one was closed, not kept
+    fresh.close()
