@@ -4,6 +4,7 @@ commit after a batch or a producer flush, client settings and the minimal conver
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given
@@ -363,13 +364,9 @@ class _Message:
         return "t"
 
 
-def test_source_runner_tells_the_task_each_acknowledged_record() -> None:
-    """A delivered record reaches ``commit_record`` (Java's commitRecord); a failed one does not.
-
-    Without it the verifiable source never learnt what Kafka acknowledged and wrote nothing to its file.
-    """
-    task = _AckRecordingSource()
-    runner = SourceTaskRunner(
+def _runner(task: SourceTask, write_offsets: Callable[[list[SourceOffset]], None]) -> SourceTaskRunner:
+    """A source runner with string converters and no broker: only its callbacks and flushes are used."""
+    return SourceTaskRunner(
         TaskId("c", 0),
         task,
         {},
@@ -381,10 +378,19 @@ def test_source_runner_tells_the_task_each_acknowledged_record() -> None:
         },
         producer_settings={},
         read_offsets=OffsetState,
-        write_offsets=lambda _offsets: None,
+        write_offsets=write_offsets,
         flush_interval_ms=1000,
         flush_timeout_ms=1000,
     )
+
+
+def test_source_runner_tells_the_task_each_acknowledged_record() -> None:
+    """A delivered record reaches ``commit_record`` (Java's commitRecord); a failed one does not.
+
+    Without it the verifiable source never learnt what Kafka acknowledged and wrote nothing to its file.
+    """
+    task = _AckRecordingSource()
+    runner = _runner(task, lambda _offsets: None)
     ok = SourceRecord(source_partition={"id": 0}, source_offset={"seqno": 1}, topic="t", value=1)
     bad = SourceRecord(source_partition={"id": 0}, source_offset={"seqno": 2}, topic="t", value=2)
     message = _Message()
@@ -395,12 +401,6 @@ def test_source_runner_tells_the_task_each_acknowledged_record() -> None:
     assert task.acked == [(ok, message)]
     assert runner._delivery_error == "producing to t failed: broker down"
     assert batch.pending == 1  # the failed record is never acknowledged: its poll's offsets never commit
-
-
-_STRINGS = {
-    "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-    "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-}
 
 
 class _IdleProducer:
@@ -417,19 +417,7 @@ def test_source_offsets_commit_only_up_to_the_first_poll_with_an_unacknowledged_
     """Java's SubmittedRecords rule: acknowledgements may come out of poll order, but an offset is
     stored only when every record before it is in Kafka, and the poll loop never waits for that."""
     written: list[list[SourceOffset]] = []
-    runner = SourceTaskRunner(
-        TaskId("c", 0),
-        _AckRecordingSource(),
-        {},
-        lambda _task, _trace: None,
-        bootstrap="unused:9092",
-        converters=_STRINGS,
-        producer_settings={},
-        read_offsets=OffsetState,
-        write_offsets=written.append,
-        flush_interval_ms=1000,
-        flush_timeout_ms=1000,
-    )
+    runner = _runner(_AckRecordingSource(), written.append)
     polls = [
         _Submitted([SourceRecord({"f": "a"}, {"position": n}, "t") for n in (1, 2)]),
         _Submitted([SourceRecord({"f": "a"}, {"position": 3}, "t")]),
