@@ -134,10 +134,10 @@ def client_config(options: Mapping[str, str]) -> dict[str, str]:
 #: Records per partition per micro-batch unless ``max.records.per.partition`` says otherwise. Each
 #: micro-batch costs about a quarter of a second of Spark planning, scheduling and checkpointing whatever
 #: its size, so batches must be large for throughput (data-plane bench, 1,000,000 records: 50,000 per
-#: batch ran at about 80,000 records/s, 200,000 at about 220,000); they are collected on the driver as
-#: Arrow (about 25 MB for 200,000 records of 100 bytes; SinkRecords are built 500 at a time), so they
-#: must be bounded for memory.
-DEFAULT_MAX_RECORDS = 200000
+#: batch ran at about 80,000 records/s, 200,000 at about 200,000, 400,000 a little faster again);
+#: they are collected on the driver as Arrow (about 50 MB for 400,000 records of 100 bytes; SinkRecords
+#: are built 500 at a time), so they must be bounded for memory (152 MiB per running task in the bench).
+DEFAULT_MAX_RECORDS = 400000
 #: Records per ``consume`` call, and so per Arrow batch, when reading a range.
 READ_CHUNK = 10000
 
