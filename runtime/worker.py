@@ -1054,16 +1054,31 @@ class Worker:
         with self._lock:
             return self._status_state
 
-    def require_leader(self, settle_timeout_s: float = 30.0) -> None:
+    def _still_member(self) -> bool:
+        member = self._member
+        return member is not None and member.generation()[0] >= 0
+
+    def require_leader(self, settle_timeout_s: float = 30.0, while_rebalancing: bool = False) -> None:
         """Writes need a settled group: wait out a rebalance in progress (as Java's herder queues the
-        request until its next tick), then either proceed as leader or name the leader to forward to."""
+        request until its next tick), then either proceed as leader or name the leader to forward to.
+
+        ``while_rebalancing``: a connector config may be written by the leader of the last generation
+        while a rebalance is under way, as long as this member is still in the group (its generation
+        was not reset by a lost session). Why: creating connectors one after another otherwise costs a
+        whole rebalance per connector, each waiting for the round the previous one started. Nothing is
+        lost if leadership moves in that round: the config topic is the truth, the leader reads it to
+        its end when it assigns, and a config read after that starts one more round, as any does.
+        """
         deadline = time.monotonic() + settle_timeout_s
         while True:
             with self._lock:
                 group = self.herder.group
                 rebalancing = self.herder.rebalancing
                 is_leader = self.herder.is_leader
+                led_last = group.known and group.leader_id == group.member_id
             if is_leader:
+                return
+            if while_rebalancing and rebalancing and led_last and self._still_member():
                 return
             if not rebalancing and group.known and group.leader_url:
                 raise NotLeaderError(group.leader_url)
@@ -1094,7 +1109,7 @@ class Worker:
         self, name: str, config: Mapping[str, str], allow_replace: bool, initial_state: str | None = None
     ) -> bool:
         """Create or replace a connector's config; returns True when it was created."""
-        self.require_leader()
+        self.require_leader(while_rebalancing=True)
         exists = self.snapshot().contains(name)
         if exists and not allow_replace:
             raise AlreadyExistsError(f"Connector {name} already exists")
