@@ -210,7 +210,12 @@ class Herder:
 
     @property
     def is_leader(self) -> bool:
-        return self.group.known and not self.rebalancing and self.group.leader_id == self.group.member_id
+        return self.led_last_generation and not self.rebalancing
+
+    @property
+    def led_last_generation(self) -> bool:
+        """This worker was the leader of the last generation it completed (a rebalance may be under way)."""
+        return self.group.known and self.group.leader_id == self.group.member_id
 
     @property
     def cooperative(self) -> bool:

@@ -12,7 +12,7 @@ time, bytes; schemaless JSON -> dict/list/str/int/float/bool).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
@@ -176,21 +176,16 @@ def _column_values(values: list[Any], schema: ConnectSchema | None) -> list[Any]
 
 def records_from_columns(
     columns: Mapping[str, list[Any]],
-    rows: Sequence[int] | None,
     key_schema: ConnectSchema | None,
     value_schema: ConnectSchema | None,
 ) -> list[SinkRecord]:
-    """The SinkRecords of a prepared batch given column by column (``RECORD_COLUMNS``, e.g. from
-    ``DataFrame.toArrow``), for the rows numbered in ``rows`` (None: all), in order.
+    """The SinkRecords of a prepared batch given column by column (``RECORD_COLUMNS``, e.g. from a slice
+    of ``DataFrame.toArrow``), in order; failed rows are filtered out of the table before.
 
     Why by column: building records from Spark ``Row`` objects costs a Python lookup per field per row;
     whole columns are converted at once, with no per-value work for strings and numbers.
     """
-
-    def pick(name: str) -> list[Any]:
-        values = columns[name]
-        return values if rows is None else [values[i] for i in rows]
-
+    pick = columns.__getitem__
     keys = _column_values(pick("key"), key_schema)
     values = _column_values(pick("value"), value_schema)
     timestamps = [None if t is None or t < 0 else t for t in pick("timestamp")]

@@ -65,7 +65,7 @@ from kconnect.runtime.sink_batch import (
     sink_plan,
     tolerance_message,
 )
-from kconnect.runtime.source_batch import Produced, raw_row, source_plan, transform_batch
+from kconnect.runtime.source_batch import raw_row, source_plan, transform_batch
 from kconnect.runtime.source_encoding import source_encoder
 
 log = logs.get(__name__)
@@ -193,14 +193,18 @@ def _produce(
             producer.poll(0.1)
 
 
-def _produce_kwargs(out: Produced) -> dict[str, Any]:
+def _produce_kwargs(
+    partition: int | None, timestamp: int | None, headers: list[tuple[str, bytes | None]]
+) -> dict[str, Any]:
+    """``produce``'s optional arguments for one record: only those it has (a fresh dict per record, as
+    the caller adds its ``on_delivery``)."""
     kwargs: dict[str, Any] = {}
-    if out.partition is not None:
-        kwargs["partition"] = out.partition
-    if out.timestamp is not None:
-        kwargs["timestamp"] = out.timestamp
-    if out.headers:
-        kwargs["headers"] = out.headers
+    if partition is not None:
+        kwargs["partition"] = partition
+    if timestamp is not None:
+        kwargs["timestamp"] = timestamp
+    if headers:
+        kwargs["headers"] = headers
     return kwargs
 
 
@@ -481,10 +485,7 @@ class SinkTaskRunner(TaskRunner):
             part = table.slice(start, MAX_PUT_RECORDS)
             began = time.monotonic()
             records = records_from_columns(
-                {name: part.column(name).to_pylist() for name in RECORD_COLUMNS},
-                None,
-                key_schema,
-                value_schema,
+                {name: part.column(name).to_pylist() for name in RECORD_COLUMNS}, key_schema, value_schema
             )
             build_s += time.monotonic() - began
             self.sink.put(records)
@@ -1157,13 +1158,7 @@ class SourceTaskRunner(TaskRunner):
                     prepared.append((record, None))
                     continue
                 key, value, headers = encoded
-                kwargs: dict[str, Any] = {}
-                if record.partition is not None:
-                    kwargs["partition"] = record.partition
-                if record.timestamp is not None:
-                    kwargs["timestamp"] = record.timestamp
-                if headers:
-                    kwargs["headers"] = headers
+                kwargs = _produce_kwargs(record.partition, record.timestamp, headers)
                 prepared.append((record, (record.topic, key, value, kwargs)))
             return prepared
         rows: list[tuple[Any, ...]] = []
@@ -1176,7 +1171,10 @@ class SourceTaskRunner(TaskRunner):
             batch = transform_batch(self._spark(), self._plan, rows)
             if batch.failed:
                 self._handle_failed(records, batch.failed)
-            out = {p.index: (p.topic, p.key, p.value, _produce_kwargs(p)) for p in batch.produced}
+            out = {
+                p.index: (p.topic, p.key, p.value, _produce_kwargs(p.partition, p.timestamp, p.headers))
+                for p in batch.produced
+            }
         return [(record, out.get(index)) for index, record in enumerate(records)]
 
     def _handle_failed(self, records: list[SourceRecord], failed: list[tuple[int, dict[str, Any]]]) -> None:

@@ -1075,7 +1075,7 @@ class Worker:
                 group = self.herder.group
                 rebalancing = self.herder.rebalancing
                 is_leader = self.herder.is_leader
-                led_last = group.known and group.leader_id == group.member_id
+                led_last = self.herder.led_last_generation
             if is_leader:
                 return
             if while_rebalancing and rebalancing and led_last and self._still_member():

@@ -151,11 +151,12 @@ def test_records_from_columns_match_sink_record_of_rows() -> None:
     by_rows = [sink_record(r, key_schema, STRUCT) for r in frame.select(*RECORD_COLUMNS).collect()]
     table = frame.select(*RECORD_COLUMNS).toArrow()
     columns = {name: table.column(name).to_pylist() for name in RECORD_COLUMNS}
-    by_columns = records_from_columns(columns, None, key_schema, STRUCT)
+    by_columns = records_from_columns(columns, key_schema, STRUCT)
     assert by_columns == by_rows
     assert by_columns[0].value["tags"] == {"x": 1, "y": 2}
     assert by_columns[0].headers == (Header("h", b"v"),)
-    assert records_from_columns(columns, [2], key_schema, STRUCT) == [by_rows[2]]
+    third = {name: values[2:3] for name, values in columns.items()}
+    assert records_from_columns(third, key_schema, STRUCT) == [by_rows[2]]
 
 
 def test_plain_string_columns_are_taken_as_they_are() -> None:
@@ -169,11 +170,12 @@ def test_plain_string_columns_are_taken_as_they_are() -> None:
         "headers": [[], None],
     }
     string = ConnectSchema("string", True)
-    assert records_from_columns(columns, None, string, string) == [
+    assert records_from_columns(columns, string, string) == [
         SinkRecord("t", 0, 1, None, "a", (), 10),
         SinkRecord("t", 0, 2, "k", "b", (), None),
     ]
-    assert TopicPartition("t", 0) == records_from_columns(columns, [0], string, string)[0].topic_partition
+    first = {name: values[:1] for name, values in columns.items()}
+    assert TopicPartition("t", 0) == records_from_columns(first, string, string)[0].topic_partition
 
 
 def _reference_lines(data: bytes) -> list[tuple[str, int]]:
