@@ -206,8 +206,17 @@ class Plan:
 
     def caught_up(self, step: str, timeout: float = 300) -> Verification:
         """Every seqno the source had acknowledged when called must reach the sink's file."""
-        expected = expected_from_last(last_acked(self.source_file))
-        assert expected, f"the source acknowledged nothing ({step})"
+
+        # RUNNING comes before a source task's first acknowledgement (its producer still connects and
+        # the first offset flush is an interval away): wait for every task's first one.
+        def acked() -> dict[int, int] | None:
+            last = last_acked(self.source_file)
+            if len(last) < TASKS:
+                self.fail_on_failed_tasks(step)
+                return None
+            return last
+
+        expected = expected_from_last(wait_until(acked, 120, f"every source task to acknowledge ({step})"))
 
         def done() -> Verification | None:
             result = verify(seen_in_lines(_lines(self.sink_file)), expected)
