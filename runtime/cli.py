@@ -66,6 +66,7 @@ def load_worker_config(path: str) -> Any:
     from kconnect.config.properties import PropertiesSyntaxError, load_properties, substitute
     from kconnect.config.worker import WorkerConfig, unknown_keys
     from kconnect.runtime import logs
+    from kconnect.runtime.client_config import worker_clients
 
     try:
         props = substitute(load_properties(path), os.environ)
@@ -74,6 +75,8 @@ def load_worker_config(path: str) -> Any:
     except PropertiesSyntaxError as exc:
         raise ConfigError("<file>", path, f"a valid Java properties file ({exc})") from exc
     config = WorkerConfig.from_properties(props)
+    # Java-named Kafka client settings that cannot be translated are config errors too (exit 2).
+    worker_clients(config.security_protocol, config.passthrough)
     for key in unknown_keys(props):
         logs.get("kconnect.config").warning("unknown worker property (ignored)", key=key)
     return config

@@ -12,7 +12,7 @@ is fenced) and aborts any transaction it left open.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from confluent_kafka import KafkaException, Producer
 
@@ -22,12 +22,22 @@ from kconnect.runtime.plugins import ConnectorError
 log = logs.get(__name__)
 
 
-def fence_producers(bootstrap: str, transactional_ids: Iterable[str], timeout_s: float = 30.0) -> int:
+def fence_producers(
+    bootstrap: str,
+    transactional_ids: Iterable[str],
+    timeout_s: float = 30.0,
+    client_settings: Mapping[str, str] | None = None,
+) -> int:
     """Fence each transactional id; returns how many were fenced, or raises a ConnectorError naming the id."""
     count = 0
     for tid in transactional_ids:
         producer = Producer(
-            {"bootstrap.servers": bootstrap, "transactional.id": tid, "client.id": f"connect-fencer-{tid}"}
+            {
+                "bootstrap.servers": bootstrap,
+                **(client_settings or {}),
+                "transactional.id": tid,
+                "client.id": f"connect-fencer-{tid}",
+            }
         )
         try:
             producer.init_transactions(timeout_s)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -48,12 +48,15 @@ class KafkaLog:
         client_id: str,
         consumer_overrides: dict[str, str] | None = None,
         producer_overrides: dict[str, str] | None = None,
+        client_settings: Mapping[str, str] | None = None,
     ) -> None:
+        """``client_settings``: the worker's own client settings (security), librdkafka-named."""
+        base = {"bootstrap.servers": bootstrap_servers, **(client_settings or {})}
         self.topic = topic
         self._on_record = on_record
         self._consumer = Consumer(
             {
-                "bootstrap.servers": bootstrap_servers,
+                **base,
                 "group.id": f"{client_id}-{topic}-reader",  # required by the client; never used to commit
                 "enable.auto.commit": False,
                 "enable.auto.offset.store": False,
@@ -65,7 +68,7 @@ class KafkaLog:
         )
         self._producer = Producer(
             {
-                "bootstrap.servers": bootstrap_servers,
+                **base,
                 "client.id": f"{client_id}-{topic}-writer",
                 "enable.idempotence": True,
                 "acks": "all",
@@ -80,7 +83,7 @@ class KafkaLog:
         # consumer that another thread is inside consume() with.
         self._probe = Consumer(
             {
-                "bootstrap.servers": bootstrap_servers,
+                **base,
                 "group.id": f"{client_id}-{topic}-probe",
                 "enable.auto.commit": False,
                 "isolation.level": "read_committed",

@@ -106,7 +106,10 @@ class WorkerMember:
         retry_backoff_ms: int,
         metadata: Callable[[], WorkerState],
         assign: AssignFn,
+        client_settings: Mapping[str, Any] | None = None,
     ) -> None:
+        """``client_settings``: kafka-python connection settings (security), from
+        :func:`kconnect.runtime.client_config.to_kafka_python`."""
         self.group_id = group_id
         self.connect_protocol = connect_protocol
         self._metadata = metadata
@@ -117,6 +120,7 @@ class WorkerMember:
             client_id=client_id,
             request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms,
+            **(client_settings or {}),
         )
         self._coordinator: _ConnectCoordinator | None = None
         self._configs = {

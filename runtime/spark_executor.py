@@ -25,6 +25,7 @@ from typing import Any
 
 from kconnect.config.worker import ExactlyOnceSourceSupport, WorkerConfig
 from kconnect.runtime import logs
+from kconnect.runtime.client_config import Role
 from kconnect.runtime.exactly_once import exactly_once
 from kconnect.runtime.executor import FailureListener, TaskCounters, TaskState
 from kconnect.runtime.ids import TaskId
@@ -176,6 +177,9 @@ class SparkExecutor:
             self._runners[task] = runner
         return TaskState("PAUSED" if paused else "RUNNING", None)
 
+    def _client_settings(self, kind: Role, config: Mapping[str, str]) -> dict[str, str]:
+        return client_settings(kind, self.config.security_protocol, self.config.passthrough, config)
+
     def _runner(self, task_id: TaskId, config: Mapping[str, str]) -> TaskRunner:
         task = instantiate_task(self.registry, config)
         bootstrap = ",".join(self.config.bootstrap_servers)
@@ -193,7 +197,9 @@ class SparkExecutor:
                 task_count=count,
                 bootstrap=bootstrap,
                 converters=converters,
-                consumer_settings=client_settings("consumer", self.config.passthrough, config),
+                consumer_settings=self._client_settings("consumer", config),
+                producer_settings=self._client_settings("producer", config),
+                admin_settings=self._client_settings("admin", config),
             )
         if isinstance(task, SourceTask):
             eos = None
@@ -213,7 +219,7 @@ class SparkExecutor:
                 self._failed,
                 bootstrap=bootstrap,
                 converters=converters,
-                producer_settings=client_settings("producer", self.config.passthrough, config),
+                producer_settings=self._client_settings("producer", config),
                 read_offsets=self._read_offsets,
                 write_offsets=self._write_offsets,
                 flush_interval_ms=self.config.offset_flush_interval_ms,

@@ -39,7 +39,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from kconnect.config.errors import ConfigError
 from kconnect.runtime import logs
+from kconnect.runtime.client_config import Role, task_props, to_librdkafka, worker_props
 from kconnect.runtime.errors_policy import ERROR_MESSAGE
 from kconnect.runtime.exactly_once import ExactlyOnce, commit_due, producer_settings
 from kconnect.runtime.ids import TaskId
@@ -166,19 +168,26 @@ def _partition_key(partition: OffsetMap | None) -> object:
 
 
 def client_settings(
-    kind: str, worker_passthrough: Mapping[str, str], task_config: Mapping[str, str]
+    kind: Role, security_protocol: str, worker_passthrough: Mapping[str, str], task_config: Mapping[str, str]
 ) -> dict[str, str]:
-    """Kafka client settings for a task: worker ``<kind>.*`` then the connector's
-    ``<kind>.override.*`` (Java's rule; kconnect applies overrides without an override policy check)."""
-    prefix = f"{kind}."
-    settings = {
-        k[len(prefix) :]: v
-        for k, v in worker_passthrough.items()
-        if k.startswith(prefix) and not k.startswith(prefix + "override.")
-    }
-    override = f"{kind}.override."
-    settings.update({k[len(override) :]: v for k, v in task_config.items() if k.startswith(override)})
-    return settings
+    """librdkafka settings for one of a task's clients: worker ``<kind>.*`` then the connector's
+    ``<kind>.override.*`` (Java's rule; kconnect applies overrides without an override policy check), and
+    for ``admin`` the worker's top-level settings first, as Java's connector admin clients. Java names are
+    translated (:mod:`kconnect.runtime.client_config`); a connector override no client has is ignored
+    with a warning, one that cannot be translated fails the task naming the key."""
+    props = task_props(kind, worker_passthrough, task_config)
+    if kind == "admin":
+        props = {**worker_props(security_protocol, worker_passthrough), **props}
+    overridden = {k[len(f"{kind}.override.") :] for k in task_config if k.startswith(f"{kind}.override.")}
+    try:
+        translated = to_librdkafka(kind, props)
+    except ConfigError as exc:
+        where = f"{kind}.override." if exc.key in overridden else f"{kind}."
+        raise ConfigError(where + exc.key, exc.value, exc.allowed) from None
+    ignored = [f"{kind}.override.{k}" for k in translated.ignored if k in overridden]
+    if ignored:
+        log.warning("connector client overrides no kconnect client has (ignored)", keys=ignored)
+    return translated.settings
 
 
 def _produce(
@@ -369,9 +378,14 @@ class SinkTaskRunner(TaskRunner):
         bootstrap: str,
         converters: Mapping[str, str],
         consumer_settings: Mapping[str, str],
+        producer_settings: Mapping[str, str] | None = None,
+        admin_settings: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(task_id, task, config, on_failure)
         self.sink: SinkTask = task
+        #: The dead letter queue's producer and admin client (Java's connector producer and admin configs).
+        self._producer_settings = dict(producer_settings or {})
+        self._admin_settings = dict(admin_settings or {})
         self._spark = spark
         self.task_count = task_count
         self._bootstrap = bootstrap
@@ -622,7 +636,7 @@ class SinkTaskRunner(TaskRunner):
 
         policy = self._plan.policy
         if self._dlq_producer is None:
-            admin = AdminClient(dict(self._client_conf()))
+            admin = AdminClient({"bootstrap.servers": self._bootstrap, **self._admin_settings})
             if policy.dlq_topic not in admin.list_topics(timeout=15).topics:
                 futures = admin.create_topics([NewTopic(policy.dlq_topic, 1, policy.dlq_replication_factor)])
                 for future in futures.values():
@@ -635,7 +649,11 @@ class SinkTaskRunner(TaskRunner):
                                 f"{policy.dlq_topic}: {exc}"
                             ) from exc
             self._dlq_producer = Producer(
-                {"bootstrap.servers": self._bootstrap, "client.id": f"connector-dlq-producer-{self.task_id}"}
+                {
+                    "bootstrap.servers": self._bootstrap,
+                    "client.id": f"connector-dlq-producer-{self.task_id}",
+                    **self._producer_settings,
+                }
             )
         producer = self._dlq_producer
         for letter in letters:

@@ -23,6 +23,7 @@ from typing import Any
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+from kconnect.config.errors import ConfigError
 from kconnect.config.worker import WorkerConfig
 from kconnect.runtime import (
     assignor,
@@ -36,6 +37,7 @@ from kconnect.runtime import (
     status_log,
     topics,
 )
+from kconnect.runtime.client_config import WorkerClients, worker_clients
 from kconnect.runtime.config_log import ClusterConfigSnapshot, Properties
 from kconnect.runtime.connector_config import ConnectorConfigError, validate_connector_config
 from kconnect.runtime.errors import (
@@ -182,6 +184,8 @@ class Worker:
         self.last_tick = time.monotonic()
         self.startup_error: str | None = None
         self._admin: AdminClient | None = None
+        #: The worker's Kafka client settings, translated at start (``worker_clients``).
+        self.clients = WorkerClients({}, {}, {}, ())
         self._config_log: KafkaLog | None = None
         # Cluster-scoped log levels written before this worker read the config topic to its end are old
         # news and not applied (Java's KafkaConfigBackingStore does the same).
@@ -234,14 +238,36 @@ class Worker:
         """Reach the cluster, create and verify the internal topics, read them, then join the group."""
         cfg = self.config
         bootstrap = ",".join(cfg.bootstrap_servers)
-        self._admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": f"{self.worker_id}-admin"})
+        try:
+            self.clients = worker_clients(cfg.security_protocol, cfg.passthrough)
+        except ConfigError as exc:
+            raise StartupError(str(exc)) from exc
+        if self.clients.ignored:
+            # Java's clients warn the same way ("supplied but isn't a known config").
+            self.log.warning(
+                "worker Kafka client settings with no counterpart in kconnect's clients (ignored)",
+                keys=list(self.clients.ignored),
+            )
+        # The metadata call below only says "transport failure"; the client's own error (a failed SASL
+        # login, a TLS handshake) is the reason the user needs.
+        client_errors: list[str] = []
+        self._admin = AdminClient(
+            {
+                "bootstrap.servers": bootstrap,
+                **self.clients.admin,
+                "client.id": f"{self.worker_id}-admin",
+                "error_cb": lambda error: client_errors.append(str(error.str())),
+            }
+        )
         timeout_s = max(5.0, cfg.request_timeout_ms / 1000 / 4)
         try:
             md = self._admin.list_topics(timeout=timeout_s)
         except KafkaException as exc:
+            self._admin.poll(0)  # serves the error callbacks queued meanwhile
+            reason = client_errors[-1] if client_errors else (exc.args[0] if exc.args else exc)
             raise StartupError(
                 f"could not reach the Kafka cluster at bootstrap.servers={bootstrap} within {timeout_s:.0f} s"
-                f" ({exc.args[0] if exc.args else exc})"
+                f" ({reason})"
             ) from exc
         self.kafka_cluster_id = md.cluster_id or ""
         specs = [
@@ -277,16 +303,32 @@ class Worker:
             raise StartupError(str(exc)) from exc
 
         self._config_log = KafkaLog(
-            cfg.config_storage_topic, bootstrap, self._on_config_record, self.worker_id
+            cfg.config_storage_topic,
+            bootstrap,
+            self._on_config_record,
+            self.worker_id,
+            client_settings=self.clients.internal,
         )
         self._status_log = KafkaLog(
-            cfg.status_storage_topic, bootstrap, self._on_status_record, self.worker_id
+            cfg.status_storage_topic,
+            bootstrap,
+            self._on_status_record,
+            self.worker_id,
+            client_settings=self.clients.internal,
         )
         self._offset_log = KafkaLog(
-            cfg.offset_storage_topic, bootstrap, self._on_offset_record, self.worker_id
+            cfg.offset_storage_topic,
+            bootstrap,
+            self._on_offset_record,
+            self.worker_id,
+            client_settings=self.clients.internal,
         )
         self._records_log = KafkaLog(
-            cfg.group_records_storage_topic, bootstrap, self._on_group_record, self.worker_id
+            cfg.group_records_storage_topic,
+            bootstrap,
+            self._on_group_record,
+            self.worker_id,
+            client_settings=self.clients.internal,
         )
         sync_s = cfg.worker_sync_timeout_ms / 1000
         try:
@@ -313,6 +355,7 @@ class Worker:
             retry_backoff_ms=cfg.retry_backoff_ms,
             metadata=self._metadata,
             assign=self._assign,
+            client_settings=self.clients.member,
         )
         try:
             self._member.connect(timeout_ms=int(timeout_s * 1000))
@@ -1199,7 +1242,9 @@ class Worker:
                 return
             previous = snap.task_count_record(name)
             ids = zombie_ids(self.config.group_id, name, previous)
-            fenced = fence_producers(",".join(self.config.bootstrap_servers), ids)
+            fenced = fence_producers(
+                ",".join(self.config.bootstrap_servers), ids, client_settings=self.clients.internal
+            )
             count = snap.task_count(name)
             key, value = config_log.encode(config_log.TaskCountRecord(name, count))
             self._await_config(self._require(self._config_log).send(key, value))

@@ -76,6 +76,13 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory, broker: EmbeddedBroker) -
             # stops there misses the tail of a multi-record batch until more data comes: one record per
             # batch keeps the watermark exact (a test-broker workaround, not needed on Apache Kafka).
             "producer.batch.num.messages": "1",
+            # Client settings as an Apache Kafka Connect worker file names them: librdkafka refuses the
+            # Java-only names, so these run only because the worker translates them (client_config).
+            "consumer.fetch.max.wait.ms": "100",
+            "consumer.max.poll.records": "500",
+            "consumer.key.deserializer": "org.apache.kafka.common.serialization.ByteArrayDeserializer",
+            "producer.buffer.memory": "33554432",
+            "producer.key.serializer": "org.apache.kafka.common.serialization.ByteArraySerializer",
         }
     )
     worker = WorkerProcess(workdir, props, name="dp-w0").start()
@@ -100,13 +107,28 @@ def test_file_source_to_file_sink_end_to_end(pipeline: Pipeline) -> None:
             "file": str(p.source_file),
             "topic": p.topic,
             "tasks.max": "1",
+            "producer.override.max.request.size": "2097152",  # Java's name; librdkafka's message.max.bytes
         },
     )
     p.create(
         "sink",
-        {"connector.class": "FileStreamSink", "file": str(p.sink_file), "topics": p.topic, "tasks.max": "1"},
+        {
+            "connector.class": "FileStreamSink",
+            "file": str(p.sink_file),
+            "topics": p.topic,
+            "tasks.max": "1",
+            "consumer.override.fetch.max.wait.ms": "50",  # Java name of fetch.wait.max.ms
+        },
     )
     wait_until(lambda: len(p.sink_lines()) >= LINES, 120, f"{LINES} lines in the sink file")
+    # The Java-only names that have no librdkafka counterpart were ignored with one warning naming them.
+    warned = [
+        line for line in p.worker.log_text().splitlines() if "client settings with no counterpart" in line
+    ]
+    assert warned and all(
+        key in warned[0]
+        for key in ("consumer.max.poll.records", "consumer.key.deserializer", "producer.key.serializer")
+    ), warned
     elapsed = time.monotonic() - started
     assert p.sink_lines() == [f"line {n}" for n in range(LINES)]
     print(f"\nend to end: {LINES} lines in {elapsed:.1f} s, Spark start included: {LINES / elapsed:.0f}/s")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kconnect.runtime import broker as embedded
 from kconnect.runtime.broker import EmbeddedBroker, free_port
 from tests.support.cluster import worker_properties
 
@@ -40,6 +41,15 @@ def run_worker(tmp_path: Path, props: dict[str, str], timeout: float = 60) -> tu
         ({"scheduled.rebalance.max.delay.ms": "-5"}, "scheduled.rebalance.max.delay.ms"),
         ({"key.converter": "com.example.NoSuchConverter"}, "key.converter"),
         ({"listeners": "ftp://:8083"}, "listeners"),
+        # Java client settings kconnect's Kafka clients cannot honour: refused, not silently dropped.
+        (
+            {"consumer.ssl.truststore.location": "/etc/kafka/truststore.jks"},
+            "consumer.ssl.truststore.location",
+        ),
+        (
+            {"producer.compression.type": "zstd", "producer.compression.zstd.level": "19"},
+            "compression.zstd.level",
+        ),
     ],
 )
 def test_bad_worker_properties_exit_2_with_one_line(
@@ -90,3 +100,34 @@ def test_config_topic_with_two_partitions_is_refused(tmp_path: Path, broker: Emb
     code, errors, _ = run_worker(tmp_path, props)
     assert code == 1
     assert len(errors) == 1 and topic in errors[0] and "2 partitions" in errors[0]
+
+
+def test_a_failed_sasl_login_is_the_reason_given(tmp_path: Path) -> None:
+    """The worker's top-level security settings, written as for Apache Kafka Connect (a JAAS line), reach
+    its Kafka clients: against a broker that requires SASL the worker logs in with SCRAM, and the one error
+    line says the login failed, not just that the cluster was unreachable.
+
+    A successful login cannot be shown on the test broker: with ``--authentication`` it refuses the
+    unauthenticated request that creates its first SCRAM user, and its in-memory store starts empty.
+    """
+    port = free_port()
+    cmd = [*embedded.command(port), "--authentication"]
+    broker = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        assert embedded.wait_for_port("127.0.0.1", port, 15)
+        props = worker_properties(f"127.0.0.1:{port}", "g-sasl", free_port(), request_timeout_ms=20000)
+        props.update(
+            {
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "SCRAM-SHA-512",
+                "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                'username="kconnect" password="not-a-user";',
+            }
+        )
+        code, errors, _ = run_worker(tmp_path, props)
+    finally:
+        broker.kill()
+        broker.wait()
+    assert code == 1
+    assert len(errors) == 1 and "SASL authentication error" in errors[0], errors
+    assert "not-a-user" not in errors[0]

@@ -196,8 +196,29 @@ def test_latest_source_offsets_keep_the_last_per_partition() -> None:
 def test_client_settings_worker_then_connector_override() -> None:
     worker = {"producer.linger.ms": "5", "producer.acks": "all", "consumer.fetch.min.bytes": "1"}
     task = {"producer.override.linger.ms": "0", "file": "x"}
-    assert client_settings("producer", worker, task) == {"linger.ms": "0", "acks": "all"}
-    assert client_settings("consumer", worker, {}) == {"fetch.min.bytes": "1"}
+    assert client_settings("producer", "PLAINTEXT", worker, task) == {"linger.ms": "0", "acks": "all"}
+    assert client_settings("consumer", "PLAINTEXT", worker, {}) == {"fetch.min.bytes": "1"}
+
+
+def test_client_settings_translate_java_names_and_admin_starts_from_the_top_level() -> None:
+    worker = {
+        "consumer.max.poll.records": "500",
+        "consumer.fetch.max.wait.ms": "100",
+        "sasl.mechanism": "PLAIN",
+        "admin.request.timeout.ms": "9000",
+    }
+    task = {"consumer.override.auto.offset.reset": "none", "admin.override.retries": "3"}
+    assert client_settings("consumer", "PLAINTEXT", worker, task) == {
+        "fetch.wait.max.ms": "100",
+        "auto.offset.reset": "error",
+    }
+    # Java's connector admin clients: the worker's top-level settings, then admin.*, then the override.
+    assert client_settings("admin", "SASL_SSL", worker, task) == {
+        "sasl.mechanism": "PLAIN",
+        "security.protocol": "SASL_SSL",
+        "request.timeout.ms": "9000",
+        "retries": "3",
+    }
 
 
 def test_converter_config_connector_replaces_the_worker_class_and_its_settings() -> None:
