@@ -251,15 +251,14 @@ class Worker:
         # The metadata call below only says "transport failure"; the client's own error (a failed SASL
         # login, a TLS handshake) is the reason the user needs.
         client_errors: list[str] = []
+        admin_conf: dict[str, Any] = {
+            "bootstrap.servers": bootstrap,
+            **self.clients.admin,
+            "client.id": f"{self.worker_id}-admin",
+            "error_cb": lambda error: client_errors.append(str(error.str())),
+        }
         try:
-            self._admin = AdminClient(
-                {
-                    "bootstrap.servers": bootstrap,
-                    **self.clients.admin,
-                    "client.id": f"{self.worker_id}-admin",
-                    "error_cb": lambda error: client_errors.append(str(error.str())),
-                }
-            )
+            self._admin = AdminClient(admin_conf)
         except KafkaException as exc:  # a setting librdkafka refuses (an unknown ssl.* key, GSSAPI)
             raise StartupError(f"the worker's Kafka client settings: {exc.args[0].str()}") from exc
         timeout_s = max(5.0, cfg.request_timeout_ms / 1000 / 4)
