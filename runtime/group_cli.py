@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -40,7 +40,9 @@ class GroupDescribeError(RuntimeError):
         self.exit_code = exit_code
 
 
-def read_group_records(bootstrap_servers: str, topic: str, timeout_s: float) -> GroupRecords:
+def read_group_records(
+    bootstrap_servers: str, topic: str, timeout_s: float, client_settings: Mapping[str, str] | None = None
+) -> GroupRecords:
     """Every record of ``topic`` up to its current end, folded. The shell around the pure fold."""
     from confluent_kafka import KafkaException
 
@@ -66,6 +68,7 @@ def read_group_records(bootstrap_servers: str, topic: str, timeout_s: float) -> 
         client_id=f"kconnect-group-describe-{uuid.uuid4().hex[:8]}",
         consumer_overrides=quiet,
         producer_overrides={"log_level": "0"},
+        client_settings=client_settings,
     )
     try:
         try:
@@ -196,13 +199,29 @@ def render_text(view: dict[str, Any]) -> str:
 # The command
 
 
+def command_config(path: str | None) -> dict[str, str]:
+    """Client settings from a properties file, as Apache Kafka's tools take them (``--command-config``):
+    Java names (``security.protocol``, ``sasl.jaas.config``, ``ssl.truststore.location``) translated."""
+    if path is None:
+        return {}
+    from kconnect.config.properties import load_properties
+    from kconnect.runtime.client_config import to_librdkafka
+
+    return to_librdkafka("consumer", load_properties(path)).settings
+
+
 def cmd_group_describe(args: argparse.Namespace) -> int:
     from kconnect.runtime import logs
 
     logs.configure(args.log_level)
     topic = args.topic or f"{args.group}{TOPIC_SUFFIX}"
     try:
-        records = read_group_records(args.bootstrap_server, topic, args.timeout)
+        settings = command_config(args.command_config)
+    except (OSError, ValueError) as exc:  # ConfigError and the properties syntax error are ValueErrors
+        print(f"kconnect: --command-config: {exc}", file=sys.stderr, flush=True)
+        return EXIT_UNKNOWN
+    try:
+        records = read_group_records(args.bootstrap_server, topic, args.timeout, settings)
     except GroupDescribeError as exc:
         print(f"kconnect: {exc}", file=sys.stderr, flush=True)
         return exc.exit_code
@@ -239,6 +258,11 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the JSON that GET /group answers with")
     p.add_argument(
         "--timeout", type=float, default=15.0, help="seconds to reach the cluster and read the topic"
+    )
+    p.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="a properties file of Kafka client settings (security.protocol, ssl.*, sasl.*), Java names",
     )
     p.add_argument("--log-level", default="WARNING")
     p.set_defaults(func=cmd_group_describe)

@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -241,3 +242,26 @@ def test_unreachable_broker_is_a_clear_error_not_a_hang() -> None:
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and f"could not reach the Kafka cluster at {nowhere}" in lines[0]
+
+
+def test_command_config_takes_java_named_client_settings(
+    broker: EmbeddedBroker, written: dict[str, Any], tmp_path: Path
+) -> None:
+    """``--command-config`` as Apache Kafka's tools take it: Java names translated (``fetch.max.wait.ms``
+    would be refused by librdkafka as written), Java-only ones ignored; a JKS trust store is refused,
+    naming the key, before anything is read."""
+    good = tmp_path / "client.properties"
+    good.write_text("security.protocol=PLAINTEXT\nfetch.max.wait.ms=50\nmax.poll.records=10\n")
+    done = _describe(broker.bootstrap, "--group", written["group"], "--json", "--command-config", str(good))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["epoch"] == 5
+    bad = tmp_path / "jks.properties"
+    bad.write_text("security.protocol=SSL\nssl.truststore.location=/etc/kafka/truststore.jks\n")
+    done = _describe(broker.bootstrap, "--group", written["group"], "--command-config", str(bad))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "kconnect: --command-config: Invalid value '/etc/kafka/truststore.jks' for configuration "
+        "ssl.truststore.location: a PEM file with ssl.truststore.type=PEM (it is JKS): kconnect's Kafka "
+        "clients (librdkafka) read trust stores as PEM certificates only; export them "
+        "(keytool -exportcert -rfc)"
+    ]
