@@ -108,6 +108,7 @@ def plugins_router(worker: Worker) -> APIRouter:
                 config,
                 worker_group_id=worker.config.group_id,
                 exactly_once_source_enabled=eos,
+                worker_passthrough=worker.config.passthrough,
             )
         except (ConnectorConfigError, PluginError) as exc:
             raise BadRequestError(str(exc)) from exc

@@ -31,6 +31,7 @@ from typing import Any, Literal
 from kconnect.config.errors import ConfigError
 
 Role = Literal["producer", "consumer", "admin"]
+ROLES: tuple[Role, ...] = ("producer", "consumer", "admin")
 
 #: Java client settings with no librdkafka counterpart: they tune Java-side machinery only.
 IGNORED: frozenset[str] = frozenset(

@@ -1143,6 +1143,7 @@ class Worker:
                 self.registry,
                 dict(config),
                 exactly_once_source_enabled=self.config.exactly_once_source_support == "enabled",
+                worker_passthrough=self.config.passthrough,
             )
         except (ConnectorConfigError, PluginError) as exc:
             # No connector.class, or one no plugin answers to: the request is at fault (400), as in Java.

@@ -289,3 +289,28 @@ def test_task_props_worker_role_then_connector_override() -> None:
         "fetch.min.bytes": "5",
         "isolation.level": "read_committed",
     }
+
+
+def test_connector_validation_reports_an_override_no_client_can_honour_on_its_key() -> None:
+    from kconnect.runtime.connector_config import validate_connector_config
+    from kconnect.runtime.plugins import PluginRegistry
+
+    registry = PluginRegistry.discover()
+    config = {
+        "name": "out",
+        "connector.class": "FileStreamSink",
+        "topics": "t",
+        "file": "/tmp/out.txt",
+        "consumer.override.ssl.truststore.location": "/etc/ts.jks",
+        "consumer.override.max.poll.records": "10",  # ignored at run time, not an error
+    }
+    infos = validate_connector_config(registry, config)
+    assert infos.error_count == 1
+    errors = {c.value.name: c.value.errors for c in infos.configs if c.value.errors}
+    assert list(errors) == ["consumer.override.ssl.truststore.location"]
+    assert "PEM" in errors["consumer.override.ssl.truststore.location"][0]
+    # The worker's consumer.ssl.truststore.type=PEM completes it, as the task will merge them.
+    ok = validate_connector_config(
+        registry, config, worker_passthrough={"consumer.ssl.truststore.type": "PEM"}
+    )
+    assert ok.error_count == 0
