@@ -16,6 +16,7 @@ The pure parts (offset JSON, range planning, partition assignment) are module fu
 from __future__ import annotations
 
 import bisect
+import re
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -38,6 +39,7 @@ __all__ = [
     "encode_offsets",
     "plan_ranges",
     "raw_batch",
+    "subscribed_topics",
 ]
 
 FORMAT = "kconnect_kafka"
@@ -92,6 +94,23 @@ def plan_ranges(
         if stop > begin:
             ranges.append(PartitionRange(tp[0], tp[1], begin, stop))
     return ranges
+
+
+#: Topics a pattern never matches: the broker's own (Java's consumers leave them out of a pattern
+#: subscription by default, ``exclude.internal.topics=true``).
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+
+
+def subscribed_topics(
+    names: Iterable[str], topics: Sequence[str], pattern: re.Pattern[str] | None
+) -> list[str]:
+    """The topics a sink reads: its ``topics`` list, or every existing topic ``topics.regex`` matches
+    whole (Java's ``Pattern.matcher(topic).matches()``), the broker's internal topics excepted. Listed
+    topics that do not exist yet are left out until they do."""
+    existing = set(names)
+    if pattern is None:
+        return [t for t in topics if t in existing]
+    return sorted(t for t in existing if t not in INTERNAL_TOPICS and pattern.fullmatch(t))
 
 
 def assigned_partitions(
@@ -297,9 +316,12 @@ class KafkaStreamReader(DataSourceStreamReader):
     def __init__(self, options: Mapping[str, str]) -> None:
         self.options = dict(options)
         topics = [t.strip() for t in self.options.get("topics", "").split(",") if t.strip()]
-        if not topics:
-            raise ValueError("option topics is empty; allowed: a comma-separated list of topic names")
+        regex = self.options.get("topics.regex", "").strip()
+        if bool(topics) == bool(regex):
+            raise ValueError("options topics and topics.regex: exactly one must be set")
         self.topics = topics
+        #: With ``topics.regex``: topics created later join at their next micro-batch, read from the start.
+        self.pattern = re.compile(regex) if regex else None
         self.group_id = self.options["group.id"]
         self.reset = self.options.get("auto.offset.reset", "earliest").lower()
         self.task_index = int(self.options.get("task.index", "0"))
@@ -320,12 +342,10 @@ class KafkaStreamReader(DataSourceStreamReader):
 
     def _partitions(self) -> list[TopicPartitionKey]:
         metadata = self._client().list_topics(timeout=self.timeout_s)
+        usable = [name for name, t in metadata.topics.items() if t.error is None]
         found: list[TopicPartitionKey] = []
-        for topic in self.topics:
-            t = metadata.topics.get(topic)
-            if t is None or t.error is not None:
-                continue  # not created yet: nothing to read until it is
-            found.extend((topic, p) for p in t.partitions)
+        for topic in subscribed_topics(usable, self.topics, self.pattern):
+            found.extend((topic, p) for p in metadata.topics[topic].partitions)
         return assigned_partitions(found, self.task_index, self.task_count)
 
     def _watermarks(self, tps: Sequence[TopicPartitionKey]) -> dict[TopicPartitionKey, tuple[int, int]]:

@@ -397,10 +397,9 @@ class SinkTaskRunner(TaskRunner):
         self._consumer_settings = dict(consumer_settings)
         self.group_id = self._consumer_settings.pop("group.id", f"connect-{task_id.connector}")
         self.topics = [t.strip() for t in config.get("topics", "").split(",") if t.strip()]
-        if not self.topics:
-            raise ConnectorError(
-                "Must configure one of topics or topics.regex; kconnect's data plane supports topics only"
-            )
+        self.topics_regex = (config.get("topics.regex") or "").strip()
+        if bool(self.topics) == bool(self.topics_regex):
+            raise ConnectorError("Must configure one of topics or topics.regex")
         self.assignment: set[TopicPartition] = set()
         self._consumed: dict[TopicPartition, int] = {}
         self._committed: dict[TopicPartition, int] = {}
@@ -688,7 +687,7 @@ class SinkTaskRunner(TaskRunner):
         sc.setLocalProperty("spark.scheduler.pool", self.pool)
         sc.setJobGroup(f"kconnect-{self.pool}", f"kconnect sink task {self.task_id}", True)
         options = {
-            "topics": ",".join(self.topics),
+            **({"topics": ",".join(self.topics)} if self.topics else {"topics.regex": self.topics_regex}),
             "group.id": self.group_id,
             "auto.offset.reset": self._consumer_settings.get("auto.offset.reset", "earliest"),
             "task.index": str(self.task_id.task),

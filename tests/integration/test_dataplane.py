@@ -243,3 +243,46 @@ def test_failing_task_is_failed_with_trace_while_others_run(pipeline: Pipeline) 
     for name in ("src", "sink"):
         state = p.task_state(name)
         assert state is not None and state["state"] == "RUNNING", state
+
+
+def test_sink_with_topics_regex_reads_matching_topics_and_ones_created_later(pipeline: Pipeline) -> None:
+    """``topics.regex``: every topic whose whole name matches, including one created while the task runs
+    (it joins at a later micro-batch and is read from its start); topics that do not match are not read."""
+    p = pipeline
+    prefix = f"rx{uuid.uuid4().hex[:6]}"
+    # One record per produce call and flush: the test broker's high watermark misses multi-record tails.
+    producer = Producer({"bootstrap.servers": p.bootstrap, "batch.num.messages": 1})
+
+    def write(topic: str, count: int) -> set[str]:
+        lines = {f"{topic} {n}" for n in range(count)}
+        for line in sorted(lines):
+            producer.produce(topic, value=line.encode())
+        assert producer.flush(15) == 0
+        return lines
+
+    for topic in (f"{prefix}-a", f"{prefix}-b", f"{prefix}-a-not", f"x{prefix}-a"):
+        create_topic(p.bootstrap, topic)
+    expected = write(f"{prefix}-a", 20) | write(f"{prefix}-b", 20)
+    unmatched = write(f"{prefix}-a-not", 5) | write(f"x{prefix}-a", 5)  # the pattern matches a part only
+    out = p.workdir / "regex.txt"
+    p.create(
+        "regex",
+        {
+            "connector.class": "FileStreamSink",
+            "file": str(out),
+            "topics.regex": f"{prefix}-[a-z]",
+            "tasks.max": "1",
+            "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+        },
+    )
+
+    def seen() -> set[str]:
+        return set(out.read_text().splitlines()) if out.exists() else set()
+
+    wait_until(lambda: expected <= seen(), 120, "the two matching topics in the regex sink's file")
+    create_topic(p.bootstrap, f"{prefix}-c")
+    expected |= write(f"{prefix}-c", 20)
+    wait_until(lambda: expected <= seen(), 120, "the topic created later in the regex sink's file")
+    assert not seen() & unmatched
+    state = p.task_state("regex")
+    assert state is not None and state["state"] == "RUNNING", state

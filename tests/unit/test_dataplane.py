@@ -4,6 +4,7 @@ commit after a batch or a producer flush, client settings and the minimal conver
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 
 import pytest
@@ -20,6 +21,7 @@ from kconnect.runtime.kafka_source import (
     decode_offsets,
     encode_offsets,
     plan_ranges,
+    subscribed_topics,
 )
 from kconnect.runtime.offset_log import OffsetState, SourceOffset
 from kconnect.runtime.plugins import Header, PluginRegistry, SourceRecord, SourceTask, TopicPartition
@@ -107,6 +109,23 @@ def test_assigned_partitions_split_everything_once(partitions: set[tuple[str, in
 def test_assigned_partitions_rejects_bad_task_numbers(index: int, count: int) -> None:
     with pytest.raises(ValueError, match="the index must be in"):
         assigned_partitions([("t", 0)], index, count)
+
+
+@pytest.mark.parametrize(
+    ("names", "topics", "regex", "expected"),
+    [
+        (["a", "b", "c"], ["c", "a", "later"], None, ["c", "a"]),  # a listed topic not created yet waits
+        (["orders-1", "orders-22", "xorders-3", "orders"], [], r"orders-\d+", ["orders-1", "orders-22"]),
+        (["orders-1", "orders-1x"], [], r"orders-\d", ["orders-1"]),  # the whole name must match, as Java's
+        (["__consumer_offsets", "__transaction_state", "__mine", "t"], [], r".*", ["__mine", "t"]),
+        ([], [], r".*", []),
+    ],
+)
+def test_subscribed_topics_list_or_whole_name_pattern(
+    names: list[str], topics: list[str], regex: str | None, expected: list[str]
+) -> None:
+    pattern = re.compile(regex) if regex is not None else None
+    assert subscribed_topics(names, topics, pattern) == expected
 
 
 def test_advance_never_goes_backwards() -> None:
