@@ -189,6 +189,11 @@ class ConnectorError(RuntimeError):
     """A connector or task cannot go on (Java's ConnectException)."""
 
 
+class RetriableError(ConnectorError):
+    """Java's RetriableException: an operation that may succeed if tried again. A sink task's ``put`` that
+    raises it gets the same records again, after ``SinkTaskContext.timeout`` if the task set one."""
+
+
 class ExactlyOnceSupport(enum.Enum):
     SUPPORTED = "SUPPORTED"
     UNSUPPORTED = "UNSUPPORTED"

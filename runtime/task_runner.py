@@ -52,6 +52,8 @@ from kconnect.runtime.plugins import (
     FrameBatch,
     FrameSinkTask,
     PluginRegistry,
+    RetriableError,
+    SinkRecord,
     SinkTask,
     SourceRecord,
     SourceTask,
@@ -74,6 +76,8 @@ log = logs.get(__name__)
 
 #: How often a sink task's streaming query looks for new records.
 SINK_TRIGGER = "500 milliseconds"
+#: The wait before a put that raised RetriableError is retried when the task set no timeout.
+RETRY_WITHOUT_TIMEOUT_S = 0.1
 #: The most records one ``SinkTask.put`` call is given: Java's consumer default max.poll.records.
 MAX_PUT_RECORDS = 500
 #: After this long without a batch a frame sink task's ``pre_commit`` is called from the runner thread.
@@ -350,10 +354,13 @@ class _SinkContext:
         return set(self._runner.assignment)
 
     def offset(self, offsets: Mapping[TopicPartition, int]) -> None:
-        self._runner.log.warning("SinkTaskContext.offset is not supported by this data plane yet; ignored")
+        """Resume these partitions at these offsets: applied after the current ``put`` or ``open``
+        (see ``SinkTaskRunner._rewound``)."""
+        self._runner.rewind(offsets)
 
     def timeout(self, timeout_ms: int) -> None:
-        self._runner.log.warning("SinkTaskContext.timeout is not supported by this data plane yet; ignored")
+        """How long to wait before the records of a ``put`` that raised RetriableError come again."""
+        self._runner.retry_timeout_ms = int(timeout_ms)
 
     def pause(self, *partitions: TopicPartition) -> None:
         self._runner.log.warning("SinkTaskContext.pause is not supported by this data plane yet; ignored")
@@ -401,6 +408,11 @@ class SinkTaskRunner(TaskRunner):
         if bool(self.topics) == bool(self.topics_regex):
             raise ConnectorError("Must configure one of topics or topics.regex")
         self.assignment: set[TopicPartition] = set()
+        #: SinkTaskContext.offset requests not applied yet, and the query restart that applies them.
+        self._rewind: dict[TopicPartition, int] = {}
+        self._restart = threading.Event()
+        #: SinkTaskContext.timeout: the wait before a put that raised RetriableError is retried (once).
+        self.retry_timeout_ms = -1
         self._consumed: dict[TopicPartition, int] = {}
         self._committed: dict[TopicPartition, int] = {}
         self._committer: Any = None
@@ -447,6 +459,8 @@ class SinkTaskRunner(TaskRunner):
 
         from kconnect.runtime.errors_policy import ERROR_MESSAGE, split
 
+        if self._restart.is_set():
+            return  # a rewind is pending: these records come again, from the rewound offsets
         if isinstance(self.sink, FrameSinkTask):
             with self._sink_lock:
                 try:
@@ -491,6 +505,8 @@ class SinkTaskRunner(TaskRunner):
         if new:
             self.assignment |= new
             self.sink.open(sorted(new, key=str))
+            if self._rewound():
+                return  # open() moved the start (a task that keeps its own offsets): nothing delivered
         build_s = 0.0
         # put() takes at most MAX_PUT_RECORDS at a time, as Java's takes one poll (max.poll.records):
         # only that many SinkRecords exist at once, however large the micro-batch.
@@ -501,7 +517,7 @@ class SinkTaskRunner(TaskRunner):
                 {name: part.column(name).to_pylist() for name in RECORD_COLUMNS}, key_schema, value_schema
             )
             build_s += time.monotonic() - began
-            self.sink.put(records)
+            self._put(records)
         put = time.monotonic()
         self.counters.records += table.num_rows
         self._consumed.update(consumed)
@@ -509,6 +525,7 @@ class SinkTaskRunner(TaskRunner):
         to_commit = offsets_to_commit(self._consumed, answer, self._committed)
         if to_commit:
             self._commit(to_commit)
+        self._rewound()
         # Where a batch's time goes (``PUT /admin/loggers/kconnect.task {"level": "DEBUG"}`` shows it).
         self.log.debug(
             "sink batch",
@@ -519,6 +536,45 @@ class SinkTaskRunner(TaskRunner):
             put_ms=round((put - collected - build_s) * 1000),
             commit_ms=round((time.monotonic() - put) * 1000),
         )
+
+    def _put(self, records: list[SinkRecord]) -> None:
+        """``put``, again with the same records while it raises RetriableError (Java redelivers the batch
+        at the next poll; the task bounds its own retries, as the JDBC sinks' ``max.retries``)."""
+        while True:
+            try:
+                self.sink.put(records)
+                return
+            except RetriableError as exc:
+                wait_ms, self.retry_timeout_ms = self.retry_timeout_ms, -1
+                wait_s = wait_ms / 1000 if wait_ms > 0 else RETRY_WITHOUT_TIMEOUT_S
+                self.log.warning(
+                    "put failed with a retriable error; the same records again",
+                    error=str(exc),
+                    wait_ms=round(wait_s * 1000),
+                )
+                if self._stopping.wait(wait_s):
+                    raise
+
+    def rewind(self, offsets: Mapping[TopicPartition, int]) -> None:
+        with self._lock:
+            self._rewind.update({tp: int(offset) for tp, offset in offsets.items()})
+
+    def _rewound(self) -> bool:
+        """Apply ``SinkTaskContext.offset``: commit the requested offsets to the task's group and restart
+        the query, whose reader starts from the group's committed offsets (Java's consumer seeks). Batches
+        planned before the restart are skipped (``_batch``): their records come again. True if applied."""
+        with self._lock:
+            rewind, self._rewind = self._rewind, {}
+        if not rewind:
+            return False
+        self._commit(rewind)
+        self._consumed.update(rewind)
+        self._restart.set()
+        self.log.info(
+            "partitions rewound by the task; the query restarts there",
+            offsets={str(tp): offset for tp, offset in sorted(rewind.items(), key=lambda i: str(i[0]))},
+        )
+        return True
 
     def _frame_batch(self, sink: FrameSinkTask, frame: Any, batch_id: int) -> None:
         """foreachBatch for a frame sink task: the prepared frame goes to ``put_frame`` without being
@@ -565,6 +621,7 @@ class SinkTaskRunner(TaskRunner):
         to_commit = offsets_to_commit(self._consumed, answer, self._committed)
         if to_commit:
             self._commit(to_commit)
+        self._rewound()
 
     def _idle_pre_commit(self) -> None:
         """Ask a frame sink task what it can commit although no batch came: Java's WorkerSinkTask calls
@@ -682,6 +739,7 @@ class SinkTaskRunner(TaskRunner):
             )
 
     def _start_query(self) -> Any:
+        self._restart.clear()  # a new query reads from the committed offsets, rewinds included
         spark = self._spark()
         sc = spark.sparkContext
         sc.setLocalProperty("spark.scheduler.pool", self.pool)
@@ -734,6 +792,9 @@ class SinkTaskRunner(TaskRunner):
                     raise ConnectorError(
                         f"the streaming query of sink task {self.task_id} ended: {error or 'stopped'}"
                     )
+                if self._restart.is_set():  # a rewind: the next query starts from the committed offsets
+                    self._stop_query()
+                    continue
                 if isinstance(self.sink, FrameSinkTask):
                     self._idle_pre_commit()
         finally:

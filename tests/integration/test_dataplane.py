@@ -24,6 +24,69 @@ pytestmark = pytest.mark.integration
 
 LINES = 2000
 
+#: A sink plugin (installed through plugin.path) that uses SinkTaskContext as Java sinks do: ``offset`` in
+#: ``open`` to start where its own bookkeeping says (here: skip the first 5 records), a RetriableError
+#: from its first ``put`` with ``timeout`` set, and one rewind (``offset``) from ``put`` once it has seen
+#: offset 15. It writes "<offset> <value>" per record and the first offset of every put call.
+CONTEXT_SINK = r"""
+from kconnect.runtime.config_def import ConfigDef
+from kconnect.runtime.plugins import RetriableError, SinkConnector, SinkTask
+
+
+class ContextSinkConnector(SinkConnector):
+    def version(self):
+        return "1.0"
+
+    def config_def(self):
+        return ConfigDef()
+
+    def start(self, props):
+        self.props = dict(props)
+
+    def task_class(self):
+        return ContextSinkTask
+
+    def task_configs(self, max_tasks):
+        return [dict(self.props)]
+
+    def stop(self):
+        pass
+
+
+class ContextSinkTask(SinkTask):
+    def version(self):
+        return "1.0"
+
+    def start(self, props):
+        self.out = open(props["file"], "a")
+        self.calls = open(props["file"] + ".puts", "a")
+        self.raised = False
+        self.rewound = False
+
+    def open(self, partitions):
+        self.context.offset({tp: 5 for tp in partitions})
+
+    def put(self, records):
+        if not records:
+            return
+        self.calls.write(f"{records[0].offset}\n")
+        self.calls.flush()
+        if not self.raised:
+            self.raised = True
+            self.context.timeout(200)
+            raise RetriableError("the target is busy")
+        for r in records:
+            self.out.write(f"{r.offset} {r.value}\n")
+        self.out.flush()
+        if not self.rewound and any(r.offset >= 15 for r in records):
+            self.rewound = True
+            self.context.offset({r.topic_partition: 10 for r in records[:1]})
+
+    def stop(self):
+        self.out.close()
+        self.calls.close()
+"""
+
 
 class Pipeline:
     def __init__(self, worker: WorkerProcess, workdir: Path, bootstrap: str) -> None:
@@ -60,11 +123,15 @@ def create_topic(bootstrap: str, topic: str) -> None:
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory: pytest.TempPathFactory, broker: EmbeddedBroker) -> Iterator[Pipeline]:
     workdir = tmp_path_factory.mktemp("dataplane")
+    plugins = workdir / "plugins"
+    plugins.mkdir()
+    (plugins / "context_sink.py").write_text(CONTEXT_SINK)
     props = worker_properties(
         broker.bootstrap,
         f"dp-{uuid.uuid4().hex[:8]}",
         free_port(),
         kconnect_executor="spark",
+        plugin_path=str(plugins),
     )
     props.update(
         {
@@ -286,3 +353,42 @@ def test_sink_with_topics_regex_reads_matching_topics_and_ones_created_later(pip
     assert not seen() & unmatched
     state = p.task_state("regex")
     assert state is not None and state["state"] == "RUNNING", state
+
+
+def test_sink_task_context_offset_and_a_retriable_put(pipeline: Pipeline) -> None:
+    """SinkTaskContext as Java sinks use it: ``offset`` in ``open`` moves the start (records 0-4 never
+    delivered), a ``put`` that raises RetriableError gets the same records again after ``timeout``, and
+    ``offset`` from ``put`` rewinds (records from 10 delivered twice); the group ends committed at the end."""
+    p = pipeline
+    topic = f"ctx-{uuid.uuid4().hex[:6]}"
+    create_topic(p.bootstrap, topic)
+    producer = Producer({"bootstrap.servers": p.bootstrap, "batch.num.messages": 1})
+    for n in range(30):
+        producer.produce(topic, value=f"v{n}".encode())
+    assert producer.flush(15) == 0
+    out = p.workdir / "context.txt"
+    p.create(
+        "context",
+        {
+            "connector.class": "context_sink.ContextSinkConnector",
+            "file": str(out),
+            "topics": topic,
+            "tasks.max": "1",
+            "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+        },
+    )
+
+    def delivered() -> list[int]:
+        return [int(line.split()[0]) for line in out.read_text().splitlines()] if out.exists() else []
+
+    def committed() -> Any:
+        offsets = p.worker.get("/connectors/context/offsets").json().get("offsets") or []
+        return offsets and offsets[0]["offset"]["kafka_offset"] == 30 and delivered().count(10) >= 2
+
+    wait_until(committed, 240, "the context sink's rewound records and its group committed at 30")
+    seen = delivered()
+    assert min(seen) == 5 and set(seen) == set(range(5, 30)), seen  # open() skipped 0-4; nothing lost
+    assert all(seen.count(n) >= 2 for n in range(10, 16)), seen  # the rewind to 10 re-delivered them
+    puts = [int(x) for x in (p.workdir / "context.txt.puts").read_text().split()]
+    assert puts[:2] == [5, 5], puts  # the retriable put got the same records again
+    assert "put failed with a retriable error" in p.worker.log_text()
