@@ -82,6 +82,7 @@ IGNORED: frozenset[str] = frozenset(
         "sasl.oauthbearer.scope.claim.name",
         "security.providers",
         "socket.connection.setup.timeout.max.ms",
+        "ssl.client.auth",  # the REST listener's (and a broker's), never a client's
         "ssl.enabled.protocols",
         "ssl.engine.factory.class",
         "ssl.keymanager.algorithm",
@@ -284,12 +285,27 @@ def _compression(props: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
     return out, ignored
 
 
+def _in_use(props: Mapping[str, str]) -> dict[str, str]:
+    """Without the ``ssl.*`` settings when the protocol has no TLS, and the ``sasl.*`` ones when it has no
+    SASL: Java's clients do not use them then, and a worker's top-level ``ssl.*`` may be there for its REST
+    listener alone (``ssl.client.auth`` is not even a client setting)."""
+    protocol = props.get("security.protocol", "PLAINTEXT").strip().upper()
+    tls = protocol in ("SSL", "SASL_SSL")
+    sasl = protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+    return {
+        k: v
+        for k, v in props.items()
+        if not (k.startswith("ssl.") and not tls) and not (k.startswith("sasl.") and not sasl)
+    }
+
+
 def to_librdkafka(role: Role, props: Mapping[str, str]) -> Translated:
     """librdkafka settings for Java-named client settings (one role's, prefixes already removed).
 
     Keys librdkafka knows pass unchanged; so do keys neither side knows, and librdkafka names them
-    when the client is built.
+    when the client is built. ``ssl.*`` and ``sasl.*`` count only when ``security.protocol`` uses them.
     """
+    props = _in_use(props)
     settings: dict[str, str] = {}
     ignored: list[str] = []
     for key, value in props.items():

@@ -84,19 +84,26 @@ TABLE: list[tuple[str, dict[str, str], dict[str, str], tuple[str, ...]]] = [
     ),
     (
         "producer",
-        {"sasl.mechanism": "SCRAM-SHA-512", "sasl.jaas.config": SCRAM},
-        {"sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "bob", "sasl.password": "p'w"},
+        {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.jaas.config": SCRAM},
+        {
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": "bob",
+            "sasl.password": "p'w",
+        },
         (),
     ),
     (
         "consumer",
         {
+            "security.protocol": "SASL_SSL",
             "sasl.mechanism": "OAUTHBEARER",
             "sasl.oauthbearer.token.endpoint.url": "https://idp/token",
             "sasl.jaas.config": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
             'required clientId="kc" clientSecret="sh" scope="kafka";',
         },
         {
+            "security.protocol": "SASL_SSL",
             "sasl.mechanism": "OAUTHBEARER",
             "sasl.oauthbearer.token.endpoint.url": "https://idp/token",
             "sasl.oauthbearer.method": "oidc",
@@ -109,30 +116,55 @@ TABLE: list[tuple[str, dict[str, str], dict[str, str], tuple[str, ...]]] = [
     (
         "admin",
         {
+            "security.protocol": "SSL",
             "ssl.truststore.type": "PEM",
             "ssl.truststore.location": "/etc/ca.pem",
             "ssl.truststore.password": "unused",
             "ssl.endpoint.identification.algorithm": "",
+            "ssl.client.auth": "required",
         },
-        {"ssl.ca.location": "/etc/ca.pem", "ssl.endpoint.identification.algorithm": "none"},
-        ("ssl.truststore.password",),
+        {
+            "security.protocol": "SSL",
+            "ssl.ca.location": "/etc/ca.pem",
+            "ssl.endpoint.identification.algorithm": "none",
+        },
+        ("ssl.client.auth", "ssl.truststore.password"),
     ),
     (
         "producer",
-        {"ssl.keystore.type": "PKCS12", "ssl.keystore.location": "/k.p12", "ssl.keystore.password": "pw"},
-        {"ssl.keystore.location": "/k.p12", "ssl.keystore.password": "pw"},
+        {
+            "security.protocol": "SSL",
+            "ssl.keystore.type": "PKCS12",
+            "ssl.keystore.location": "/k.p12",
+            "ssl.keystore.password": "pw",
+        },
+        {"security.protocol": "SSL", "ssl.keystore.location": "/k.p12", "ssl.keystore.password": "pw"},
         (),
     ),
     (
         "consumer",
-        {"ssl.keystore.type": "PEM", "ssl.keystore.location": "/k.pem", "ssl.key.password": "kp"},
-        {"ssl.certificate.location": "/k.pem", "ssl.key.location": "/k.pem", "ssl.key.password": "kp"},
+        {
+            "security.protocol": "SSL",
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": "/k.pem",
+            "ssl.key.password": "kp",
+        },
+        {
+            "security.protocol": "SSL",
+            "ssl.certificate.location": "/k.pem",
+            "ssl.key.location": "/k.pem",
+            "ssl.key.password": "kp",
+        },
         (),
     ),
     (
         "admin",
-        {"ssl.truststore.certificates": "-----BEGIN CERTIFICATE-----", "ssl.keystore.key": "-----BEGIN KEY"},
-        {"ssl.ca.pem": "-----BEGIN CERTIFICATE-----", "ssl.key.pem": "-----BEGIN KEY"},
+        {
+            "security.protocol": "SSL",
+            "ssl.truststore.certificates": "-----BEGIN CERT",
+            "ssl.keystore.key": "-----BEGIN KEY",
+        },
+        {"security.protocol": "SSL", "ssl.ca.pem": "-----BEGIN CERT", "ssl.key.pem": "-----BEGIN KEY"},
         (),
     ),
 ]
@@ -186,7 +218,7 @@ def test_settings_that_cannot_be_dropped_are_refused_naming_the_key(
     java: dict[str, str], key: str, allowed: str
 ) -> None:
     with pytest.raises(ConfigError) as caught:
-        to_librdkafka("producer", java)
+        to_librdkafka("producer", {"security.protocol": "SASL_SSL", **java})
     assert caught.value.key == key
     assert allowed in caught.value.allowed
     assert "s3 cr" not in str(caught.value)  # a JAAS line's secrets never reach the message
@@ -222,8 +254,8 @@ def test_jaas_values_quoted_unquoted_and_escaped() -> None:
 
 @given(st.dictionaries(st.sampled_from(sorted(IGNORED)), st.text(max_size=5), max_size=6))
 def test_ignored_keys_never_reach_librdkafka(java: dict[str, str]) -> None:
-    out = to_librdkafka("consumer", java)
-    assert out.settings == {}
+    out = to_librdkafka("consumer", {"security.protocol": "SASL_SSL", **java})
+    assert out.settings == {"security.protocol": "SASL_SSL"}
     assert set(out.ignored) == set(java)
 
 
@@ -276,8 +308,13 @@ def test_worker_clients_check_every_role_and_name_what_they_ignore() -> None:
         "consumer.max.poll.records",
         "producer.key.serializer",
     )
+    # Without TLS the ssl.* settings are not used (by Java's clients either): no error, nothing passed.
+    plain = worker_clients("PLAINTEXT", {"ssl.truststore.location": "/ts.jks", "ssl.client.auth": "required"})
+    assert plain.internal == {"security.protocol": "PLAINTEXT"} and plain.ignored == ()
     with pytest.raises(ConfigError) as caught:
-        worker_clients("PLAINTEXT", {"consumer.ssl.truststore.location": "/ts.jks"})
+        worker_clients(
+            "PLAINTEXT", {"consumer.security.protocol": "SSL", "consumer.ssl.truststore.location": "/ts.jks"}
+        )
     assert caught.value.key == "consumer.ssl.truststore.location"
     assert caught.value.value == "/ts.jks"
 
@@ -301,6 +338,7 @@ def test_connector_validation_reports_an_override_no_client_can_honour_on_its_ke
         "connector.class": "FileStreamSink",
         "topics": "t",
         "file": "/tmp/out.txt",
+        "consumer.override.security.protocol": "SSL",
         "consumer.override.ssl.truststore.location": "/etc/ts.jks",
         "consumer.override.max.poll.records": "10",  # ignored at run time, not an error
     }
