@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 from .classes import (
     CONVERTERS,
@@ -1286,17 +1286,6 @@ class WorkerConfig:
         return {
             key[len(prefix) :]: value for key, value in self.passthrough.items() if key.startswith(prefix)
         }
-
-    def client_overrides(self, role: Literal["producer", "consumer", "admin"]) -> dict[str, str]:
-        """The worker file's ``producer.`` / ``consumer.`` / ``admin.`` overrides for one client role.
-
-        ``admin.listeners.https.*`` shares the ``admin.`` prefix but configures the REST admin
-        listener's TLS, so it is not an admin-client setting.
-        """
-        overrides = self.prefixed(f"{role}.")
-        if role == "admin":
-            overrides = {key: value for key, value in overrides.items() if not key.startswith("listeners.")}
-        return overrides
 
     def storage_topic_settings(self, prefix: str) -> dict[str, str]:
         """Extra topic configs for an internal topic, from keys like ``offset.storage.min.insync.replicas``.

@@ -24,6 +24,7 @@ from kconnect.config.worker import (
     reference_markdown,
     unknown_keys,
 )
+from kconnect.runtime.client_config import role_props
 
 # Apache Kafka's config/connect-distributed.properties (as stored for 3.x), without its license header;
 # trailing spaces and long lines kept as shipped.
@@ -628,9 +629,9 @@ def test_passthrough_spark_and_client_overrides() -> None:
     assert "typo.key" not in cfg.passthrough
     assert "group.id" not in cfg.passthrough
     assert cfg.passthrough["ssl.truststore.location"] == "/t.jks"
-    assert cfg.client_overrides("producer") == {"acks": "all"}
-    assert cfg.client_overrides("admin") == {"retries": "7"}
-    assert cfg.client_overrides("consumer") == {}
+    assert role_props("producer", cfg.passthrough) == {"acks": "all"}
+    assert role_props("admin", cfg.passthrough) == {"retries": "7"}  # not the REST admin listener's TLS
+    assert role_props("consumer", cfg.passthrough) == {}
     assert cfg.storage_topic_settings("offset.storage.") == {"min.insync.replicas": "2"}
     assert cfg.storage_topic_settings("config.storage.") == {}
     with pytest.raises(TypeError):
