@@ -480,3 +480,28 @@ def test_source_offsets_commit_only_up_to_the_first_poll_with_an_unacknowledged_
     runner._flush(_IdleProducer(), final=True)
     assert written[-1] == [SourceOffset("c", {"f": "a"}, {"position": 4})]
     assert not runner._submitted
+
+
+def test_a_sink_query_is_restarted_for_a_few_failed_spark_jobs_in_a_row_then_the_task_fails() -> None:
+    from kconnect.connectors.file import FileStreamSinkTask
+    from kconnect.runtime.task_runner import SPARK_JOB_RETRIES, SinkTaskRunner
+
+    runner = SinkTaskRunner(
+        TaskId("c", 0),
+        FileStreamSinkTask(),
+        {"topics": "t"},
+        lambda _task, _trace: None,
+        spark=lambda: None,
+        task_count=1,
+        bootstrap="unused:9092",
+        converters={
+            "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+            "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+        },
+        consumer_settings={},
+    )
+    failure = RuntimeError("An error occurred\njava.io.OptionalDataException\n\tat ...")
+    assert [runner._spark_failed(failure) for _ in range(SPARK_JOB_RETRIES + 1)] == [
+        True
+    ] * SPARK_JOB_RETRIES + [False]
+    assert runner._restart.is_set()  # the query restarts from the committed offsets
