@@ -109,6 +109,7 @@ def plugins_router(worker: Worker) -> APIRouter:
                 worker_group_id=worker.config.group_id,
                 exactly_once_source_enabled=eos,
                 worker_passthrough=worker.config.passthrough,
+                worker_security_protocol=worker.config.security_protocol,
             )
         except (ConnectorConfigError, PluginError) as exc:
             raise BadRequestError(str(exc)) from exc

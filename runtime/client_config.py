@@ -433,6 +433,24 @@ def task_props(role: Role, passthrough: Mapping[str, str], task_config: Mapping[
     return props
 
 
+def task_clients(
+    role: Role, security_protocol: str, passthrough: Mapping[str, str], task_config: Mapping[str, str]
+) -> Translated:
+    """One of a task's clients: the worker's ``<role>.*``, then the connector's ``<role>.override.*``, and
+    for ``admin`` the worker's top-level settings first (Java's connector admin clients). An error names
+    the key as written: ``<role>.override.<key>`` when the connector set it, else ``<role>.<key>``."""
+    override = f"{role}.override."
+    overridden = {k[len(override) :] for k in task_config if k.startswith(override)}
+    props = task_props(role, passthrough, task_config)
+    if role == "admin":
+        props = {**worker_props(security_protocol, passthrough), **props}
+    try:
+        return to_librdkafka(role, props)
+    except ConfigError as exc:
+        where = override if exc.key in overridden else f"{role}."
+        raise ConfigError(where + exc.key, exc.value, exc.allowed) from None
+
+
 @dataclass(frozen=True)
 class WorkerClients:
     """Every client setting of a worker, translated once at start-up (a bad one stops the worker)."""

@@ -18,7 +18,7 @@ from typing import Any
 
 from kconnect.config.errors import ConfigError
 
-from .client_config import ROLES, task_props, to_librdkafka
+from .client_config import ROLES, task_clients
 from .config_def import (
     NO_DEFAULT,
     CaseInsensitiveValidString,
@@ -896,25 +896,26 @@ def _validate_sink_group(
 
 
 def _validate_client_overrides(
-    props: Mapping[str, str | None], values: dict[str, ConfigValue], worker_passthrough: Mapping[str, str]
+    props: Mapping[str, str | None],
+    values: dict[str, ConfigValue],
+    worker_passthrough: Mapping[str, str],
+    worker_security_protocol: str,
 ) -> None:
     """``producer.override.*``, ``consumer.override.*`` and ``admin.override.*`` that kconnect's Kafka
     clients cannot honour (a JKS trust store, an unsupported login module) are reported on their key now,
-    merged with the worker's ``<role>.*`` as the task will merge them, rather than failing every task."""
+    merged with the worker's settings exactly as the task will merge them, rather than failing every task."""
     strings = {k: v for k, v in props.items() if v is not None}
     for role in ROLES:
         prefix = f"{role}.override."
-        overridden = {k[len(prefix) :] for k in strings if k.startswith(prefix)}
-        if not overridden:
+        if not any(k.startswith(prefix) for k in strings):
             continue
         try:
-            to_librdkafka(role, task_props(role, worker_passthrough, strings))
+            task_clients(role, worker_security_protocol, worker_passthrough, strings)
         except ConfigError as exc:
-            if exc.key in overridden:
-                key = prefix + exc.key
-                shown = exc.value if exc.value == "[hidden]" else strings[key]
-                message = str(ConfigError(key, shown, exc.allowed))
-                values.setdefault(key, ConfigValue(key, value=strings[key])).add_error(message)
+            if exc.key.startswith(prefix):
+                shown = exc.value if exc.value == "[hidden]" else strings[exc.key]
+                message = str(ConfigError(exc.key, shown, exc.allowed))
+                values.setdefault(exc.key, ConfigValue(exc.key, value=strings[exc.key])).add_error(message)
 
 
 def validate_connector_config(
@@ -925,13 +926,14 @@ def validate_connector_config(
     exactly_once_source_enabled: bool = False,
     class_resolver: ClassResolver = class_name_syntax,
     worker_passthrough: Mapping[str, str] | None = None,
+    worker_security_protocol: str = "PLAINTEXT",
 ) -> ConfigInfos:
     """Validate a connector config as ``PUT /connector-plugins/{plugin}/config/validate`` does.
 
     Raises ConnectorConfigError when ``connector.class`` is missing and PluginError when it names no
     single plugin; every other problem is reported inside the result, per key. ``worker_group_id``
     enables the distributed herder's check that a sink's consumer group is not the workers' group;
-    ``worker_passthrough`` (the worker's pass-through settings) the check of client overrides.
+    ``worker_passthrough`` and ``worker_security_protocol`` (the worker's) the check of client overrides.
     """
     class_value = props.get(CONNECTOR_CLASS_CONFIG)
     if class_value is None:
@@ -948,7 +950,7 @@ def validate_connector_config(
             _validate_sink_group(props, values, worker_group_id)
     elif isinstance(connector, SourceConnector):
         _validate_exactly_once(connector, string_props, values, exactly_once_source_enabled)
-    _validate_client_overrides(props, values, worker_passthrough or {})
+    _validate_client_overrides(props, values, worker_passthrough or {}, worker_security_protocol)
     for key, value in props.items():
         if value is None:
             _add_error(values, key, NULL_VALUE_ERROR)

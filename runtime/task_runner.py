@@ -41,9 +41,8 @@ from typing import Any
 
 from py4j.protocol import Py4JJavaError
 
-from kconnect.config.errors import ConfigError
 from kconnect.runtime import logs
-from kconnect.runtime.client_config import Role, task_props, to_librdkafka, worker_props
+from kconnect.runtime.client_config import Role, task_clients
 from kconnect.runtime.errors_policy import ERROR_MESSAGE
 from kconnect.runtime.exactly_once import ExactlyOnce, commit_due, producer_settings
 from kconnect.runtime.ids import TaskId
@@ -183,15 +182,8 @@ def client_settings(
     for ``admin`` the worker's top-level settings first, as Java's connector admin clients. Java names are
     translated (:mod:`kconnect.runtime.client_config`); a connector override no client has is ignored
     with a warning, one that cannot be translated fails the task naming the key."""
-    props = task_props(kind, worker_passthrough, task_config)
-    if kind == "admin":
-        props = {**worker_props(security_protocol, worker_passthrough), **props}
+    translated = task_clients(kind, security_protocol, worker_passthrough, task_config)
     overridden = {k[len(f"{kind}.override.") :] for k in task_config if k.startswith(f"{kind}.override.")}
-    try:
-        translated = to_librdkafka(kind, props)
-    except ConfigError as exc:
-        where = f"{kind}.override." if exc.key in overridden else f"{kind}."
-        raise ConfigError(where + exc.key, exc.value, exc.allowed) from None
     ignored = [f"{kind}.override.{k}" for k in translated.ignored if k in overridden]
     if ignored:
         log.warning("connector client overrides no kconnect client has (ignored)", keys=ignored)

@@ -1144,6 +1144,7 @@ class Worker:
                 dict(config),
                 exactly_once_source_enabled=self.config.exactly_once_source_support == "enabled",
                 worker_passthrough=self.config.passthrough,
+                worker_security_protocol=self.config.security_protocol,
             )
         except (ConnectorConfigError, PluginError) as exc:
             # No connector.class, or one no plugin answers to: the request is at fault (400), as in Java.
