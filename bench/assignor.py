@@ -23,9 +23,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from kconnect.runtime.assignor import CooperativeState, cooperative_assign, eager_assign, static_assign
+from kconnect.runtime.group.assignor import CooperativeState, cooperative_assign, eager_assign, static_assign
+from kconnect.runtime.group.protocol import (
+    NO_ERROR,
+    V1,
+    V2,
+    V3,
+    ConnectAssignment,
+    WorkerState,
+    encode_metadata,
+)
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.protocol import NO_ERROR, V1, V2, V3, ConnectAssignment, WorkerState, encode_metadata
 
 MAX_DELAY = 300_000
 _R = TypeVar("_R")

@@ -50,8 +50,8 @@ import httpx
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kconnect.runtime import broker as embedded
-from kconnect.runtime.broker import free_port
+from kconnect.runtime.cli import broker as embedded
+from kconnect.runtime.cli.broker import free_port
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
 from tests.support.reference import ReferenceWorker, reference_available
 

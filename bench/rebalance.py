@@ -23,8 +23,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kconnect.runtime import broker as embedded
-from kconnect.runtime.broker import free_port
+from kconnect.runtime.cli import broker as embedded
+from kconnect.runtime.cli.broker import free_port
 from tests.support.cluster import WorkerProcess, stable_view, start_cluster, wait_nudging, wait_until
 
 TASKS = 30

@@ -21,15 +21,7 @@ from typing import IO, Any, ClassVar
 
 from kconnect.connectors.uniform import UniformTasks
 from kconnect.runtime import __version__
-from kconnect.runtime.config_def import (
-    NO_DEFAULT,
-    ConfigDef,
-    ConfigValidationError,
-    Importance,
-    NonEmptyString,
-    Type,
-)
-from kconnect.runtime.plugins import (
+from kconnect.runtime.plugins.api import (
     ConnectorError,
     ExactlyOnceSupport,
     SinkConnector,
@@ -40,6 +32,14 @@ from kconnect.runtime.plugins import (
     SourceTask,
     TopicPartition,
     frozen_record,
+)
+from kconnect.runtime.plugins.config_def import (
+    NO_DEFAULT,
+    ConfigDef,
+    ConfigValidationError,
+    Importance,
+    NonEmptyString,
+    Type,
 )
 
 log = logging.getLogger(__name__)

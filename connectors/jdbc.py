@@ -34,7 +34,14 @@ from typing import Any, ClassVar, Literal
 
 from kconnect.connectors.uniform import UniformTasks
 from kconnect.runtime import __version__, logs
-from kconnect.runtime.config_def import (
+from kconnect.runtime.dataplane.connect_data import DATE, DECIMAL, TIME, TIMESTAMP, ConnectSchema
+from kconnect.runtime.plugins.api import (
+    ConnectorError,
+    FrameBatch,
+    FrameSinkTask,
+    SinkConnector,
+)
+from kconnect.runtime.plugins.config_def import (
     NO_DEFAULT,
     ConfigDef,
     ConfigValidationError,
@@ -45,13 +52,6 @@ from kconnect.runtime.config_def import (
     Range,
     Type,
     ValidString,
-)
-from kconnect.runtime.connect_data import DATE, DECIMAL, TIME, TIMESTAMP, ConnectSchema
-from kconnect.runtime.plugins import (
-    ConnectorError,
-    FrameBatch,
-    FrameSinkTask,
-    SinkConnector,
 )
 
 log = logs.get(__name__)

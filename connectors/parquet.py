@@ -47,7 +47,14 @@ from typing import Any
 
 from kconnect.connectors.uniform import UniformTasks
 from kconnect.runtime import __version__, logs
-from kconnect.runtime.config_def import (
+from kconnect.runtime.plugins.api import (
+    ConnectorError,
+    FrameBatch,
+    FrameSinkTask,
+    SinkConnector,
+    TopicPartition,
+)
+from kconnect.runtime.plugins.config_def import (
     NO_DEFAULT,
     ConfigDef,
     ConfigValidationError,
@@ -57,14 +64,7 @@ from kconnect.runtime.config_def import (
     Range,
     ValidString,
 )
-from kconnect.runtime.config_def import Type as ConfigType
-from kconnect.runtime.plugins import (
-    ConnectorError,
-    FrameBatch,
-    FrameSinkTask,
-    SinkConnector,
-    TopicPartition,
-)
+from kconnect.runtime.plugins.config_def import Type as ConfigType
 
 log = logs.get(__name__)
 

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from kconnect.runtime import __version__
-from kconnect.runtime.config_def import ConfigDef
-from kconnect.runtime.plugins import Task
+from kconnect.runtime.plugins.api import Task
+from kconnect.runtime.plugins.config_def import ConfigDef
 
 
 class UniformTasks:

@@ -42,17 +42,7 @@ from typing import IO, Any, ClassVar, Final, TypeGuard
 
 from kconnect.connectors.uniform import UniformTasks
 from kconnect.runtime import __version__, logs
-from kconnect.runtime.config_def import (
-    NO_DEFAULT,
-    CompositeValidator,
-    ConfigDef,
-    ConfigValidationError,
-    Importance,
-    LambdaValidator,
-    NonEmptyString,
-    Type,
-)
-from kconnect.runtime.plugins import (
+from kconnect.runtime.plugins.api import (
     ConnectorError,
     ExactlyOnceSupport,
     SinkConnector,
@@ -62,6 +52,16 @@ from kconnect.runtime.plugins import (
     SourceRecord,
     SourceTask,
     TopicPartition,
+)
+from kconnect.runtime.plugins.config_def import (
+    NO_DEFAULT,
+    CompositeValidator,
+    ConfigDef,
+    ConfigValidationError,
+    Importance,
+    LambdaValidator,
+    NonEmptyString,
+    Type,
 )
 
 log = logs.get(__name__)

@@ -20,8 +20,8 @@ from fastapi.responses import JSONResponse, Response
 
 from kconnect.runtime import logs
 from kconnect.runtime.errors import BadRequestError, NotFoundError
-from kconnect.runtime.log_levels import LEVELS, from_java
-from kconnect.runtime.worker import Worker
+from kconnect.runtime.shell.log_levels import LEVELS, from_java
+from kconnect.runtime.shell.worker import Worker
 
 log = logs.get(__name__)
 

@@ -34,9 +34,9 @@ from kconnect.runtime.errors import (
     NotLeaderError,
     RebalanceNeededError,
 )
+from kconnect.runtime.group.protocol import ConnectAssignment, WorkerState
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.protocol import ConnectAssignment, WorkerState
-from kconnect.runtime.worker import Worker
+from kconnect.runtime.shell.worker import Worker
 
 FORWARD_TIMEOUT_S = 90.0
 PROTOCOL_BY_VERSION = {0: "default", 1: "compatible", 2: "sessioned", 3: "static"}

@@ -6,7 +6,7 @@ Status codes and messages were checked against the reference worker: pause and r
 204, a plain restart 204 and a restart with ``includeTasks``/``onlyFailed`` 202 with the states it set
 in motion. Where Java answers a malformed body with 500, these answer 400 with Connect's error JSON.
 
-The handlers are thin: they parse, call :class:`~kconnect.runtime.operations.ConnectorOperations` in a
+The handlers are thin: they parse, call :class:`~kconnect.runtime.shell.operations.ConnectorOperations` in a
 thread (it blocks on Kafka), and forward to the leader or the owner when told to, through the helpers
 ``rest/app.py`` already has.
 """
@@ -21,11 +21,11 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 
-from kconnect.runtime import connector_offsets
-from kconnect.runtime.config_log import TargetState
 from kconnect.runtime.errors import BadRequestError, NotFoundError, NotLeaderError
-from kconnect.runtime.operations import ConnectorOperations
-from kconnect.runtime.worker import Worker
+from kconnect.runtime.shell import connector_offsets
+from kconnect.runtime.shell.operations import ConnectorOperations
+from kconnect.runtime.shell.worker import Worker
+from kconnect.runtime.storage.config_log import TargetState
 
 Forward = Callable[[Request, NotLeaderError, bytes | None], Awaitable[Response]]
 JsonBody = Callable[[Request], Awaitable[Any]]

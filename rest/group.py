@@ -12,9 +12,10 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.responses import PlainTextResponse
 
-from kconnect.runtime import group_records, leader_memory, metrics
 from kconnect.runtime.errors import NotFoundError
-from kconnect.runtime.worker import Worker
+from kconnect.runtime.group import group_records, leader_memory
+from kconnect.runtime.shell import metrics
+from kconnect.runtime.shell.worker import Worker
 
 
 def router(worker: Worker) -> APIRouter:

@@ -19,15 +19,15 @@ from fastapi.responses import JSONResponse
 
 from kconnect.config.worker import ExactlyOnceSourceSupport
 from kconnect.runtime import logs
-from kconnect.runtime.connector_config import (
+from kconnect.runtime.errors import BadRequestError, NotFoundError
+from kconnect.runtime.plugins.api import AmbiguousPluginError, PluginError
+from kconnect.runtime.plugins.catalog import PluginCatalog, UnknownPluginError
+from kconnect.runtime.plugins.connector_config import (
     ConnectorConfigError,
     plugin_mismatch_error,
     validate_connector_config,
 )
-from kconnect.runtime.errors import BadRequestError, NotFoundError
-from kconnect.runtime.plugin_catalog import PluginCatalog, UnknownPluginError
-from kconnect.runtime.plugins import AmbiguousPluginError, PluginError
-from kconnect.runtime.worker import Worker
+from kconnect.runtime.shell.worker import Worker
 
 log = logs.get(__name__)
 

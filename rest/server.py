@@ -3,7 +3,7 @@
 Everything that decides is pure and works on the worker config: :func:`listener_plan` (which socket
 serves what, with which TLS settings), :func:`tls_settings` (Java's ``ssl.*`` keys, PEM only),
 :func:`rest_extensions` (``rest.extension.classes``). :func:`wrap_app` turns one FastAPI app into
-the ASGI app a given listener serves; ``runtime/cli.py`` starts one uvicorn server per listener.
+the ASGI app a given listener serves; ``runtime/cli/main.py`` starts one uvicorn server per listener.
 
 Apache Kafka Connect facts followed here:
 - TLS settings for ``https`` listeners come from ``listeners.https.*`` when any such key is set,

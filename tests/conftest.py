@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from kconnect.runtime import broker as embedded
+from kconnect.runtime.cli import broker as embedded
 
 # Property tests check results, not speed: hypothesis' default 200 ms deadline per example and its
 # too-slow health check fail on a shared 2-core CI machine whose other pytest process is starting a JVM

@@ -7,7 +7,7 @@
 //                                                        "ERR <exception>"
 //
 // The seed's schemas (with kconnect's resolution of its broken ConnectorsTasks and TargetAssignment
-// nesting, see runtime/group_records.py) are described with kafka-clients'
+// nesting, see runtime/group/group_records.py) are described with kafka-clients'
 // org.apache.kafka.common.protocol.types, the schema classes Kafka's generated messages are checked
 // against. A record is written the way Kafka writes its coordinator records to __consumer_offsets: an INT16
 // version, then the key with the classic encoding (flexibleVersions "none") or the value with the

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kconnect.runtime.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
 from tests.support.cluster import WorkerProcess, stable_view, wait_until, worker_properties
 
 pytestmark = pytest.mark.integration
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.integration
 
 def kc(url: str, *argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "kconnect.runtime.cli", "connectors", *argv, "--url", url],
+        [sys.executable, "-m", "kconnect.runtime.cli.main", "connectors", *argv, "--url", url],
         capture_output=True, text=True, timeout=90,
     )  # fmt: skip
 

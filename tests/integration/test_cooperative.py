@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kconnect.runtime.broker import EmbeddedBroker
+from kconnect.runtime.cli.broker import EmbeddedBroker
 from tests.support.cluster import WorkerProcess, stable_view, start_cluster, wait_nudging, wait_until
 
 pytestmark = pytest.mark.integration
@@ -113,7 +113,7 @@ def test_a_fourth_worker_takes_a_quarter_and_a_clean_stop_hands_over_at_once(
         before = _balanced(workers)
         assert before is not None
         props = dict(workers[0].props)
-        from kconnect.runtime.broker import free_port
+        from kconnect.runtime.cli.broker import free_port
 
         port = free_port()
         props["listeners"] = f"http://127.0.0.1:{port}"

@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kconnect.runtime.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
 
 pytestmark = pytest.mark.integration
@@ -29,8 +29,8 @@ LINES = 2000
 #: from its first ``put`` with ``timeout`` set, and one rewind (``offset``) from ``put`` once it has seen
 #: offset 15. It writes "<offset> <value>" per record and the first offset of every put call.
 CONTEXT_SINK = r"""
-from kconnect.runtime.config_def import ConfigDef
-from kconnect.runtime.plugins import RetriableError, SinkConnector, SinkTask
+from kconnect.runtime.plugins.config_def import ConfigDef
+from kconnect.runtime.plugins.api import RetriableError, SinkConnector, SinkTask
 
 
 class ContextSinkConnector(SinkConnector):

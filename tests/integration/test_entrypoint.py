@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from kconnect.runtime.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
 from tests.integration.test_cooperative import _holdings
 from tests.support.cluster import WorkerProcess, stable_view, wait_nudging, wait_until, worker_properties
 

@@ -31,11 +31,11 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconnect.connectors.verifiable import VerifiableSourceTask
-from kconnect.runtime.broker import EmbeddedBroker
-from kconnect.runtime.exactly_once import ExactlyOnce, TransactionBoundary, TransactionPolicy
+from kconnect.runtime.cli.broker import EmbeddedBroker
+from kconnect.runtime.dataplane.exactly_once import ExactlyOnce, TransactionBoundary, TransactionPolicy
+from kconnect.runtime.dataplane.task_runner import SourceTaskRunner
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.offset_log import OffsetState
-from kconnect.runtime.task_runner import SourceTaskRunner
+from kconnect.runtime.storage.offset_log import OffsetState
 from tests.support.cluster import stable_view, start_cluster, wait_nudging, wait_until
 
 pytestmark = pytest.mark.integration

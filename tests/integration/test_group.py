@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kconnect.runtime.broker import EmbeddedBroker
+from kconnect.runtime.cli.broker import EmbeddedBroker
 from tests.support.cluster import WorkerProcess, stable_view, start_cluster, wait_until
 
 pytestmark = pytest.mark.integration

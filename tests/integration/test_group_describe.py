@@ -20,8 +20,8 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from kconnect.runtime.broker import EmbeddedBroker, free_port
-from kconnect.runtime.group_records import (
+from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
+from kconnect.runtime.group.group_records import (
     Assigned,
     Assignor,
     ConnectorsTasksKey,
@@ -43,8 +43,14 @@ from kconnect.runtime.group_records import (
     encode_value,
     partition_for,
 )
+from kconnect.runtime.group.protocol import (
+    V2,
+    ConnectAssignment,
+    WorkerState,
+    encode_assignment,
+    encode_metadata,
+)
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.protocol import V2, ConnectAssignment, WorkerState, encode_assignment, encode_metadata
 
 pytestmark = pytest.mark.integration
 
@@ -98,7 +104,7 @@ def _describe(bootstrap: str, *args: str, timeout: float = 90) -> subprocess.Com
         [
             sys.executable,
             "-m",
-            "kconnect.runtime.cli",
+            "kconnect.runtime.cli.main",
             "group",
             "describe",
             "--bootstrap-server",

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kconnect.runtime.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
 from tests.support.reference import ReferenceWorker, reference_available
 

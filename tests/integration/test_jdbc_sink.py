@@ -20,7 +20,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kconnect.runtime.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
 from tests.support.postgres import DRIVER_JAR, PASSWORD, USER, PostgresServer, start_postgres
 

@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from kconnect.runtime.broker import EmbeddedBroker
-from kconnect.runtime.group_records import (
+from kconnect.runtime.cli.broker import EmbeddedBroker
+from kconnect.runtime.group.group_records import (
     CurrentMemberAssignmentKey,
     MemberMetadataKey,
     RecordKey,
@@ -69,7 +69,7 @@ def _describe(bootstrap: str, group: str) -> dict[str, Any]:
         [
             sys.executable,
             "-m",
-            "kconnect.runtime.cli",
+            "kconnect.runtime.cli.main",
             "group",
             "describe",
             "--bootstrap-server",

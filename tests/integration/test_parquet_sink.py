@@ -25,7 +25,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconnect.connectors.parquet import parse_file_name
-from kconnect.runtime.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
 from tests.support.cluster import WorkerProcess, wait_nudging, wait_until, worker_properties
 
 pytestmark = pytest.mark.integration

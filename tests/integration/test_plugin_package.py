@@ -23,7 +23,7 @@ import pytest
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kconnect.runtime.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
 
 pytestmark = pytest.mark.integration

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kconnect.runtime.broker import EmbeddedBroker
+from kconnect.runtime.cli.broker import EmbeddedBroker
 from tests.support.reference import ReferenceWorker, parse_assignments, reference_available
 
 _AVAILABLE, _WHY = reference_available()

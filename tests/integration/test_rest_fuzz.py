@@ -19,7 +19,7 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis.checks import not_a_server_error
 from schemathesis.generation import GenerationMode
 
-from kconnect.runtime.broker import EmbeddedBroker
+from kconnect.runtime.cli.broker import EmbeddedBroker
 from tests.support.cluster import WorkerProcess, stable_view, start_cluster, wait_until
 
 pytestmark = pytest.mark.integration

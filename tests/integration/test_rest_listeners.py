@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from kconnect.rest.server import BASIC_AUTH_EXTENSION, PROPERTY_FILE_LOGIN_MODULE
-from kconnect.runtime.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
 
 pytestmark = pytest.mark.integration
@@ -203,7 +203,7 @@ def test_rest_settings_kconnect_cannot_honour_exit_2_naming_the_key(
     path = tmp_path / "w.properties"
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
     proc = subprocess.run(
-        [sys.executable, "-m", "kconnect.runtime.cli", "worker", str(path)],
+        [sys.executable, "-m", "kconnect.runtime.cli.main", "worker", str(path)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     errors = [line for line in proc.stderr.splitlines() if line.startswith("kconnect:")]

@@ -19,7 +19,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kconnect.runtime.broker import EmbeddedBroker
+from kconnect.runtime.cli.broker import EmbeddedBroker
 from tests.support.cluster import stable_view, start_cluster, wait_until
 
 pytestmark = pytest.mark.integration

@@ -28,7 +28,7 @@ import httpx
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kconnect.runtime.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
 from tests.support.cluster import WorkerProcess, stable_view, wait_until, worker_properties
 from tests.support.parity import Answer, KnownDifference, Outcome, Step, audit, compare, summary
 from tests.support.reference import ReferenceWorker, reference_available

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kconnect.runtime.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
 from tests.support.cluster import WorkerProcess, stable_view, wait_until, worker_properties
 
 pytestmark = pytest.mark.integration

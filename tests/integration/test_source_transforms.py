@@ -17,12 +17,12 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kconnect.runtime.broker import EmbeddedBroker
+from kconnect.runtime.cli.broker import EmbeddedBroker
+from kconnect.runtime.dataplane.spark_executor import SparkSessionHolder
+from kconnect.runtime.dataplane.task_runner import SourceTaskRunner
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.offset_log import OffsetState, SourceOffset
-from kconnect.runtime.plugins import SourceRecord, SourceTask
-from kconnect.runtime.spark_executor import SparkSessionHolder
-from kconnect.runtime.task_runner import SourceTaskRunner
+from kconnect.runtime.plugins.api import SourceRecord, SourceTask
+from kconnect.runtime.storage.offset_log import OffsetState, SourceOffset
 from tests.support.cluster import wait_until
 
 pytestmark = pytest.mark.integration

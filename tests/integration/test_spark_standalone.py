@@ -4,7 +4,8 @@ The test starts a real standalone master and worker (``tests/support/spark_clust
 kconnect worker at it and runs FileStream source -> topic -> FileStream sink. Every line must arrive,
 and the sink's micro-batches must have run on the cluster: the master lists kconnect's application with
 cores granted, and the standalone worker launched an executor for it that ran tasks (its own log says so).
-The sink's Kafka reads (``runtime/kafka_source.py``) run in that executor's Python workers, so this also
+The sink's Kafka reads (``runtime/dataplane/kafka_reader.py``) run in that executor's Python workers, so this
+also
 proves the reader is serializable and that confluent-kafka imports on the executor's interpreter.
 """
 
@@ -20,7 +21,7 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kconnect.runtime.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
 from tests.support import spark_cluster
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kconnect.runtime import broker as embedded
-from kconnect.runtime.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli import broker as embedded
+from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
 from tests.support.cluster import worker_properties
 
 pytestmark = pytest.mark.integration
@@ -23,7 +23,7 @@ def run_worker(tmp_path: Path, props: dict[str, str], timeout: float = 60) -> tu
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
     started = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "kconnect.runtime.cli", "worker", str(path)],
+        [sys.executable, "-m", "kconnect.runtime.cli.main", "worker", str(path)],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -39,7 +39,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconnect.connectors.verifiable import Verification, expected_from_last, seen_in_lines, verify
-from kconnect.runtime.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
 from tests.integration.test_verifiable_e2e import duplicate_origins, last_acked
 from tests.support.cluster import WorkerProcess, stable_view, wait_nudging, wait_until, worker_properties
 

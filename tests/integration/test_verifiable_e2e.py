@@ -25,7 +25,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconnect.connectors.verifiable import Verification, expected_from_last, seen_in_lines, verify
-from kconnect.runtime.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
 from tests.support.cluster import WorkerProcess, stable_view, wait_nudging, wait_until, worker_properties
 
 # Four workers, SparkSessions, a SIGKILL and its scheduled delay: 170-270 s on CI's two cores, 330 s once

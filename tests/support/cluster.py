@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from kconnect.runtime.broker import free_port
+from kconnect.runtime.cli.broker import free_port
 
 
 def topic_names(prefix: str) -> dict[str, str]:
@@ -69,7 +69,7 @@ class WorkerProcess:
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child
         env = {**os.environ, "KCONNECT_LOG_LEVEL": "INFO"}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kconnect.runtime.cli", "worker", str(self.props_path)],
+            [sys.executable, "-m", "kconnect.runtime.cli.main", "worker", str(self.props_path)],
             stdout=log,
             stderr=subprocess.STDOUT,
             env=env,

@@ -2,7 +2,7 @@
 
 Pure and deterministic: no sockets, no threads, no clock of its own. A :class:`GroupModel` holds the
 members of one Connect group (each with the JoinGroup protocols it sent and its
-:class:`~kconnect.runtime.herder.Herder`) and runs rebalance rounds the way a Kafka broker's classic
+:class:`~kconnect.runtime.group.herder.Herder`) and runs rebalance rounds the way a Kafka broker's classic
 coordinator does:
 
 * **Join phase.** Every member prepares (``Herder.on_rejoin_preparing`` with the protocol of the previous
@@ -46,10 +46,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, TypeAlias
 
-from kconnect.runtime import assignor as assignor_module
-from kconnect.runtime import config_log, protocol
-from kconnect.runtime.config_log import ClusterConfigSnapshot, ConfigState
-from kconnect.runtime.herder import (
+from kconnect.runtime.group import assignor as assignor_module
+from kconnect.runtime.group import protocol
+from kconnect.runtime.group.herder import (
     Action,
     CatchUpConfig,
     Herder,
@@ -60,8 +59,10 @@ from kconnect.runtime.herder import (
     StopConnector,
     StopTask,
 )
+from kconnect.runtime.group.protocol import ConnectAssignment, WorkerState
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.protocol import ConnectAssignment, WorkerState
+from kconnect.runtime.storage import config_log
+from kconnect.runtime.storage.config_log import ClusterConfigSnapshot, ConfigState
 
 __all__ = [
     "AdapterState",

@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from kconnect.runtime.broker import free_port
+from kconnect.runtime.cli.broker import free_port
 
 USER = "kconnect"
 PASSWORD = "kconnect-secret"

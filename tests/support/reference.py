@@ -33,7 +33,7 @@ from typing import Any
 
 import httpx
 
-from kconnect.runtime.broker import free_port
+from kconnect.runtime.cli.broker import free_port
 
 REFERENCE_TOOL = Path(os.environ.get("KCONNECT_REFERENCE_CONNECT", "/work/shared/tools/reference-connect"))
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import pyspark
 
-from kconnect.runtime.broker import free_port
+from kconnect.runtime.cli.broker import free_port
 
 
 def spark_home() -> Path:

@@ -9,9 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kconnect.runtime.assignor import eager_assign, revoking_assign
-from kconnect.runtime.ids import TaskId
-from kconnect.runtime.protocol import (
+from kconnect.runtime.group.assignor import eager_assign, revoking_assign
+from kconnect.runtime.group.protocol import (
     CONFIG_MISMATCH,
     NO_ERROR,
     V0,
@@ -20,6 +19,7 @@ from kconnect.runtime.protocol import (
     ConnectAssignment,
     WorkerState,
 )
+from kconnect.runtime.ids import TaskId
 
 
 def T(connector: str, *numbers: int) -> tuple[TaskId, ...]:

@@ -17,8 +17,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 
-from kconnect.runtime.cli import build_parser
-from kconnect.runtime.client import ClientError, load_connector_file, render_table
+from kconnect.runtime.cli.main import build_parser
+from kconnect.runtime.cli.rest_client import ClientError, load_connector_file, render_table
 
 
 class FakeConnect(BaseHTTPRequestHandler):
@@ -134,7 +134,7 @@ def kc(url: str, *argv: str) -> tuple[int, str, str]:
     action, rest = argv[0], argv[1:]
     args = parser.parse_args(["connectors", action, "--url", url, *rest])
     out, err = io.StringIO(), io.StringIO()
-    from kconnect.runtime.client import run
+    from kconnect.runtime.cli.rest_client import run
 
     code = run(args, out, err)
     return code, out.getvalue(), err.getvalue()

@@ -18,12 +18,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kconnect.connectors.file import FileStreamSourceTask
-from kconnect.runtime.connect_data import ConnectField, ConnectSchema
-from kconnect.runtime.kafka_source import arrow_raw_schema, raw_batch
-from kconnect.runtime.plugins import Header, SinkRecord, SourceRecord, TopicPartition, frozen_record
-from kconnect.runtime.records import RAW_SCHEMA
-from kconnect.runtime.sink_batch import RECORD_COLUMNS, records_from_columns, sink_record
-from kconnect.runtime.task_runner import consumed_offsets, consumed_offsets_of_table
+from kconnect.runtime.dataplane.connect_data import ConnectField, ConnectSchema
+from kconnect.runtime.dataplane.kafka_reader import arrow_raw_schema, raw_batch
+from kconnect.runtime.dataplane.records import RAW_SCHEMA
+from kconnect.runtime.dataplane.sink_batch import RECORD_COLUMNS, records_from_columns, sink_record
+from kconnect.runtime.dataplane.task_runner import consumed_offsets, consumed_offsets_of_table
+from kconnect.runtime.plugins.api import Header, SinkRecord, SourceRecord, TopicPartition, frozen_record
 from tests.support.spark import local_spark
 
 STRUCT = ConnectSchema(
@@ -256,7 +256,7 @@ def test_raw_batch_without_headers_has_empty_header_lists() -> None:
 def test_consumer_pool_hands_back_a_consumer_where_it_stopped() -> None:
     """A micro-batch that starts where the last one stopped gets the same (connected, prefetching)
     consumer; one that starts elsewhere gets it moved; an idle one is closed."""
-    from kconnect.runtime.kafka_source import _ConsumerPool
+    from kconnect.runtime.dataplane.kafka_reader import _ConsumerPool
 
     pool = _ConsumerPool(idle_s=3600)
     conf = {"bootstrap.servers": "127.0.0.1:1", "group.id": "g-reader"}

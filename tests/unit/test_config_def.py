@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kconnect.runtime.config_def import (
+from kconnect.runtime.plugins.config_def import (
     NO_DEFAULT,
     CaseInsensitiveValidString,
     CompositeValidator,
@@ -70,8 +70,8 @@ from kconnect.runtime.config_def import (
         (Type.LIST, "   ", []),
         (Type.LIST, "a,,b, ", ["a", "", "b", ""]),
         (Type.LIST, ["x", "y"], ["x", "y"]),
-        (Type.CLASS, "kconnect.runtime.config_def.ConfigDef", ConfigDef),
-        (Type.CLASS, "kconnect.runtime.config_def:ConfigDef", ConfigDef),
+        (Type.CLASS, "kconnect.runtime.plugins.config_def.ConfigDef", ConfigDef),
+        (Type.CLASS, "kconnect.runtime.plugins.config_def:ConfigDef", ConfigDef),
         (Type.CLASS, ConfigDef, ConfigDef),
         (Type.PASSWORD, " s3cret ", Password("s3cret")),
         (Type.STRING, None, None),
@@ -146,8 +146,8 @@ def test_class_values_go_through_the_given_resolver() -> None:
 
 
 def test_import_class_rejects_what_does_not_import() -> None:
-    assert import_class("kconnect.runtime.config_def.Range.at_least") == Range.at_least
-    for name in ("nodots", "kconnect.runtime.config_def.Missing", "kconnect.nope.X", ":X"):
+    assert import_class("kconnect.runtime.plugins.config_def.Range.at_least") == Range.at_least
+    for name in ("nodots", "kconnect.runtime.plugins.config_def.Missing", "kconnect.nope.X", ":X"):
         with pytest.raises(LookupError):
             import_class(name)
 
@@ -205,7 +205,7 @@ def test_java_trim_strips_only_up_to_space() -> None:
         (3, Type.INT, "3"),
         (2.0, Type.DOUBLE, "2.0"),
         (Password("secret"), Type.PASSWORD, "[hidden]"),
-        (ConfigDef, Type.CLASS, "kconnect.runtime.config_def.ConfigDef"),
+        (ConfigDef, Type.CLASS, "kconnect.runtime.plugins.config_def.ConfigDef"),
         ("org.example.Conv", Type.CLASS, "org.example.Conv"),
         ("x", None, "x"),
     ],

@@ -22,8 +22,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kconnect.runtime import config_log as cl
-from kconnect.runtime.config_log import (
+from kconnect.runtime.ids import TaskId
+from kconnect.runtime.storage import config_log as cl
+from kconnect.runtime.storage.config_log import (
     ConfigState,
     ConnectorConfig,
     ConnectorDeletion,
@@ -38,7 +39,6 @@ from kconnect.runtime.config_log import (
     TaskConfig,
     TaskCountRecord,
 )
-from kconnect.runtime.ids import TaskId
 
 SESSION_KEY_B64 = "AQgPFh0kKzI5QEdOVVxjanF4f4aNlJuiqbC3vsXM09o="  # bytes (i * 7 + 1) for i in 0..31
 TRICKY = {

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from kconnect.rest.connectors import config_patch, java_boolean
-from kconnect.runtime import connector_offsets as co
 from kconnect.runtime.errors import BadRequestError
-from kconnect.runtime.offset_log import SourceOffset
+from kconnect.runtime.shell import connector_offsets as co
+from kconnect.runtime.storage.offset_log import SourceOffset
 
 SINK_P = {"kafka_topic": "t", "kafka_partition": 0}
 

@@ -15,8 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kconnect.runtime.config_def import ConfigValidationError
-from kconnect.runtime.connect_data import (
+from kconnect.runtime.dataplane.connect_data import (
     DATE,
     TIME,
     TIMESTAMP,
@@ -28,7 +27,7 @@ from kconnect.runtime.connect_data import (
     schema_from_json,
     schema_to_json,
 )
-from kconnect.runtime.converters import (
+from kconnect.runtime.dataplane.converters import (
     ENVELOPE_ERROR,
     ByteArrayConverter,
     JsonConverter,
@@ -36,7 +35,8 @@ from kconnect.runtime.converters import (
     converter_from_config,
     error_column,
 )
-from kconnect.runtime.records import RAW_SCHEMA
+from kconnect.runtime.dataplane.records import RAW_SCHEMA
+from kconnect.runtime.plugins.config_def import ConfigValidationError
 from tests.support.spark import local_spark
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "converters.txt"
@@ -451,7 +451,7 @@ def test_base64_helpers_agree_with_java_on_decimal_bytes() -> None:
 
 
 def test_schemaless_json_gets_a_batch_wide_inferred_schema_on_request(spark) -> None:  # type: ignore[no-untyped-def]
-    from kconnect.runtime.transforms import transform_chain
+    from kconnect.runtime.dataplane.transforms import transform_chain
 
     values = [b'{"a":1,"b":{"c":"x"}}', b'{"a":2,"d":[1.5]}', b"{bad", None]
     df = spark.createDataFrame(_raw_rows(values), RAW_SCHEMA)
@@ -497,7 +497,7 @@ def test_spark_decimals_up_to_15_bytes_read_exactly(spark) -> None:  # type: ign
 def test_float32_text_near_the_largest_float32() -> None:
     # Rounding to fewer digits can pass FLT_MAX (3.4025001647762064e38 to 4 digits is 3.403e38): those
     # candidates are skipped, not an OverflowError (found by the round-trip property).
-    from kconnect.runtime.connect_data import java_float_str
+    from kconnect.runtime.dataplane.connect_data import java_float_str
 
     value = struct.unpack(">f", struct.pack(">f", 3.4025001647762064e38))[0]
     text = java_float_str(value)

@@ -22,14 +22,13 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from kconnect.runtime.assignor import (
+from kconnect.runtime.group.assignor import (
     CooperativeState,
     cooperative_assign,
     eager_assign,
     leader_assign,
 )
-from kconnect.runtime.ids import TaskId
-from kconnect.runtime.protocol import (
+from kconnect.runtime.group.protocol import (
     CONFIG_MISMATCH,
     NO_ERROR,
     V0,
@@ -38,6 +37,7 @@ from kconnect.runtime.protocol import (
     ConnectAssignment,
     WorkerState,
 )
+from kconnect.runtime.ids import TaskId
 
 CONFIG = {"A": 2, "B": 1}
 MAX_DELAY = 300_000

@@ -12,8 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kconnect.config.worker import WorkerConfig
-from kconnect.runtime.ids import TaskId
-from kconnect.runtime.kafka_source import (
+from kconnect.runtime.dataplane.kafka_reader import (
     PartitionRange,
     advance,
     assigned_partitions,
@@ -23,12 +22,15 @@ from kconnect.runtime.kafka_source import (
     plan_ranges,
     subscribed_topics,
 )
-from kconnect.runtime.offset_log import OffsetState, SourceOffset
-from kconnect.runtime.plugins import Header, PluginRegistry, SourceRecord, SourceTask, TopicPartition
-from kconnect.runtime.record_codec import CodecError, converter_config, to_kafka_record, to_sink_records
-from kconnect.runtime.records import RAW_FIELDS, RAW_SCHEMA
-from kconnect.runtime.spark_executor import SparkExecutor, python_workers_executable, spark_settings
-from kconnect.runtime.task_runner import (
+from kconnect.runtime.dataplane.record_codec import (
+    CodecError,
+    converter_config,
+    to_kafka_record,
+    to_sink_records,
+)
+from kconnect.runtime.dataplane.records import RAW_FIELDS, RAW_SCHEMA
+from kconnect.runtime.dataplane.spark_executor import SparkExecutor, python_workers_executable, spark_settings
+from kconnect.runtime.dataplane.task_runner import (
     SourceTaskRunner,
     _Submitted,
     client_settings,
@@ -36,6 +38,9 @@ from kconnect.runtime.task_runner import (
     latest_source_offsets,
     offsets_to_commit,
 )
+from kconnect.runtime.ids import TaskId
+from kconnect.runtime.plugins.api import Header, PluginRegistry, SourceRecord, SourceTask, TopicPartition
+from kconnect.runtime.storage.offset_log import OffsetState, SourceOffset
 
 topics = st.from_regex(r"[a-zA-Z0-9._-]{1,20}", fullmatch=True)
 
@@ -484,7 +489,7 @@ def test_source_offsets_commit_only_up_to_the_first_poll_with_an_unacknowledged_
 
 def test_a_sink_query_is_restarted_for_a_few_failed_spark_jobs_in_a_row_then_the_task_fails() -> None:
     from kconnect.connectors.file import FileStreamSinkTask
-    from kconnect.runtime.task_runner import SPARK_JOB_RETRIES, SinkTaskRunner
+    from kconnect.runtime.dataplane.task_runner import SPARK_JOB_RETRIES, SinkTaskRunner
 
     runner = SinkTaskRunner(
         TaskId("c", 0),

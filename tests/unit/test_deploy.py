@@ -28,7 +28,7 @@ import yaml
 from kconnect.config.errors import ConfigError
 from kconnect.config.properties import load_properties, parse_properties, substitute
 from kconnect.config.worker import WorkerConfig, unknown_keys
-from kconnect.runtime.cli import load_worker_config
+from kconnect.runtime.cli.main import load_worker_config
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"

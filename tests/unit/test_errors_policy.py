@@ -7,10 +7,9 @@ from typing import Any
 
 import pytest
 
-from kconnect.runtime.config_def import ConfigValidationError
-from kconnect.runtime.connect_data import ConnectField, ConnectSchema
-from kconnect.runtime.converters import JsonConverter, StringConverter
-from kconnect.runtime.errors_policy import (
+from kconnect.runtime.dataplane.connect_data import ConnectField, ConnectSchema
+from kconnect.runtime.dataplane.converters import JsonConverter, StringConverter
+from kconnect.runtime.dataplane.errors_policy import (
     DLQ_HEADERS,
     ERROR_CLASS,
     ERROR_STAGE,
@@ -21,8 +20,9 @@ from kconnect.runtime.errors_policy import (
     retry_delays_ms,
     split,
 )
-from kconnect.runtime.records import RAW_SCHEMA
-from kconnect.runtime.transforms import transform_chain
+from kconnect.runtime.dataplane.records import RAW_SCHEMA
+from kconnect.runtime.dataplane.transforms import transform_chain
+from kconnect.runtime.plugins.config_def import ConfigValidationError
 from tests.support.spark import local_spark
 
 

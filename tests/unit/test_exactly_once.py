@@ -9,8 +9,7 @@ from hypothesis import strategies as st
 from kconnect.config.errors import ConfigError
 from kconnect.config.worker import ExactlyOnceSourceSupport, WorkerConfig
 from kconnect.connectors.verifiable import VerifiableSourceConnector
-from kconnect.runtime.connector_config import validate_connector_config
-from kconnect.runtime.exactly_once import (
+from kconnect.runtime.dataplane.exactly_once import (
     ExactlyOnce,
     TransactionBoundary,
     TransactionPolicy,
@@ -21,7 +20,8 @@ from kconnect.runtime.exactly_once import (
     transactional_id,
     zombie_ids,
 )
-from kconnect.runtime.plugins import ConnectorError, ExactlyOnceSupport, PluginRegistry, SourceConnector
+from kconnect.runtime.plugins.api import ConnectorError, ExactlyOnceSupport, PluginRegistry, SourceConnector
+from kconnect.runtime.plugins.connector_config import validate_connector_config
 from tests.unit.test_worker_config import with_props
 
 POLL = TransactionPolicy(TransactionBoundary.POLL, 60_000)

@@ -24,8 +24,7 @@ from kconnect.connectors.file import (
     FileStreamSourceTask,
 )
 from kconnect.runtime import __version__
-from kconnect.runtime.config_def import ConfigValidationError
-from kconnect.runtime.plugins import (
+from kconnect.runtime.plugins.api import (
     ConnectorError,
     ExactlyOnceSupport,
     InMemoryOffsetStorageReader,
@@ -34,6 +33,7 @@ from kconnect.runtime.plugins import (
     SourceRecord,
     TopicPartition,
 )
+from kconnect.runtime.plugins.config_def import ConfigValidationError
 
 
 class _SourceContext:

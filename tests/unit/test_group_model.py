@@ -12,9 +12,9 @@ from dataclasses import replace
 
 import pytest
 
-from kconnect.runtime import assignor, protocol
+from kconnect.runtime.group import assignor, protocol
+from kconnect.runtime.group.protocol import ConnectAssignment, WorkerState
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.protocol import ConnectAssignment, WorkerState
 from tests.support.group_model import (
     AdapterState,
     DoubleRun,

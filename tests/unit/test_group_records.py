@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
-from kconnect.runtime.group_records import (
+from kconnect.runtime.group.group_records import (
     Assigned,
     Assignor,
     ConnectorsTasksKey,
@@ -48,8 +48,14 @@ from kconnect.runtime.group_records import (
     encode_value,
     partition_for,
 )
+from kconnect.runtime.group.protocol import (
+    V2,
+    ConnectAssignment,
+    WorkerState,
+    encode_assignment,
+    encode_metadata,
+)
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.protocol import V2, ConnectAssignment, WorkerState, encode_assignment, encode_metadata
 from tests.support.reference import reference_available, reference_home
 
 GOLDEN_DIR = Path(__file__).resolve().parents[1] / "golden"

@@ -7,9 +7,8 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kconnect.runtime import assignor, config_log, protocol
-from kconnect.runtime.config_log import ClusterConfigSnapshot, ConfigState
-from kconnect.runtime.herder import (
+from kconnect.runtime.group import assignor, protocol
+from kconnect.runtime.group.herder import (
     CatchUpConfig,
     Herder,
     PublishTaskConfigs,
@@ -19,8 +18,10 @@ from kconnect.runtime.herder import (
     StopConnector,
     StopTask,
 )
+from kconnect.runtime.group.protocol import ConnectAssignment, WorkerState
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.protocol import ConnectAssignment, WorkerState
+from kconnect.runtime.storage import config_log
+from kconnect.runtime.storage.config_log import ClusterConfigSnapshot, ConfigState
 
 SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 

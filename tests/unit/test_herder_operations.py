@@ -6,9 +6,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from kconnect.runtime import config_log, protocol, status_log
-from kconnect.runtime.config_log import ConfigState, RestartRequest, TargetState
-from kconnect.runtime.herder import (
+from kconnect.runtime.group import protocol
+from kconnect.runtime.group.herder import (
     Action,
     Herder,
     ReportRestarting,
@@ -22,9 +21,11 @@ from kconnect.runtime.herder import (
     TransitionTask,
     restart_plan,
 )
+from kconnect.runtime.group.protocol import ConnectAssignment
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.protocol import ConnectAssignment
-from kconnect.runtime.status_log import State, StatusState
+from kconnect.runtime.storage import config_log, status_log
+from kconnect.runtime.storage.config_log import ConfigState, RestartRequest, TargetState
+from kconnect.runtime.storage.status_log import State, StatusState
 
 SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 A0, A1 = TaskId("a", 0), TaskId("a", 1)

@@ -28,8 +28,7 @@ from kconnect.connectors.jdbc import (
     table_name,
     upsert_sql,
 )
-from kconnect.runtime.config_def import ConfigValidationError
-from kconnect.runtime.connect_data import (
+from kconnect.runtime.dataplane.connect_data import (
     DATE,
     TIME,
     TIMESTAMP,
@@ -37,7 +36,8 @@ from kconnect.runtime.connect_data import (
     ConnectSchema,
     decimal_schema,
 )
-from kconnect.runtime.plugins import ConnectorError, PluginRegistry
+from kconnect.runtime.plugins.api import ConnectorError, PluginRegistry
+from kconnect.runtime.plugins.config_def import ConfigValidationError
 
 URL = "jdbc:postgresql://127.0.0.1:5432/db"
 

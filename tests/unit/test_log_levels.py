@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from kconnect.rest.admin import parse_level_body
 from kconnect.runtime.errors import BadRequestError
-from kconnect.runtime.log_levels import JAVA_LEVELS, LoggerLevels, affected_loggers, from_java, to_java
+from kconnect.runtime.shell.log_levels import JAVA_LEVELS, LoggerLevels, affected_loggers, from_java, to_java
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 
-from kconnect.runtime.metrics import Family, Sample, TaskFigures, WorkerFigures, render, worker_families
+from kconnect.runtime.shell.metrics import Family, Sample, TaskFigures, WorkerFigures, render, worker_families
 
 FIGURES = WorkerFigures(
     worker="127.0.0.1:8083",

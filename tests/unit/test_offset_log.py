@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kconnect.runtime import offset_log as ol
-from kconnect.runtime.config_log import CorruptRecord, java_json_bytes
-from kconnect.runtime.offset_log import OffsetState, SourceOffset
+from kconnect.runtime.storage import offset_log as ol
+from kconnect.runtime.storage.config_log import CorruptRecord, java_json_bytes
+from kconnect.runtime.storage.offset_log import OffsetState, SourceOffset
 
 MIXED_OFFSET = {
     "lsn": 9007199254740993,

@@ -10,7 +10,7 @@ import pytest
 
 from kconnect.config.worker import WorkerConfig
 from kconnect.rest.app import create_app
-from kconnect.runtime.worker import Worker
+from kconnect.runtime.shell.worker import Worker
 from tests.support.cluster import worker_properties
 
 

@@ -32,8 +32,8 @@ from kconnect.connectors.parquet import (
     roll_windows,
     stage_range,
 )
-from kconnect.runtime.config_def import ConfigValidationError
-from kconnect.runtime.plugins import ConnectorError, FrameBatch, TopicPartition
+from kconnect.runtime.plugins.api import ConnectorError, FrameBatch, TopicPartition
+from kconnect.runtime.plugins.config_def import ConfigValidationError
 
 TP0 = TopicPartition("orders", 0)
 TP1 = TopicPartition("orders", 1)

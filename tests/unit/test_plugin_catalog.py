@@ -11,8 +11,8 @@ import pytest
 from kconnect.connectors.file import FileStreamSinkConnector, FileStreamSourceConnector
 from kconnect.rest.plugins import connectors_only, parse_config_body
 from kconnect.runtime.errors import BadRequestError
-from kconnect.runtime.plugin_catalog import PluginCatalog, UnknownPluginError, builtin_other_plugins
-from kconnect.runtime.plugins import PluginRegistry
+from kconnect.runtime.plugins.api import PluginRegistry
+from kconnect.runtime.plugins.catalog import PluginCatalog, UnknownPluginError, builtin_other_plugins
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ def test_connectors_only_lists_connectors_sorted_by_class(catalog: PluginCatalog
 def test_all_kinds_come_in_javas_order(catalog: PluginCatalog) -> None:
     kinds = [e["type"] for e in catalog.listing(connectors_only=False)]
     # Connectors, then transformations, predicates, converters, header converters (only those kconnect
-    # implements: runtime/transforms.py).
+    # implements: runtime/dataplane/transforms.py).
     assert (
         kinds
         == ["sink", "source"]

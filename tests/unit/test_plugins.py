@@ -16,21 +16,7 @@ import pytest
 
 from kconnect.connectors.file import FileStreamSinkConnector, FileStreamSourceConnector
 from kconnect.runtime import __version__
-from kconnect.runtime.config_def import ConfigDef, ConfigValidationError, Importance, Type
-from kconnect.runtime.connector_config import (
-    ConfigInfos,
-    ConnectorConfigError,
-    common_config_def,
-    connector_name_errors,
-    normalize_connector_name,
-    parse_connector_config,
-    plugin_config_key_infos,
-    plugin_mismatch_error,
-    sink_config_def,
-    source_config_def,
-    validate_connector_config,
-)
-from kconnect.runtime.plugins import (
+from kconnect.runtime.plugins.api import (
     AmbiguousPluginError,
     Connector,
     ConnectorError,
@@ -45,6 +31,20 @@ from kconnect.runtime.plugins import (
     SourceTask,
     Task,
     connector_type,
+)
+from kconnect.runtime.plugins.config_def import ConfigDef, ConfigValidationError, Importance, Type
+from kconnect.runtime.plugins.connector_config import (
+    ConfigInfos,
+    ConnectorConfigError,
+    common_config_def,
+    connector_name_errors,
+    normalize_connector_name,
+    parse_connector_config,
+    plugin_config_key_infos,
+    plugin_mismatch_error,
+    sink_config_def,
+    source_config_def,
+    validate_connector_config,
 )
 
 NULL_ERROR = "Null value can not be supplied as the configuration value."
@@ -321,8 +321,8 @@ def test_a_connector_whose_version_fails_is_still_registered() -> None:
 
 
 PLUGIN_SOURCE = """
-from kconnect.runtime.config_def import ConfigDef, Importance, Type
-from kconnect.runtime.plugins import SinkTask, SourceConnector, SourceTask
+from kconnect.runtime.plugins.config_def import ConfigDef, Importance, Type
+from kconnect.runtime.plugins.api import SinkTask, SourceConnector, SourceTask
 # Imported, not defined here: must not be registered again from this module.
 from kconnect.connectors.file import FileStreamSourceConnector
 

@@ -21,8 +21,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from kconnect.runtime.ids import TaskId
-from kconnect.runtime.protocol import (
+from kconnect.runtime.group.protocol import (
     CONFIG_MISMATCH,
     CONNECT_PROTOCOLS,
     NO_ERROR,
@@ -40,6 +39,7 @@ from kconnect.runtime.protocol import (
     protocol_names,
     version_for_protocol,
 )
+from kconnect.runtime.ids import TaskId
 from tests.support.reference import reference_available, reference_home
 
 GOLDEN_DIR = Path(__file__).resolve().parents[1] / "golden"

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kconnect.runtime import protocol
+from kconnect.runtime.group import protocol
 from kconnect.runtime.ids import TaskId
 from tests.support.group_model import Coordinator, GroupModel, Item, Round, shuffled
 

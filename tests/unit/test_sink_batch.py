@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from kconnect.runtime.config_def import ConfigValidationError
-from kconnect.runtime.connect_data import (
+from kconnect.runtime.dataplane.connect_data import (
     DATE,
     TIME,
     TIMESTAMP,
@@ -20,11 +19,10 @@ from kconnect.runtime.connect_data import (
     ConnectSchema,
     decimal_schema,
 )
-from kconnect.runtime.converters import JsonConverter
-from kconnect.runtime.errors_policy import split
-from kconnect.runtime.plugins import Header, SourceRecord
-from kconnect.runtime.records import RAW_SCHEMA
-from kconnect.runtime.sink_batch import (
+from kconnect.runtime.dataplane.converters import JsonConverter
+from kconnect.runtime.dataplane.errors_policy import split
+from kconnect.runtime.dataplane.records import RAW_SCHEMA
+from kconnect.runtime.dataplane.sink_batch import (
     RECORD_COLUMNS,
     prepare,
     python_value,
@@ -33,7 +31,9 @@ from kconnect.runtime.sink_batch import (
     sink_record,
     tolerance_message,
 )
-from kconnect.runtime.source_encoding import infer_schema, source_encoder
+from kconnect.runtime.dataplane.source_encoding import infer_schema, source_encoder
+from kconnect.runtime.plugins.api import Header, SourceRecord
+from kconnect.runtime.plugins.config_def import ConfigValidationError
 from tests.support.spark import local_spark
 
 JSON = "org.apache.kafka.connect.json.JsonConverter"

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from kconnect.runtime.errors_policy import ERROR_MESSAGE
-from kconnect.runtime.plugins import Header, SourceRecord
-from kconnect.runtime.source_batch import raw_row, source_plan, transform_batch
-from kconnect.runtime.source_encoding import source_encoder
+from kconnect.runtime.dataplane.errors_policy import ERROR_MESSAGE
+from kconnect.runtime.dataplane.source_batch import raw_row, source_plan, transform_batch
+from kconnect.runtime.dataplane.source_encoding import source_encoder
+from kconnect.runtime.plugins.api import Header, SourceRecord
 from tests.support.spark import local_spark
 
 PLAIN = {

@@ -18,15 +18,15 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from kconnect.runtime.assignor import (
+from kconnect.runtime.group.assignor import (
     STATIC_UNASSIGNED_REASON,
     CooperativeState,
     cooperative_assign,
     leader_assign,
     static_assign,
 )
+from kconnect.runtime.group.protocol import CONFIG_MISMATCH, NO_ERROR, V2, V3, ConnectAssignment, WorkerState
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.protocol import CONFIG_MISMATCH, NO_ERROR, V2, V3, ConnectAssignment, WorkerState
 from tests.support.group_model import GroupModel, Item, Member
 
 CONFIG = {"A": 3, "B": 2, "C": 1}

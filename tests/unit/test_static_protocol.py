@@ -1,7 +1,8 @@
 """The ``static`` protocol (KIP-987, kconnect's): v3 metadata with the worker id and static assignment.
 
 No Apache Kafka release has it, so there are no Java goldens: the bytes below are computed by hand from the
-layout in ``kconnect.runtime.protocol``'s docstring, field by field. What Java must do with them (decode the
+layout in ``kconnect.runtime.group.protocol``'s docstring, field by field. What Java must do with them (decode
+the
 v2 part and ignore the rest) is checked against the reference Apache Kafka Connect 3.9.0 classes when
 they are present (``-m interop``).
 """
@@ -16,8 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kconnect.runtime.ids import TaskId
-from kconnect.runtime.protocol import (
+from kconnect.runtime.group.protocol import (
     NO_ERROR,
     SESSIONED,
     STATIC,
@@ -36,6 +36,7 @@ from kconnect.runtime.protocol import (
     protocol_names,
     version_for_protocol,
 )
+from kconnect.runtime.ids import TaskId
 from tests.unit.test_protocol import _java_decode, assignments, int64, names
 from tests.unit.test_protocol import java_decoder as java_decoder  # the fixture, shared
 

@@ -17,10 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kconnect.runtime import status_log as sl
-from kconnect.runtime.config_log import CorruptRecord
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.status_log import (
+from kconnect.runtime.storage import status_log as sl
+from kconnect.runtime.storage.config_log import CorruptRecord
+from kconnect.runtime.storage.status_log import (
     ConnectorStatus,
     ConnectorStatusDeletion,
     State,

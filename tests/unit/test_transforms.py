@@ -8,17 +8,17 @@ from typing import Any
 
 import pytest
 
-from kconnect.runtime.config_def import ConfigValidationError, convert_to_string
-from kconnect.runtime.connect_data import ConnectDataError, ConnectField, ConnectSchema
-from kconnect.runtime.converters import JsonConverter, StringConverter
-from kconnect.runtime.records import RAW_SCHEMA
-from kconnect.runtime.transforms import (
+from kconnect.runtime.dataplane.connect_data import ConnectDataError, ConnectField, ConnectSchema
+from kconnect.runtime.dataplane.converters import JsonConverter, StringConverter
+from kconnect.runtime.dataplane.records import RAW_SCHEMA
+from kconnect.runtime.dataplane.transforms import (
     PREDICATES,
     TRANSFORM_ERROR,
     TRANSFORM_ERROR_CLASS,
     TRANSFORMATIONS,
     transform_chain,
 )
+from kconnect.runtime.plugins.config_def import ConfigValidationError, convert_to_string
 from tests.support.spark import local_spark
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "converters.txt"

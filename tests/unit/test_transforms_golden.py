@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from kconnect.runtime.converters import JsonConverter
-from kconnect.runtime.records import RAW_SCHEMA
-from kconnect.runtime.transforms import TRANSFORM_ERROR, transform_chain
+from kconnect.runtime.dataplane.converters import JsonConverter
+from kconnect.runtime.dataplane.records import RAW_SCHEMA
+from kconnect.runtime.dataplane.transforms import TRANSFORM_ERROR, transform_chain
 from tests.support.spark import local_spark
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "converters.txt"

@@ -32,9 +32,7 @@ from kconnect.connectors.verifiable import (
     verify,
 )
 from kconnect.runtime import __version__
-from kconnect.runtime.config_def import ConfigValidationError
-from kconnect.runtime.connector_config import validate_connector_config
-from kconnect.runtime.plugins import (
+from kconnect.runtime.plugins.api import (
     ConnectorError,
     InMemoryOffsetStorageReader,
     OffsetStorageReader,
@@ -43,6 +41,8 @@ from kconnect.runtime.plugins import (
     SourceRecord,
     TopicPartition,
 )
+from kconnect.runtime.plugins.config_def import ConfigValidationError
+from kconnect.runtime.plugins.connector_config import validate_connector_config
 
 JAVA_SOURCE = "org.apache.kafka.connect.tools.VerifiableSourceConnector"
 JAVA_SINK = "org.apache.kafka.connect.tools.VerifiableSinkConnector"

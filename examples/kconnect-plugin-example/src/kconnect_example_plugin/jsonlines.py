@@ -11,8 +11,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import IO
 
-from kconnect.runtime.config_def import NO_DEFAULT, ConfigDef, Importance, NonEmptyString, Type
-from kconnect.runtime.plugins import SinkConnector, SinkRecord, SinkTask, Task, TopicPartition
+from kconnect.runtime.plugins.api import SinkConnector, SinkRecord, SinkTask, Task, TopicPartition
+from kconnect.runtime.plugins.config_def import NO_DEFAULT, ConfigDef, Importance, NonEmptyString, Type
 
 from . import plugin_version
 

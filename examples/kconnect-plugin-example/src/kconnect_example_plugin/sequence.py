@@ -10,8 +10,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from kconnect.runtime.config_def import NO_DEFAULT, ConfigDef, Importance, NonEmptyString, Range, Type
-from kconnect.runtime.plugins import SourceConnector, SourceRecord, SourceTask, Task
+from kconnect.runtime.plugins.api import SourceConnector, SourceRecord, SourceTask, Task
+from kconnect.runtime.plugins.config_def import NO_DEFAULT, ConfigDef, Importance, NonEmptyString, Range, Type
 
 from . import plugin_version
 

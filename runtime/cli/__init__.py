@@ -1,0 +1,5 @@
+"""The ``kconnect`` command line."""
+
+from kconnect.runtime.cli.main import main
+
+__all__ = ["main"]

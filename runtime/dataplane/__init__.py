@@ -1,0 +1,1 @@
+"""The data plane: the executor, Spark, the task runners, Kafka reading, converters and transforms."""

@@ -1,0 +1,514 @@
+"""Apache Kafka Connect's data model (schemas, logical types) and its JSON envelope, as pure Python.
+
+Connector configs written for Apache Kafka Connect exchange records with Java workers through topics,
+so the JSON that kconnect writes must be the JSON Java's ``JsonConverter`` writes, byte for byte: the
+schema object's key order (``type``, then ``fields``/``items``/``keys``+``values``, ``optional``,
+``default``, ``name``, ``version``, ``doc``, ``parameters``, ``field``), Java's number formatting
+(``1.0E10``) and Jackson's string escapes. ``tests/golden/converters.txt`` holds Java's own output.
+
+Python values per Connect type: int for int8..int64, float for float32/float64, bool, str, bytes,
+list, dict (struct fields in schema order; maps), ``decimal.Decimal`` for Decimal, ``datetime.date`` for
+Date, ``datetime.time`` for Time and an aware UTC ``datetime.datetime`` for Timestamp.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+import json
+import math
+import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from kconnect.runtime.plugins.config_def import java_double_str
+
+__all__ = [
+    "DATE",
+    "DECIMAL",
+    "PRIMITIVE_TYPES",
+    "TIME",
+    "TIMESTAMP",
+    "ConnectDataError",
+    "ConnectField",
+    "ConnectSchema",
+    "SchemaAndValue",
+    "decimal_schema",
+    "dumps_java",
+    "from_json_value",
+    "java_float_str",
+    "loads_java",
+    "schema_from_json",
+    "schema_to_json",
+    "to_json_value",
+]
+
+DECIMAL: Final = "org.apache.kafka.connect.data.Decimal"
+DATE: Final = "org.apache.kafka.connect.data.Date"
+TIME: Final = "org.apache.kafka.connect.data.Time"
+TIMESTAMP: Final = "org.apache.kafka.connect.data.Timestamp"
+SCALE_PARAMETER: Final = "scale"
+PRIMITIVE_TYPES: Final = ("int8", "int16", "int32", "int64", "float", "double", "boolean", "string", "bytes")
+_ALL_TYPES: Final = (*PRIMITIVE_TYPES, "array", "map", "struct")
+_INT_BITS: Final = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
+_EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_EPOCH_DAY: Final = dt.date(1970, 1, 1)
+
+
+class ConnectDataError(ValueError):
+    """Java's ``DataException``: a value does not fit its schema, or bytes are not what a converter reads."""
+
+
+@dataclass(frozen=True)
+class ConnectField:
+    name: str
+    schema: ConnectSchema
+
+
+@dataclass(frozen=True)
+class ConnectSchema:
+    """One Connect schema; ``type`` is the envelope's spelling (``float`` is FLOAT32, ``double`` FLOAT64).
+
+    ``default`` of None means "no default", as in Java (a null default cannot be told apart there either).
+    """
+
+    type: str
+    optional: bool = False
+    default: Any = field(default=None, compare=True, hash=False)
+    name: str | None = None
+    version: int | None = None
+    doc: str | None = None
+    parameters: tuple[tuple[str, str], ...] | None = None
+    fields: tuple[ConnectField, ...] = ()
+    items: ConnectSchema | None = None
+    keys: ConnectSchema | None = None
+    values: ConnectSchema | None = None
+
+    def __post_init__(self) -> None:
+        if self.type not in _ALL_TYPES:
+            raise ConnectDataError(f"Unknown schema type: {self.type}")
+
+    def field(self, name: str) -> ConnectField | None:
+        return next((f for f in self.fields if f.name == name), None)
+
+    @property
+    def params(self) -> dict[str, str]:
+        return dict(self.parameters or ())
+
+    @property
+    def scale(self) -> int:
+        return int(self.params.get(SCALE_PARAMETER, "0"))
+
+    def with_optional(self, optional: bool) -> ConnectSchema:
+        return _replace(self, optional=optional)
+
+
+def _replace(schema: ConnectSchema, **changes: Any) -> ConnectSchema:
+    values = {f: getattr(schema, f) for f in schema.__dataclass_fields__}
+    values.update(changes)
+    return ConnectSchema(**values)
+
+
+def decimal_schema(scale: int, optional: bool = False) -> ConnectSchema:
+    return ConnectSchema(
+        "bytes", optional, name=DECIMAL, version=1, parameters=((SCALE_PARAMETER, str(scale)),)
+    )
+
+
+@dataclass(frozen=True)
+class SchemaAndValue:
+    schema: ConnectSchema | None
+    value: Any
+
+
+# ---------------------------------------------------------------------------------------------- schemas
+
+
+def schema_to_json(schema: ConnectSchema | None, replace_null_with_default: bool = True) -> Any:
+    """The schema as Java's ``JsonConverter.asJsonSchema`` builds it (a dict, keys in Java's order)."""
+    if schema is None:
+        return None
+    out: dict[str, Any] = {"type": schema.type}
+    if schema.type == "struct":
+        out["fields"] = [
+            {**schema_to_json(f.schema, replace_null_with_default), "field": f.name} for f in schema.fields
+        ]
+    elif schema.type == "array":
+        out["items"] = schema_to_json(schema.items)
+    elif schema.type == "map":
+        out["keys"] = schema_to_json(schema.keys)
+        out["values"] = schema_to_json(schema.values)
+    out["optional"] = schema.optional
+    if schema.default is not None:
+        out["default"] = to_json_value(schema, schema.default)
+    if schema.name is not None:
+        out["name"] = schema.name
+    if schema.version is not None:
+        out["version"] = schema.version
+    if schema.doc is not None:
+        out["doc"] = schema.doc
+    if schema.parameters is not None:
+        out["parameters"] = dict(schema.parameters)
+    return out
+
+
+def schema_from_json(node: Any) -> ConnectSchema | None:
+    """Java's ``asConnectSchema``: a schema object from an envelope (None for JSON null)."""
+    if node is None:
+        return None
+    if not isinstance(node, Mapping):
+        raise ConnectDataError(f"Schema must be a JSON object, got {_json_kind(node)}")
+    type_ = node.get("type")
+    if not isinstance(type_, str):
+        raise ConnectDataError("Schema must contain 'type' field")
+    if type_ not in _ALL_TYPES:
+        raise ConnectDataError(f"Unknown schema type: {type_}")
+    fields: tuple[ConnectField, ...] = ()
+    items = keys = values = None
+    if type_ == "struct":
+        raw_fields = node.get("fields")
+        if not isinstance(raw_fields, list):
+            raise ConnectDataError('Struct schema\'s "fields" argument is not an array.')
+        parsed = []
+        for f in raw_fields:
+            name = f.get("field") if isinstance(f, Mapping) else None
+            if not isinstance(name, str):
+                raise ConnectDataError("Struct schema's field name not specified properly")
+            sub = schema_from_json(f)
+            assert sub is not None
+            parsed.append(ConnectField(name, sub))
+        fields = tuple(parsed)
+    elif type_ == "array":
+        if node.get("items") is None:
+            raise ConnectDataError("Array schema did not specify the element type")
+        items = schema_from_json(node["items"])
+    elif type_ == "map":
+        if node.get("keys") is None or node.get("values") is None:
+            raise ConnectDataError("Map schema did not specify the key and value types")
+        keys, values = schema_from_json(node["keys"]), schema_from_json(node["values"])
+    params = node.get("parameters")
+    if params is not None and not isinstance(params, Mapping):
+        raise ConnectDataError("Schema parameters must be a JSON object")
+    version = node.get("version")
+    schema = ConnectSchema(
+        type_,
+        optional=node.get("optional") is True,
+        name=node.get("name") if isinstance(node.get("name"), str) else None,
+        version=version if isinstance(version, int) and not isinstance(version, bool) else None,
+        doc=node.get("doc") if isinstance(node.get("doc"), str) else None,
+        parameters=tuple((str(k), str(v)) for k, v in params.items()) if params is not None else None,
+        fields=fields,
+        items=items,
+        keys=keys,
+        values=values,
+    )
+    if node.get("default") is not None:
+        schema = _replace(schema, default=from_json_value(schema, node["default"]))
+    return schema
+
+
+# ----------------------------------------------------------------------------------------------- values
+
+
+def _json_kind(node: Any) -> str:
+    if node is None:
+        return "null"
+    if isinstance(node, bool):
+        return "boolean"
+    if isinstance(node, int | float | decimal.Decimal):
+        return "number"
+    if isinstance(node, str):
+        return "string"
+    if isinstance(node, list):
+        return "array"
+    return "object"
+
+
+def _unscaled_bytes(value: decimal.Decimal, scale: int) -> bytes:
+    shifted = value.scaleb(scale)
+    if shifted != shifted.to_integral_value():
+        raise ConnectDataError(f"BigDecimal has mismatching scale value for given Decimal schema: {value}")
+    unscaled = int(shifted)
+    length = max(1, (unscaled + (unscaled < 0)).bit_length() // 8 + 1)
+    return unscaled.to_bytes(length, "big", signed=True)
+
+
+def to_json_value(
+    schema: ConnectSchema | None,
+    value: Any,
+    *,
+    decimal_numeric: bool = False,
+    replace_null_with_default: bool = True,
+) -> Any:
+    """A Connect value as the JSON tree Java's ``convertToJson`` makes (numbers keep their Connect type)."""
+    if value is None and schema is not None and schema.default is not None and replace_null_with_default:
+        value = schema.default
+    if value is None:
+        if schema is not None and not schema.optional:
+            raise ConnectDataError(
+                "Conversion error: null value for field that is required and has no default"
+            )
+        return None
+    if schema is None:
+        return _schemaless_to_json(value)
+    kw = {"decimal_numeric": decimal_numeric, "replace_null_with_default": replace_null_with_default}
+    if schema.name == DECIMAL:
+        if not isinstance(value, decimal.Decimal | int):
+            raise ConnectDataError(f"Invalid type for Decimal: {type(value).__name__}")
+        number = decimal.Decimal(value)
+        if decimal_numeric:
+            return number.quantize(decimal.Decimal(1).scaleb(-schema.scale))
+        return base64.b64encode(_unscaled_bytes(number, schema.scale)).decode("ascii")
+    if schema.name == DATE:
+        if not isinstance(value, dt.date) or isinstance(value, dt.datetime):
+            raise ConnectDataError(f"Invalid type for Date: {type(value).__name__}")
+        return (value - _EPOCH_DAY).days
+    if schema.name == TIME:
+        if not isinstance(value, dt.time):
+            raise ConnectDataError(f"Invalid type for Time: {type(value).__name__}")
+        return ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000
+    if schema.name == TIMESTAMP:
+        if not isinstance(value, dt.datetime):
+            raise ConnectDataError(f"Invalid type for Timestamp: {type(value).__name__}")
+        aware = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+        delta = aware - _EPOCH
+        return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+    t = schema.type
+    if t in _INT_BITS:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ConnectDataError(f"Invalid Java object for schema type {t.upper()}: {type(value).__name__}")
+        bits = _INT_BITS[t]
+        if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+            raise ConnectDataError(f"Value {value} is out of range for schema type {t.upper()}")
+        return value
+    if t in ("float", "double"):
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise ConnectDataError(f"Invalid Java object for schema type {t.upper()}: {type(value).__name__}")
+        return _Float32(float(value)) if t == "float" else float(value)
+    if t == "boolean":
+        if not isinstance(value, bool):
+            raise ConnectDataError(f"Invalid Java object for schema type BOOLEAN: {type(value).__name__}")
+        return value
+    if t == "string":
+        if not isinstance(value, str):
+            raise ConnectDataError(f"Invalid Java object for schema type STRING: {type(value).__name__}")
+        return value
+    if t == "bytes":
+        if not isinstance(value, bytes | bytearray | memoryview):
+            raise ConnectDataError(f"Invalid Java object for schema type BYTES: {type(value).__name__}")
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if t == "array":
+        if not isinstance(value, Sequence) or isinstance(value, str | bytes):
+            raise ConnectDataError(f"Invalid Java object for schema type ARRAY: {type(value).__name__}")
+        return [to_json_value(schema.items, v, **kw) for v in value]
+    if t == "map":
+        if not isinstance(value, Mapping):
+            raise ConnectDataError(f"Invalid Java object for schema type MAP: {type(value).__name__}")
+        assert schema.keys is not None
+        if schema.keys.type == "string" and schema.keys.name is None:
+            return {k: to_json_value(schema.values, v, **kw) for k, v in value.items()}
+        # Java writes maps with non-string keys as an array of [key, value] pairs.
+        return [
+            [to_json_value(schema.keys, k, **kw), to_json_value(schema.values, v, **kw)]
+            for k, v in value.items()
+        ]
+    # struct
+    if not isinstance(value, Mapping):
+        raise ConnectDataError(f"Invalid Java object for schema type STRUCT: {type(value).__name__}")
+    unknown = set(value) - {f.name for f in schema.fields}
+    if unknown:
+        raise ConnectDataError(f"{sorted(unknown)[0]} is not a valid field name")
+    return {f.name: to_json_value(f.schema, value.get(f.name), **kw) for f in schema.fields}
+
+
+def _schemaless_to_json(value: Any) -> Any:
+    if isinstance(value, bool | str | int | float) or value is None:
+        return value
+    if isinstance(value, decimal.Decimal):
+        return value
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, Mapping):
+        if all(isinstance(k, str) for k in value):
+            return {k: _schemaless_to_json(v) for k, v in value.items()}
+        return [[_schemaless_to_json(k), _schemaless_to_json(v)] for k, v in value.items()]
+    if isinstance(value, Sequence):
+        return [_schemaless_to_json(v) for v in value]
+    raise ConnectDataError(f"Couldn't convert {type(value).__name__} to JSON.")
+
+
+def from_json_value(
+    schema: ConnectSchema | None, node: Any, *, replace_null_with_default: bool = True
+) -> Any:
+    """Java's ``convertToConnect``: a JSON tree (numbers as Decimal or int) read as a value of ``schema``."""
+    if node is None:
+        if schema is None:
+            return None
+        if schema.default is not None and replace_null_with_default:
+            return schema.default
+        if schema.optional:
+            return None
+        raise ConnectDataError(f"Invalid null value for required {schema.type.upper()} field")
+    if schema is None:
+        return _schemaless_from_json(node)
+    kind = _json_kind(node)
+
+    def mismatch() -> ConnectDataError:
+        what = schema.name or schema.type.upper()
+        return ConnectDataError(
+            f"Invalid JSON {kind} for schema type {what}: {json.dumps(node, default=str)}"
+        )
+
+    if schema.name == DECIMAL:
+        if kind == "number":
+            return decimal.Decimal(node).quantize(decimal.Decimal(1).scaleb(-schema.scale))
+        if kind != "string":
+            raise mismatch()
+        raw = _b64decode(node)
+        return decimal.Decimal(int.from_bytes(raw, "big", signed=True)).scaleb(-schema.scale)
+    if schema.name in (DATE, TIME, TIMESTAMP):
+        if kind != "number" or not isinstance(node, int) or isinstance(node, bool):
+            raise mismatch()
+        if schema.name == DATE:
+            return _EPOCH_DAY + dt.timedelta(days=node)
+        if schema.name == TIME:
+            if not 0 <= node < 86_400_000:
+                raise ConnectDataError(f"Time values must be between 0 and 86400000 milliseconds: {node}")
+            ms = node
+            return dt.time(ms // 3_600_000, ms // 60_000 % 60, ms // 1000 % 60, ms % 1000 * 1000)
+        return _EPOCH + dt.timedelta(milliseconds=node)
+    t = schema.type
+    if t in _INT_BITS:
+        if not isinstance(node, int) or isinstance(node, bool):
+            raise mismatch()
+        bits = _INT_BITS[t]
+        if not -(2 ** (bits - 1)) <= node < 2 ** (bits - 1):
+            raise ConnectDataError(f"Value {node} is out of range for schema type {t.upper()}")
+        return node
+    if t in ("float", "double"):
+        if kind != "number" or isinstance(node, bool):
+            raise mismatch()
+        if t == "float":  # Java's floatValue(): the nearest float32
+            return struct.unpack(">f", struct.pack(">f", float(node)))[0]
+        return float(node)
+    if t == "boolean":
+        if not isinstance(node, bool):
+            raise mismatch()
+        return node
+    if t == "string":
+        if not isinstance(node, str):
+            raise mismatch()
+        return node
+    if t == "bytes":
+        if not isinstance(node, str):
+            raise mismatch()
+        return _b64decode(node)
+    kw = {"replace_null_with_default": replace_null_with_default}
+    if t == "array":
+        if not isinstance(node, list):
+            raise mismatch()
+        return [from_json_value(schema.items, v, **kw) for v in node]
+    if t == "map":
+        assert schema.keys is not None
+        if schema.keys.type == "string" and schema.keys.name is None:
+            if not isinstance(node, dict):
+                raise mismatch()
+            return {k: from_json_value(schema.values, v, **kw) for k, v in node.items()}
+        if not isinstance(node, list) or not all(isinstance(p, list) and len(p) == 2 for p in node):
+            raise ConnectDataError("Maps with non-string fields should be encoded as JSON array of tuples")
+        return {
+            from_json_value(schema.keys, p[0], **kw): from_json_value(schema.values, p[1], **kw) for p in node
+        }
+    if not isinstance(node, dict):
+        raise mismatch()
+    return {f.name: from_json_value(f.schema, node.get(f.name), **kw) for f in schema.fields}
+
+
+def _b64decode(text: str) -> bytes:
+    try:
+        return base64.b64decode(text, validate=True)
+    except ValueError as exc:
+        raise ConnectDataError(f"Invalid bytes field: not base64 ({exc})") from None
+
+
+def _schemaless_from_json(node: Any) -> Any:
+    # Java reads integral numbers as Long and others as Double when no schema says otherwise.
+    if isinstance(node, decimal.Decimal):
+        return float(node)
+    if isinstance(node, list):
+        return [_schemaless_from_json(v) for v in node]
+    if isinstance(node, dict):
+        return {k: _schemaless_from_json(v) for k, v in node.items()}
+    return node
+
+
+# ------------------------------------------------------------------------------------- Java's JSON text
+
+
+class _Float32(float):
+    """A FLOAT32 value: Jackson writes it with ``Float.toString``, whose digits differ from a double's."""
+
+
+def _shortest_float32_digits(value: float) -> str:
+    packed = struct.pack(">f", value)
+    for precision in range(1, 10):
+        text = f"{value:.{precision}g}"
+        try:
+            if struct.pack(">f", float(text)) == packed:
+                return text
+        except OverflowError:
+            continue  # rounded past the largest float32 (e.g. 3.4025e38 to 4 digits is 3.403e38)
+    return repr(value)  # pragma: no cover - nine significant digits always round-trip a float32
+
+
+def java_float_str(value: float) -> str:
+    """Java's ``Float.toString`` (shortest digits that identify the float32, Java's layout)."""
+    if math.isnan(value) or math.isinf(value) or value == 0:
+        return java_double_str(value)
+    digits = _shortest_float32_digits(value)
+    return java_double_str(float(digits)) if 1e-3 <= abs(value) < 1e7 else _sci(digits)
+
+
+def _sci(digits: str) -> str:
+    sign, ds, exponent = decimal.Decimal(digits).as_tuple()
+    assert isinstance(exponent, int)
+    mantissa = "".join(str(d) for d in ds).rstrip("0") or "0"
+    point = len(ds) - 1 + exponent
+    return f"{'-' if sign else ''}{mantissa[0]}.{mantissa[1:] or '0'}E{point}"
+
+
+def dumps_java(node: Any) -> str:
+    """Compact JSON text as Jackson writes it: Java number formats, non-ASCII kept, control chars escaped."""
+    if node is None:
+        return "null"
+    if node is True:
+        return "true"
+    if node is False:
+        return "false"
+    if isinstance(node, _Float32):
+        return java_float_str(node)
+    if isinstance(node, float):
+        return java_double_str(node)
+    if isinstance(node, int):
+        return str(node)
+    if isinstance(node, decimal.Decimal):
+        # Jackson writes BigDecimal with toString(): plain unless the exponent is large.
+        return str(node)
+    if isinstance(node, str):
+        return json.dumps(node, ensure_ascii=False)
+    if isinstance(node, Mapping):
+        return (
+            "{"
+            + ",".join(json.dumps(str(k), ensure_ascii=False) + ":" + dumps_java(v) for k, v in node.items())
+            + "}"
+        )
+    if isinstance(node, list | tuple):
+        return "[" + ",".join(dumps_java(v) for v in node) + "]"
+    raise ConnectDataError(f"Cannot write {type(node).__name__} as JSON")
+
+
+def loads_java(text: str | bytes) -> Any:
+    """Parse JSON keeping non-integral numbers exact (Decimal), so NUMERIC decimals lose nothing."""
+    return json.loads(text, parse_float=decimal.Decimal)

@@ -1,0 +1,248 @@
+"""One sink micro-batch through the connector's converters, transforms and error policy.
+
+Why a module of its own: the sink runner (``task_runner.SinkTaskRunner``) does I/O — it collects frames,
+produces dead letters, calls the plugin and commits offsets — while everything that decides what a batch
+becomes is here and pure: which converters and transforms a task uses (:func:`sink_plan`), the typed frame
+with each row's first error (:func:`prepare`, over :func:`errors_policy.convert_and_transform`), and how a
+converted Spark row becomes the ``SinkRecord`` a task's ``put`` takes (:func:`sink_record`), with Python
+values as Java's Connect data would be (struct -> dict in schema order, Decimal, date, aware UTC datetime,
+time, bytes; schemaless JSON -> dict/list/str/int/float/bool).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from itertools import repeat
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from kconnect.runtime.dataplane.connect_data import (
+    DATE,
+    DECIMAL,
+    TIME,
+    TIMESTAMP,
+    ConnectSchema,
+    from_json_value,
+    loads_java,
+)
+from kconnect.runtime.dataplane.converters import (
+    Converter,
+    JsonConverter,
+    connect_schema_of,
+    converter_from_config,
+)
+from kconnect.runtime.dataplane.errors_policy import (
+    ERROR_CLASS,
+    ERROR_MESSAGE,
+    ERROR_STAGE,
+    RAW_KEY,
+    RAW_VALUE,
+    ErrorPolicy,
+    convert_and_transform,
+)
+from kconnect.runtime.dataplane.transforms import TransformChain, transform_chain
+from kconnect.runtime.plugins.api import Header, SinkRecord, frozen_record
+
+__all__ = [
+    "FAILURE_COLUMNS",
+    "RECORD_COLUMNS",
+    "SinkPlan",
+    "prepare",
+    "python_value",
+    "record_schemas",
+    "records_from_columns",
+    "sink_plan",
+    "sink_record",
+    "tolerance_message",
+]
+
+#: The columns of a prepared frame a SinkRecord is built from, in this order.
+RECORD_COLUMNS: tuple[str, ...] = ("topic", "partition", "offset", "timestamp", "key", "value", "headers")
+#: What a failed row's log line and failure message read besides RECORD_COLUMNS.
+FAILURE_COLUMNS: tuple[str, ...] = (ERROR_MESSAGE, ERROR_STAGE, ERROR_CLASS, RAW_KEY, RAW_VALUE)
+
+
+@dataclass(frozen=True)
+class SinkPlan:
+    """What a sink task does to every batch: its converters, its transform chain, its error policy."""
+
+    key_converter: Converter
+    value_converter: Converter
+    chain: TransformChain
+    policy: ErrorPolicy
+    connector: str
+    task: int
+
+
+def sink_plan(
+    converters: Mapping[str, str], task_config: Mapping[str, str], connector: str, task: int
+) -> SinkPlan:
+    """The plan for one sink task; ``converters`` is ``record_codec.converter_config``'s merge (worker's
+    converter settings overlaid with the connector's). A bad key raises ConfigValidationError naming it,
+    so the task fails at start with a clear message instead of on its first batch."""
+    return SinkPlan(
+        key_converter=converter_from_config(converters, "key.converter", True),
+        value_converter=converter_from_config(converters, "value.converter", False),
+        chain=transform_chain(task_config),
+        policy=ErrorPolicy.from_config(task_config, sink=True),
+        connector=connector,
+        task=task,
+    )
+
+
+def _inferred(converter: Converter, frame: DataFrame, column: str) -> ConnectSchema | None:
+    if isinstance(converter, JsonConverter) and not converter.schemas_enable:
+        return converter.infer_schema(frame, column)
+    return None
+
+
+def prepare(plan: SinkPlan, frame: DataFrame) -> DataFrame:
+    """The raw batch (``records.RAW_SCHEMA``) converted and transformed, each row's first error collected.
+
+    Schemaless JSON stays JSON text unless the connector has transforms: then its schema is inferred over
+    the batch (one more Spark pass) so that struct transforms (InsertField, Cast, ...) apply to it, as
+    Java's transforms apply to schemaless maps. An inferred struct has every field optional: a key one
+    record lacks reaches the task as None, where Java's map would not hold the key.
+    """
+    key_schema = value_schema = None
+    if plan.chain.transforms:
+        key_schema = _inferred(plan.key_converter, frame, "key")
+        value_schema = _inferred(plan.value_converter, frame, "value")
+    return convert_and_transform(
+        frame, plan.key_converter, plan.value_converter, plan.chain, key_schema, value_schema
+    )
+
+
+def record_schemas(prepared: DataFrame) -> tuple[ConnectSchema | None, ConnectSchema | None]:
+    """The Connect schemas of the prepared key and value columns (None: schemaless JSON text)."""
+    return connect_schema_of(prepared, "key"), connect_schema_of(prepared, "value")
+
+
+def python_value(value: Any, schema: ConnectSchema | None) -> Any:
+    """A Spark row value of a column with this Connect schema as the Python value Java's task would get.
+
+    ``schema`` None marks schemaless JSON, which the converter keeps as JSON text: it is parsed here into
+    what Java's JsonConverter gives for schemaless data (maps, lists, strings, numbers, booleans).
+    """
+    if value is None:
+        return None
+    if schema is None:
+        if isinstance(value, bytes | bytearray):
+            return bytes(value)
+        if isinstance(value, str):
+            return from_json_value(None, loads_java(value))
+        return value
+    if schema.name == TIME and isinstance(value, int):
+        millis = value % 86_400_000
+        return (dt.datetime.min + dt.timedelta(milliseconds=millis)).time()
+    if schema.name == TIMESTAMP and isinstance(value, dt.datetime):
+        # Spark hands back a naive datetime in the session's local time zone; Connect's is an instant.
+        return value.astimezone(dt.UTC)
+    if schema.name in (DECIMAL, DATE):
+        return value
+    if schema.type == "struct":
+        get = value.asDict() if hasattr(value, "asDict") else dict(value)
+        return {f.name: python_value(get.get(f.name), f.schema) for f in schema.fields}
+    if schema.type == "array":
+        return [python_value(v, schema.items) for v in value]
+    if schema.type == "map":
+        # A Row's map is a dict; Arrow's (``toArrow``) is a list of (key, value) pairs.
+        pairs = value.items() if isinstance(value, Mapping) else value
+        return {python_value(k, schema.keys): python_value(v, schema.values) for k, v in pairs}
+    if schema.type == "bytes" and isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    return value
+
+
+def sink_record(
+    row: Mapping[str, Any] | Any, key_schema: ConnectSchema | None, value_schema: ConnectSchema | None
+) -> SinkRecord:
+    """A prepared row (at least ``RECORD_COLUMNS``) as the SinkRecord ``put`` takes."""
+    get = row.asDict() if hasattr(row, "asDict") else row
+    timestamp = get["timestamp"]
+    return SinkRecord(
+        topic=str(get["topic"]),
+        partition=int(get["partition"]),
+        offset=int(get["offset"]),
+        key=python_value(get["key"], key_schema),
+        value=python_value(get["value"], value_schema),
+        headers=tuple(
+            Header(h["key"], None if h["value"] is None else bytes(h["value"])) for h in get["headers"] or ()
+        ),
+        timestamp=None if timestamp is None or timestamp < 0 else int(timestamp),
+    )
+
+
+#: Schema types whose Spark values already are what a task gets (no logical name, nothing nested).
+_AS_IS_TYPES = frozenset({"string", "int8", "int16", "int32", "int64", "float", "double", "boolean"})
+
+
+def _column_values(values: list[Any], schema: ConnectSchema | None) -> list[Any]:
+    """A whole column through :func:`python_value`; plain strings and numbers are taken as they are."""
+    if schema is not None and schema.name is None and schema.type in _AS_IS_TYPES:
+        return values
+    return [python_value(v, schema) for v in values]
+
+
+def records_from_columns(
+    columns: Mapping[str, list[Any]],
+    key_schema: ConnectSchema | None,
+    value_schema: ConnectSchema | None,
+) -> list[SinkRecord]:
+    """The SinkRecords of a prepared batch given column by column (``RECORD_COLUMNS``, e.g. from a slice
+    of ``DataFrame.toArrow``), in order; failed rows are filtered out of the table before.
+
+    Why by column: building records from Spark ``Row`` objects costs a Python lookup per field per row;
+    whole columns are converted at once, with no per-value work for strings and numbers.
+    """
+    pick = columns.__getitem__
+    keys = _column_values(pick("key"), key_schema)
+    values = _column_values(pick("value"), value_schema)
+    timestamps = [None if t is None or t < 0 else t for t in pick("timestamp")]
+    headers = pick("headers")
+    header_tuples: Iterable[tuple[Header, ...]] = (
+        [
+            tuple(Header(h["key"], None if h["value"] is None else bytes(h["value"])) for h in hs)
+            if hs
+            else ()
+            for hs in headers
+        ]
+        if any(headers)
+        else repeat((), len(headers))
+    )
+    return [
+        frozen_record(
+            SinkRecord,
+            {
+                "topic": topic,
+                "partition": partition,
+                "offset": offset,
+                "key": key,
+                "value": value,
+                "headers": hs,
+                "timestamp": timestamp,
+            },
+        )
+        for topic, partition, offset, timestamp, key, value, hs in zip(
+            pick("topic"),
+            pick("partition"),
+            pick("offset"),
+            timestamps,
+            keys,
+            values,
+            header_tuples,
+            strict=True,
+        )
+    ]
+
+
+def tolerance_message(row: Mapping[str, Any]) -> str:
+    """Why a task with ``errors.tolerance=none`` fails: Java's words, then the failed record and stage."""
+    return (
+        "Tolerance exceeded in error handler: "
+        f"stage {row.get(ERROR_STAGE)} ({row.get(ERROR_CLASS)}) failed on record "
+        f"{row.get('topic')}-{row.get('partition')}@{row.get('offset')}: {row.get(ERROR_MESSAGE)}"
+    )

@@ -1,0 +1,281 @@
+"""The Spark data plane: runs a worker's tasks, sink tasks as Structured Streaming queries in one
+SparkSession per worker.
+
+Why lazily: a local SparkSession takes about 8 s to start and holds a JVM, so it is created when the
+first sink task needs it (on that task's own thread, never on the herder's, which must keep heartbeating),
+not at worker start; workers that only take part in the group stay light. The session uses
+``spark.scheduler.mode=FAIR`` so that each task, in a pool of its own, gets a share of the executors
+instead of waiting behind another task's micro-batch. Every ``spark.*`` worker property is passed to it.
+
+``start_task`` does only quick work on the herder's thread (instantiate and ``start`` the plugin task)
+and answers RUNNING, PAUSED or FAILED with the trace; anything that fails later, on the task's thread,
+is reported through the failure listener, and the worker writes the FAILED status. A failing task
+never affects another: each has its own thread, query and Kafka clients.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import traceback
+from collections import Counter
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kconnect.config.worker import ExactlyOnceSourceSupport, WorkerConfig
+from kconnect.runtime import logs
+from kconnect.runtime.client_config import Role
+from kconnect.runtime.dataplane.exactly_once import exactly_once
+from kconnect.runtime.dataplane.executor import FailureListener, TaskCounters, TaskState
+from kconnect.runtime.dataplane.record_codec import converter_config
+from kconnect.runtime.dataplane.task_runner import (
+    SinkTaskRunner,
+    SourceTaskRunner,
+    TaskRunner,
+    client_settings,
+    instantiate_task,
+)
+from kconnect.runtime.ids import TaskId
+from kconnect.runtime.plugins.api import ConnectorError, PluginRegistry, SinkTask, SourceTask
+from kconnect.runtime.storage.offset_log import OffsetState, SourceOffset
+
+log = logs.get(__name__)
+
+
+def spark_settings(config: WorkerConfig) -> dict[str, str]:
+    """The SparkSession's settings: every ``spark.*`` worker key, FAIR scheduling unless set otherwise."""
+    settings = {
+        "spark.scheduler.mode": "FAIR",
+        "spark.app.name": f"kconnect-{config.group_id}",
+        # Progress bars would interleave with the worker's structured log lines on stderr.
+        "spark.ui.showConsoleProgress": "false",
+    }
+    settings.update(config.spark)
+    return settings
+
+
+def python_workers_executable(settings: Mapping[str, str], environ: Mapping[str, str], default: str) -> str:
+    """The interpreter Spark's Python workers (driver side and on every executor) run with.
+
+    Spark's own precedence: ``spark.pyspark.python``, else ``PYSPARK_PYTHON``, else (kconnect's choice)
+    the worker's own interpreter, which has kconnect and confluent-kafka. Why this is needed at all: a
+    SparkContext created in-process, as kconnect's is, takes its Python executable from
+    ``PYSPARK_PYTHON`` alone (only ``spark-submit`` turns the property into that variable), so without it
+    ``spark.pyspark.python`` in worker properties, the setting a cluster whose machines keep Python
+    elsewhere needs, would silently be ignored.
+    """
+    return settings.get("spark.pyspark.python") or environ.get("PYSPARK_PYTHON") or default
+
+
+class SparkSessionHolder:
+    """Creates the worker's SparkSession on first use, once, whichever task thread asks first."""
+
+    def __init__(self, settings: Mapping[str, str]) -> None:
+        self._settings = dict(settings)
+        self._lock = threading.Lock()
+        self._session: Any = None
+
+    @property
+    def started(self) -> bool:
+        return self._session is not None
+
+    def get(self) -> Any:
+        with self._lock:
+            if self._session is None:
+                # Spark's Python workers must import kconnect: by default they run this interpreter.
+                python = python_workers_executable(self._settings, os.environ, sys.executable)
+                os.environ["PYSPARK_PYTHON"] = python
+                os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+                from pyspark.sql import SparkSession
+
+                from kconnect.runtime.dataplane.kafka_reader import KafkaDataSource
+
+                builder = SparkSession.builder
+                for key, value in self._settings.items():
+                    builder = builder.config(key, value)
+                log.info(
+                    "starting the SparkSession", master=self._settings.get("spark.master"), python=python
+                )
+                session = builder.getOrCreate()
+                session.dataSource.register(KafkaDataSource)
+                self._session = session
+            return self._session
+
+    def stop(self) -> None:
+        with self._lock:
+            session, self._session = self._session, None
+        if session is not None:
+            session.stop()
+
+
+class SparkExecutor:
+    """The ``Executor`` that runs tasks (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: WorkerConfig,
+        registry: PluginRegistry,
+        read_offsets: Callable[[], OffsetState],
+        write_offsets: Callable[[list[SourceOffset]], None],
+        task_count: Callable[[str], int] | None = None,
+        sync_offsets: Callable[[], OffsetState] | None = None,
+        fence: Callable[[str], None] | None = None,
+    ) -> None:
+        self.config = config
+        #: Waits until a connector's task generation is fenced (zombie fencing, exactly-once sources).
+        self._fence = fence
+        #: The offsets topic read to its end (an exactly-once task reads it after fencing, before start).
+        self._sync_offsets = sync_offsets
+        #: How many tasks a connector has now (the config topic's task commit); a sink task reads its
+        #: share of the partitions, so it must know how many shares there are.
+        self._task_count = task_count
+        self.registry = registry
+        self._read_offsets = read_offsets
+        self._write_offsets = write_offsets
+        self.spark = SparkSessionHolder(spark_settings(config))
+        self._lock = threading.Lock()
+        self._runners: dict[TaskId, TaskRunner] = {}
+        self._listener: FailureListener | None = None
+        self.starts: Counter[TaskId] = Counter()
+        self.stops: Counter[TaskId] = Counter()
+        self._worker_converters = {
+            "key.converter": config.key_converter,
+            "value.converter": config.value_converter,
+            **{
+                k: v
+                for k, v in config.passthrough.items()
+                if k.startswith(("key.converter.", "value.converter."))
+            },
+        }
+
+    # ------------------------------------------------------------------------- Executor protocol
+
+    def set_failure_listener(self, listener: FailureListener) -> None:
+        self._listener = listener
+
+    def _failed(self, task: TaskId, trace: str) -> None:
+        listener = self._listener
+        if listener is not None:
+            listener(task, trace)
+
+    def start_task(self, task: TaskId, config: Mapping[str, str], target_state: str) -> TaskState:
+        with self._lock:
+            self.starts[task] += 1
+            previous = self._runners.pop(task, None)
+        if previous is not None:  # a restart without a stop: never run one task twice
+            previous.stop(self.config.task_shutdown_graceful_timeout_ms / 1000)
+        paused = target_state != "STARTED"
+        try:
+            runner = self._runner(task, config)
+            runner.start(paused)
+        except Exception:
+            trace = traceback.format_exc()
+            log.error("task failed to start", task=str(task), trace=trace)
+            return TaskState("FAILED", trace)
+        with self._lock:
+            self._runners[task] = runner
+        return TaskState("PAUSED" if paused else "RUNNING", None)
+
+    def _client_settings(self, kind: Role, config: Mapping[str, str]) -> dict[str, str]:
+        return client_settings(kind, self.config.security_protocol, self.config.passthrough, config)
+
+    def _runner(self, task_id: TaskId, config: Mapping[str, str]) -> TaskRunner:
+        task = instantiate_task(self.registry, config)
+        bootstrap = ",".join(self.config.bootstrap_servers)
+        converters = converter_config(self._worker_converters, config)
+        if isinstance(task, SinkTask):
+            count = self._task_count(task_id.connector) if self._task_count is not None else 0
+            if count <= 0:
+                count = int(config.get("tasks.max", "1"))
+            return SinkTaskRunner(
+                task_id,
+                task,
+                config,
+                self._failed,
+                spark=self.spark.get,
+                task_count=count,
+                bootstrap=bootstrap,
+                converters=converters,
+                consumer_settings=self._client_settings("consumer", config),
+                producer_settings=self._client_settings("producer", config),
+                admin_settings=self._client_settings("admin", config),
+            )
+        if isinstance(task, SourceTask):
+            eos = None
+            if self.config.exactly_once_source_support == ExactlyOnceSourceSupport.ENABLED:
+                eos = exactly_once(
+                    self.config.group_id,
+                    task_id.connector,
+                    task_id.task,
+                    config,
+                    self.config.offset_flush_interval_ms,
+                    self.config.offset_storage_topic,
+                )
+            return SourceTaskRunner(
+                task_id,
+                task,
+                config,
+                self._failed,
+                bootstrap=bootstrap,
+                converters=converters,
+                producer_settings=self._client_settings("producer", config),
+                read_offsets=self._read_offsets,
+                write_offsets=self._write_offsets,
+                flush_interval_ms=self.config.offset_flush_interval_ms,
+                flush_timeout_ms=self.config.offset_flush_timeout_ms,
+                exactly_once=eos,
+                sync_offsets=self._sync_offsets,
+                fence=self._fence,
+                spark=self.spark.get,
+            )
+        raise ConnectorError(f"{type(task).__name__} is neither a SourceTask nor a SinkTask")
+
+    def stop_task(self, task: TaskId, timeout_s: float) -> None:
+        with self._lock:
+            runner = self._runners.pop(task, None)
+            if runner is not None:
+                self.stops[task] += 1
+        if runner is not None and not runner.stop(timeout_s):
+            log.warning(
+                "task did not stop within task.shutdown.graceful.timeout.ms; abandoning its thread",
+                task=str(task),
+                timeout_s=timeout_s,
+            )
+
+    def transition_task(self, task: TaskId, target_state: str) -> TaskState:
+        with self._lock:
+            runner = self._runners.get(task)
+        if runner is None:
+            return TaskState("UNASSIGNED", None)
+        if runner.failed is not None:
+            return TaskState("FAILED", runner.failed)
+        paused = target_state != "STARTED"
+        runner.set_paused(paused)
+        return TaskState("PAUSED" if paused else "RUNNING", None)
+
+    def held(self) -> set[TaskId]:
+        with self._lock:
+            return set(self._runners)
+
+    def counters(self) -> dict[str, int]:
+        with self._lock:
+            return {"task_starts": sum(self.starts.values()), "task_stops": sum(self.stops.values())}
+
+    def task_figures(self) -> Mapping[TaskId, TaskCounters]:
+        with self._lock:
+            runners = dict(self._runners)
+        return {
+            task: TaskCounters(
+                "source" if isinstance(r, SourceTaskRunner) else "sink",
+                r.counters.records,
+                r.counters.offset_commits,
+                r.counters.offset_commit_ms_total,
+            )
+            for task, r in runners.items()
+        }
+
+    def close(self, timeout_s: float) -> None:
+        for task in sorted(self.held()):
+            self.stop_task(task, timeout_s)
+        self.spark.stop()

@@ -1,0 +1,1 @@
+"""The group layer: the embedded Connect protocol, assignors, membership, the herder and the group records."""

@@ -1,0 +1,967 @@
+"""The KIP-848 seed's compacted group records: codecs, the fold over the topic, and the described view.
+
+A Connect group on the seed's new rebalance protocol is stored as compacted records in the
+group-records topic (``group.records.storage.topic``): one record per group-level entity (epoch,
+connectors and tasks, target assignment, configuration) and one per member (metadata, current
+assignment). Compaction keeps the latest value per key, so every entity needs a key of its own, and a
+member that leaves is deleted with a tombstone. This module is pure: bytes in, frozen values out, and a
+fold that the worker's read-to-end log and ``kconnect group describe`` both feed record by record.
+
+Encoding, as Apache Kafka encodes its own coordinator records in ``__consumer_offsets``
+(``MessageUtil.toVersionPrefixedByteBuffer``: an INT16 version, then the message written at that
+version):
+
+* KEY = INT16 record type, which Kafka calls the key version (3..8 here; the seed notes that Connect's
+  existing internal keys already use 0..2), then the key's fields in the classic encoding, as the key
+  schemas have ``flexibleVersions: "none"``: STRING = INT16 length + UTF-8.
+* VALUE = INT16 version (0), then the fields in the flexible encoding (``flexibleVersions: "0+"``):
+  INT8/INT16/INT32 big-endian; compact STRING/BYTES = UNSIGNED_VARINT (length + 1) then the bytes;
+  compact ARRAY = UNSIGNED_VARINT (count + 1) then the elements; and a tagged-fields section
+  (UNSIGNED_VARINT count, then per field UNSIGNED_VARINT tag, UNSIGNED_VARINT size, bytes) closing every
+  struct: each array element that is a struct, and the value itself. Writers emit no tagged fields;
+  readers skip any they find, so a later minor revision may add some without breaking older readers.
+  None of the seed's fields is nullable, so a null (zero) length or count is rejected.
+* A tombstone (null value) deletes the entity: per member for types 5 and 7, the group-level field for
+  the others.
+
+Where the seed is broken, kconnect decides:
+
+* ``ConnectorsTasks`` is declared recursively in the seed (its ``Tasks`` is again ``[]ConnectorsTasks``),
+  which no schema can encode. kconnect's resolution::
+
+      ConnectorsTasks: [] { Connectors: []string, Tasks: [] { Connector: string, TaskIds: []int32 } }
+
+  Writers emit exactly one element (connectors sorted; one ``Tasks`` entry per connector that has
+  tasks, sorted by name, task ids ascending), so that equal assignments encode to equal bytes; readers
+  take the union of all elements, so a writer that splits a large assignment stays readable.
+* TargetAssignment's bracket nesting is broken: ``Version`` and ``Metadata`` belong to each member
+  entry, beside ``MemberId``, ``Error`` and ``ConnectorsTasks``.
+* The seed's TargetAssignment key lists its field under version 5; the key's version is 6.
+
+The golden bytes in ``tests/golden/group_records.txt`` were written by Kafka's own serialization
+library (``tests/golden/GoldenGroupRecords.java``) from these schemas.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+from kconnect.runtime import logs
+from kconnect.runtime.group import protocol
+from kconnect.runtime.ids import TaskId
+
+__all__ = [
+    "Assigned",
+    "Assignor",
+    "ConnectorsTasksKey",
+    "ConnectorsTasksValue",
+    "CurrentMemberAssignmentKey",
+    "CurrentMemberAssignmentValue",
+    "GroupConfigurationKey",
+    "GroupConfigurationValue",
+    "GroupMetadataKey",
+    "GroupMetadataValue",
+    "GroupRecordError",
+    "GroupRecords",
+    "GroupState",
+    "MemberMetadataKey",
+    "MemberMetadataValue",
+    "RecordKey",
+    "RecordValue",
+    "TargetAssignmentKey",
+    "TargetAssignmentValue",
+    "TargetMember",
+    "apply",
+    "changed_records",
+    "decode_key",
+    "decode_value",
+    "describe",
+    "encode_key",
+    "encode_value",
+    "partition_for",
+]
+
+log = logs.get(__name__)
+
+#: The only value version the seed defines; a later one is skipped by readers that do not know it.
+VALUE_VERSION = 0
+
+_I8 = struct.Struct(">b")
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_MAX_STRING = 0x7FFF  # Kafka's limit for a (compact) string's UTF-8 length
+
+
+class GroupRecordError(ValueError):
+    """A group record that cannot be encoded or decoded; the message names the field and the problem."""
+
+
+# ---------------------------------------------------------------------------------------------------
+# Values
+
+
+@dataclass(frozen=True, slots=True)
+class Assigned:
+    """Connectors and tasks, as one ``ConnectorsTasks`` array carries them (sets: order means nothing)."""
+
+    connectors: frozenset[str] = frozenset()
+    tasks: frozenset[TaskId] = frozenset()
+
+    def __post_init__(self) -> None:
+        # Callers pass lists and tuples too; freezing them keeps equality (and changed_records) honest.
+        object.__setattr__(self, "connectors", frozenset(self.connectors))
+        object.__setattr__(self, "tasks", frozenset(self.tasks))
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadataValue:
+    """Record type 3: the group's epoch, bumped whenever the group's membership or metadata changes."""
+
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectorsTasksValue:
+    """Record type 4: every connector and task the group must run, as of ``epoch``."""
+
+    epoch: int
+    assigned: Assigned
+
+
+@dataclass(frozen=True, slots=True)
+class Assignor:
+    """One assignor a member supports, with the member's metadata for it (Connect's worker metadata)."""
+
+    name: str
+    minimum_version: int
+    maximum_version: int
+    reason: int
+    version: int
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class MemberMetadataValue:
+    """Record type 5: one member as the group knows it."""
+
+    group_epoch: int
+    instance_id: str
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...] = ()
+    subscribed_topic_regex: str = ""
+    assignors: tuple[Assignor, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TargetMember:
+    """One member's entry in the target assignment; ``metadata`` holds the Connect assignment bytes."""
+
+    member_id: str
+    error: int
+    assigned: Assigned
+    version: int
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class TargetAssignmentValue:
+    """Record type 6: what every member should run at ``assignment_epoch`` (one record, all members)."""
+
+    assignment_epoch: int
+    members: tuple[TargetMember, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CurrentMemberAssignmentValue:
+    """Record type 7: what one member runs now, at ``member_epoch``."""
+
+    member_epoch: int
+    error: int
+    assigned: Assigned
+    version: int
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigurationValue:
+    """Record type 8: group-level configuration as (name, value) pairs, kept sorted by name.
+
+    Sorted because the order carries no meaning and equal configurations must compare and encode equal.
+    """
+
+    configurations: tuple[tuple[str, str], ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "configurations", tuple(sorted(self.configurations)))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Keys
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadataKey:
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectorsTasksKey:
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemberMetadataKey:
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class TargetAssignmentKey:
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class CurrentMemberAssignmentKey:
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigurationKey:
+    group_id: str
+
+
+RecordKey = (
+    GroupMetadataKey
+    | ConnectorsTasksKey
+    | MemberMetadataKey
+    | TargetAssignmentKey
+    | CurrentMemberAssignmentKey
+    | GroupConfigurationKey
+)
+RecordValue = (
+    GroupMetadataValue
+    | ConnectorsTasksValue
+    | MemberMetadataValue
+    | TargetAssignmentValue
+    | CurrentMemberAssignmentValue
+    | GroupConfigurationValue
+)
+
+#: Key version (record type) of each key, as the seed numbers them.
+KEY_VERSIONS: Mapping[type[Any], int] = MappingProxyType(
+    {
+        GroupMetadataKey: 3,
+        ConnectorsTasksKey: 4,
+        MemberMetadataKey: 5,
+        TargetAssignmentKey: 6,
+        CurrentMemberAssignmentKey: 7,
+        GroupConfigurationKey: 8,
+    }
+)
+_VALUE_FOR_KEY: Mapping[type[Any], type[Any]] = MappingProxyType(
+    {
+        GroupMetadataKey: GroupMetadataValue,
+        ConnectorsTasksKey: ConnectorsTasksValue,
+        MemberMetadataKey: MemberMetadataValue,
+        TargetAssignmentKey: TargetAssignmentValue,
+        CurrentMemberAssignmentKey: CurrentMemberAssignmentValue,
+        GroupConfigurationKey: GroupConfigurationValue,
+    }
+)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Encoding
+
+
+def _int(value: int, packer: struct.Struct, bits: int, what: str) -> bytes:
+    limit = 1 << (bits - 1)
+    if not isinstance(value, int) or not -limit <= value < limit:
+        raise GroupRecordError(f"{what} must be a signed {bits}-bit integer, got {value!r}")
+    return packer.pack(value)
+
+
+def _utf8(value: str, what: str) -> bytes:
+    if not isinstance(value, str):
+        raise GroupRecordError(f"{what} must be a string, got {value!r}")
+    raw = value.encode("utf-8")
+    if len(raw) > _MAX_STRING:
+        raise GroupRecordError(
+            f"{what} is {len(raw)} bytes of UTF-8; Kafka strings hold at most {_MAX_STRING}"
+        )
+    return raw
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _compact_string(value: str, what: str) -> bytes:
+    raw = _utf8(value, what)
+    return _uvarint(len(raw) + 1) + raw
+
+
+def _compact_bytes(value: bytes, what: str) -> bytes:
+    if not isinstance(value, bytes | bytearray):
+        raise GroupRecordError(f"{what} must be bytes, got {type(value).__name__}")
+    return _uvarint(len(value) + 1) + bytes(value)
+
+
+def _compact_array(items: Sequence[bytes]) -> bytes:
+    return _uvarint(len(items) + 1) + b"".join(items)
+
+
+_NO_TAGS = _uvarint(0)
+
+
+def _connectors_tasks(assigned: Assigned, what: str) -> bytes:
+    """One ConnectorsTasks element (see the module docstring), as a compact array of one."""
+    by_connector: dict[str, list[int]] = {}
+    for t in assigned.tasks:
+        by_connector.setdefault(t.connector, []).append(t.task)
+    connectors = _compact_array(
+        [_compact_string(c, f"{what} connector name") for c in sorted(assigned.connectors)]
+    )
+    tasks = _compact_array(
+        [
+            _compact_string(name, f"{what} task connector name")
+            + _compact_array([_int(n, _I32, 32, f"{what} task id of {name!r}") for n in sorted(ids)])
+            + _NO_TAGS
+            for name, ids in sorted(by_connector.items())
+        ]
+    )
+    return _compact_array([connectors + tasks + _NO_TAGS])
+
+
+def encode_key(key: RecordKey) -> bytes:
+    """The record key: INT16 record type, then the key's STRING fields (classic encoding)."""
+    version = KEY_VERSIONS.get(type(key))
+    if version is None:
+        raise GroupRecordError(f"not a group record key: {key!r}")
+    parts = [_I16.pack(version)]
+    for name in ("group_id", "member_id"):
+        if hasattr(key, name):
+            raw = _utf8(getattr(key, name), name)
+            parts += [_I16.pack(len(raw)), raw]
+    return b"".join(parts)
+
+
+def _encode_body(value: RecordValue) -> bytes:
+    if isinstance(value, GroupMetadataValue):
+        return _int(value.epoch, _I32, 32, "epoch")
+    if isinstance(value, ConnectorsTasksValue):
+        return _int(value.epoch, _I32, 32, "epoch") + _connectors_tasks(value.assigned, "ConnectorsTasks")
+    if isinstance(value, MemberMetadataValue):
+        assignors = [
+            _compact_string(a.name, "assignor name")
+            + _int(a.minimum_version, _I16, 16, f"minimum_version of assignor {a.name!r}")
+            + _int(a.maximum_version, _I16, 16, f"maximum_version of assignor {a.name!r}")
+            + _int(a.reason, _I8, 8, f"reason of assignor {a.name!r}")
+            + _int(a.version, _I16, 16, f"version of assignor {a.name!r}")
+            + _compact_bytes(a.metadata, f"metadata of assignor {a.name!r}")
+            + _NO_TAGS
+            for a in value.assignors
+        ]
+        return b"".join(
+            (
+                _int(value.group_epoch, _I32, 32, "group_epoch"),
+                _compact_string(value.instance_id, "instance_id"),
+                _compact_string(value.client_id, "client_id"),
+                _compact_string(value.client_host, "client_host"),
+                _compact_array(
+                    [_compact_string(t, "subscribed topic name") for t in value.subscribed_topic_names]
+                ),
+                _compact_string(value.subscribed_topic_regex, "subscribed_topic_regex"),
+                _compact_array(assignors),
+            )
+        )
+    if isinstance(value, TargetAssignmentValue):
+        members = [
+            _compact_string(m.member_id, "target member id")
+            + _int(m.error, _I8, 8, f"error of target member {m.member_id!r}")
+            + _connectors_tasks(m.assigned, f"target of member {m.member_id!r}")
+            + _int(m.version, _I16, 16, f"version of target member {m.member_id!r}")
+            + _compact_bytes(m.metadata, f"metadata of target member {m.member_id!r}")
+            + _NO_TAGS
+            for m in value.members
+        ]
+        return _int(value.assignment_epoch, _I32, 32, "assignment_epoch") + _compact_array(members)
+    if isinstance(value, CurrentMemberAssignmentValue):
+        return b"".join(
+            (
+                _int(value.member_epoch, _I32, 32, "member_epoch"),
+                _int(value.error, _I8, 8, "error"),
+                _connectors_tasks(value.assigned, "current assignment"),
+                _int(value.version, _I16, 16, "version"),
+                _compact_bytes(value.metadata, "metadata"),
+            )
+        )
+    if isinstance(value, GroupConfigurationValue):
+        return _compact_array(
+            [
+                _compact_string(name, "configuration name")
+                + _compact_string(v, f"value of configuration {name!r}")
+                + _NO_TAGS
+                for name, v in value.configurations
+            ]
+        )
+    raise GroupRecordError(f"not a group record value: {value!r}")
+
+
+def encode_value(value: RecordValue) -> bytes:
+    """The record value: INT16 version 0, the fields in the flexible encoding, an empty tag section."""
+    return _I16.pack(VALUE_VERSION) + _encode_body(value) + _NO_TAGS
+
+
+# ---------------------------------------------------------------------------------------------------
+# Decoding
+
+
+class _Reader:
+    """A bounds-checked cursor: every failure names the field and the byte offset it starts at."""
+
+    __slots__ = ("_data", "_what", "pos")
+
+    def __init__(self, data: bytes, what: str) -> None:
+        self._data = data
+        self._what = what
+        self.pos = 0
+
+    def fail(self, message: str) -> GroupRecordError:
+        return GroupRecordError(f"invalid {self._what}: {message}")
+
+    def _take(self, n: int, what: str) -> bytes:
+        left = len(self._data) - self.pos
+        if n > left:
+            raise GroupRecordError(
+                f"truncated {self._what}: {what} at byte offset {self.pos} needs {n} bytes, "
+                f"only {max(left, 0)} left"
+            )
+        start = self.pos
+        self.pos += n
+        return self._data[start : self.pos]
+
+    def int8(self, what: str) -> int:
+        return int(_I8.unpack(self._take(1, what))[0])
+
+    def int16(self, what: str) -> int:
+        return int(_I16.unpack(self._take(2, what))[0])
+
+    def int32(self, what: str) -> int:
+        return int(_I32.unpack(self._take(4, what))[0])
+
+    def uvarint(self, what: str) -> int:
+        at = self.pos
+        value = 0
+        for i in range(5):  # Kafka's unsigned varints of 32 bits take at most 5 bytes
+            b = self._take(1, what)[0]
+            value |= (b & 0x7F) << (7 * i)
+            if not b & 0x80:
+                if value > 0xFFFFFFFF:
+                    break
+                return value
+        raise self.fail(f"{what} at byte offset {at} is not a valid unsigned varint")
+
+    def _length(self, what: str) -> int:
+        """A compact length (stored + 1); zero means null, which no field of these records allows."""
+        at = self.pos
+        n = self.uvarint(f"the length of {what}")
+        if n == 0:
+            raise self.fail(f"{what} at byte offset {at} is null; the field is not nullable")
+        return n - 1
+
+    def string(self, what: str) -> str:
+        at = self.pos
+        n = self._length(what)
+        if n > _MAX_STRING:
+            raise self.fail(f"{what} at byte offset {at} has length {n}, more than {_MAX_STRING}")
+        raw = self._take(n, what)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise self.fail(f"{what} at byte offset {at} is not UTF-8 ({exc.reason})") from None
+
+    def classic_string(self, what: str) -> str:
+        at = self.pos
+        n = self.int16(f"the length of {what}")
+        if n < 0:
+            raise self.fail(f"{what} at byte offset {at} has length {n}; the field is not nullable")
+        raw = self._take(n, what)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise self.fail(f"{what} at byte offset {at} is not UTF-8 ({exc.reason})") from None
+
+    def bytes_(self, what: str) -> bytes:
+        return bytes(self._take(self._length(what), what))
+
+    def count(self, what: str, min_size: int) -> int:
+        """A compact array's element count, checked against the bytes left (each at least ``min_size``)."""
+        at = self.pos
+        n = self._length(f"the {what} array")
+        if n * min_size > len(self._data) - self.pos:
+            raise GroupRecordError(
+                f"truncated {self._what}: the {what} array at byte offset {at} claims {n} elements, "
+                f"more than the {len(self._data) - self.pos} bytes left can hold"
+            )
+        return n
+
+    def tags(self, where: str) -> None:
+        """Skip a tagged-fields section: fields a later revision added that this reader does not know."""
+        count = self.uvarint(f"the tagged-field count of {where}")
+        for _ in range(count):
+            tag = self.uvarint(f"a tag of {where}")
+            size = self.uvarint(f"the size of tag {tag} of {where}")
+            self._take(size, f"tag {tag} of {where}")
+
+    def end(self) -> None:
+        if self.pos != len(self._data):
+            raise self.fail(f"{len(self._data) - self.pos} trailing bytes after byte offset {self.pos}")
+
+
+def _read_assigned(r: _Reader, what: str) -> Assigned:
+    connectors: set[str] = set()
+    tasks: set[TaskId] = set()
+    for _ in range(r.count(f"{what} ConnectorsTasks", 3)):
+        for _ in range(r.count(f"{what} connectors", 1)):
+            connectors.add(r.string(f"a {what} connector name"))
+        for _ in range(r.count(f"{what} tasks", 3)):
+            name = r.string(f"a {what} task connector name")
+            for _ in range(r.count(f"task ids of {what} connector {name!r}", 4)):
+                tasks.add(TaskId(name, r.int32(f"a task id of {what} connector {name!r}")))
+            r.tags(f"a {what} task entry")
+        r.tags(f"a {what} ConnectorsTasks element")
+    return Assigned(frozenset(connectors), frozenset(tasks))
+
+
+def decode_key(data: bytes) -> RecordKey:
+    """Decode a record key; raises GroupRecordError for an unknown key version or malformed bytes."""
+    r = _Reader(bytes(data), "group record key")
+    version = r.int16("the key version")
+    key: RecordKey
+    if version == 3:
+        key = GroupMetadataKey(r.classic_string("the group id"))
+    elif version == 4:
+        key = ConnectorsTasksKey(r.classic_string("the group id"))
+    elif version == 5:
+        key = MemberMetadataKey(r.classic_string("the group id"), r.classic_string("the member id"))
+    elif version == 6:
+        key = TargetAssignmentKey(r.classic_string("the group id"))
+    elif version == 7:
+        key = CurrentMemberAssignmentKey(r.classic_string("the group id"), r.classic_string("the member id"))
+    elif version == 8:
+        key = GroupConfigurationKey(r.classic_string("the group id"))
+    else:
+        raise GroupRecordError(f"unknown group record key version {version} (known: 3 to 8)")
+    r.end()
+    return key
+
+
+def _decode_body(key: RecordKey, r: _Reader) -> RecordValue:
+    if isinstance(key, GroupMetadataKey):
+        return GroupMetadataValue(r.int32("the epoch"))
+    if isinstance(key, ConnectorsTasksKey):
+        return ConnectorsTasksValue(r.int32("the epoch"), _read_assigned(r, "group"))
+    if isinstance(key, MemberMetadataKey):
+        group_epoch = r.int32("the group epoch")
+        instance_id = r.string("the instance id")
+        client_id = r.string("the client id")
+        client_host = r.string("the client host")
+        topics = tuple(
+            r.string("a subscribed topic name") for _ in range(r.count("subscribed topic names", 1))
+        )
+        regex = r.string("the subscribed topic regex")
+        assignors = []
+        for _ in range(r.count("assignors", 10)):
+            name = r.string("an assignor name")
+            assignors.append(
+                Assignor(
+                    name,
+                    r.int16(f"the minimum version of assignor {name!r}"),
+                    r.int16(f"the maximum version of assignor {name!r}"),
+                    r.int8(f"the reason of assignor {name!r}"),
+                    r.int16(f"the version of assignor {name!r}"),
+                    r.bytes_(f"the metadata of assignor {name!r}"),
+                )
+            )
+            r.tags(f"assignor {name!r}")
+        return MemberMetadataValue(
+            group_epoch, instance_id, client_id, client_host, topics, regex, tuple(assignors)
+        )
+    if isinstance(key, TargetAssignmentKey):
+        epoch = r.int32("the assignment epoch")
+        members = []
+        for _ in range(r.count("target members", 7)):
+            member_id = r.string("a target member id")
+            members.append(
+                TargetMember(
+                    member_id,
+                    r.int8(f"the error of target member {member_id!r}"),
+                    _read_assigned(r, f"target member {member_id!r}"),
+                    r.int16(f"the version of target member {member_id!r}"),
+                    r.bytes_(f"the metadata of target member {member_id!r}"),
+                )
+            )
+            r.tags(f"target member {member_id!r}")
+        return TargetAssignmentValue(epoch, tuple(members))
+    if isinstance(key, CurrentMemberAssignmentKey):
+        return CurrentMemberAssignmentValue(
+            r.int32("the member epoch"),
+            r.int8("the error"),
+            _read_assigned(r, "current"),
+            r.int16("the version"),
+            r.bytes_("the metadata"),
+        )
+    if isinstance(key, GroupConfigurationKey):
+        configurations = []
+        for _ in range(r.count("configurations", 3)):
+            name = r.string("a configuration name")
+            configurations.append((name, r.string(f"the value of configuration {name!r}")))
+            r.tags(f"configuration {name!r}")
+        return GroupConfigurationValue(tuple(configurations))
+    raise GroupRecordError(f"not a group record key: {key!r}")
+
+
+def decode_value(key: RecordKey, data: bytes) -> RecordValue:
+    """Decode the value of the record ``key`` names; raises GroupRecordError for an unknown value version
+    or malformed bytes (truncated, trailing bytes, null where the field is not nullable, bad UTF-8)."""
+    r = _Reader(bytes(data), f"value of {type(key).__name__}")
+    version = r.int16("the value version")
+    if version != VALUE_VERSION:
+        raise GroupRecordError(
+            f"unknown value version {version} for {type(key).__name__} (known: {VALUE_VERSION})"
+        )
+    value = _decode_body(key, r)
+    r.tags("the value")
+    r.end()
+    return value
+
+
+def partition_for(group_id: str, partitions: int) -> int:
+    """The partition that holds all of ``group_id``'s records: Kafka's coordinator placement,
+    ``Utils.abs(groupId.hashCode()) % partitions`` (Java's String.hashCode over UTF-16 code units;
+    ``Utils.abs`` maps Integer.MIN_VALUE to 0), so one partition's reader sees a whole group."""
+    if partitions <= 0:
+        raise ValueError(f"partitions must be positive, got {partitions}")
+    units = group_id.encode("utf-16-be", "surrogatepass")
+    h = 0
+    for (unit,) in struct.iter_unpack(">H", units):
+        h = (31 * h + unit) & 0xFFFFFFFF
+    if h >= 0x80000000:
+        h -= 0x100000000
+    return (0 if h == -0x80000000 else abs(h)) % partitions
+
+
+# ---------------------------------------------------------------------------------------------------
+# The fold
+
+
+def _frozen_map(items: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(items))
+
+
+@dataclass(frozen=True, slots=True)
+class GroupState:
+    """One group as its records describe it; ``last_offset`` is the offset of the last record applied."""
+
+    group_id: str
+    epoch: int | None = None
+    connectors_tasks: ConnectorsTasksValue | None = None
+    members: Mapping[str, MemberMetadataValue] = field(default_factory=lambda: MappingProxyType({}))
+    target: TargetAssignmentValue | None = None
+    #: The Kafka timestamp of the target record: the scheduled delays in it count from there.
+    target_timestamp_ms: int | None = None
+    current: Mapping[str, CurrentMemberAssignmentValue] = field(default_factory=lambda: MappingProxyType({}))
+    configuration: GroupConfigurationValue | None = None
+    last_offset: int = -1
+
+    def is_empty(self) -> bool:
+        return (
+            self.epoch is None
+            and self.connectors_tasks is None
+            and not self.members
+            and self.target is None
+            and not self.current
+            and self.configuration is None
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRecords:
+    """Every group found in the topic, by group id (a topic may hold the records of several groups)."""
+
+    groups: Mapping[str, GroupState] = field(default_factory=lambda: MappingProxyType({}))
+
+
+def _held(state: GroupState | None, key: RecordKey) -> RecordValue | None:
+    """What ``state`` holds for ``key`` (None when it holds nothing)."""
+    if state is None or key.group_id != state.group_id:
+        return None
+    if isinstance(key, GroupMetadataKey):
+        return None if state.epoch is None else GroupMetadataValue(state.epoch)
+    if isinstance(key, ConnectorsTasksKey):
+        return state.connectors_tasks
+    if isinstance(key, MemberMetadataKey):
+        return state.members.get(key.member_id)
+    if isinstance(key, TargetAssignmentKey):
+        return state.target
+    if isinstance(key, CurrentMemberAssignmentKey):
+        return state.current.get(key.member_id)
+    return state.configuration
+
+
+def _with(state: GroupState, key: RecordKey, value: RecordValue | None, timestamp_ms: int) -> GroupState:
+    """``state`` with ``key`` set to ``value`` (None: deleted)."""
+    if isinstance(key, GroupMetadataKey):
+        assert value is None or isinstance(value, GroupMetadataValue)
+        return replace(state, epoch=None if value is None else value.epoch)
+    if isinstance(key, ConnectorsTasksKey):
+        assert value is None or isinstance(value, ConnectorsTasksValue)
+        return replace(state, connectors_tasks=value)
+    if isinstance(key, MemberMetadataKey):
+        members = dict(state.members)
+        if value is None:
+            members.pop(key.member_id, None)
+        else:
+            assert isinstance(value, MemberMetadataValue)
+            members[key.member_id] = value
+        return replace(state, members=_frozen_map(members))
+    if isinstance(key, TargetAssignmentKey):
+        assert value is None or isinstance(value, TargetAssignmentValue)
+        return replace(state, target=value, target_timestamp_ms=None if value is None else timestamp_ms)
+    if isinstance(key, CurrentMemberAssignmentKey):
+        current = dict(state.current)
+        if value is None:
+            current.pop(key.member_id, None)
+        else:
+            assert isinstance(value, CurrentMemberAssignmentValue)
+            current[key.member_id] = value
+        return replace(state, current=_frozen_map(current))
+    assert value is None or isinstance(value, GroupConfigurationValue)
+    return replace(state, configuration=value)
+
+
+def apply(
+    records: GroupRecords, key: bytes | None, value: bytes | None, *, offset: int, timestamp_ms: int
+) -> GroupRecords:
+    """Fold one record of the group-records topic into ``records``.
+
+    A record that does not decode (no key, unknown key or value version, truncated or corrupt bytes) is
+    skipped with a warning naming its key and offset, and ``records`` is returned unchanged: one bad
+    record must not hide the rest of the group from a worker or from ``kconnect group describe``.
+    A group left with no entity at all (every record tombstoned) is dropped.
+    """
+    if key is None:
+        log.warning("skipping group record without a key", offset=offset)
+        return records
+    try:
+        decoded_key = decode_key(key)
+    except GroupRecordError as exc:
+        log.warning(
+            "skipping group record whose key does not decode", key=key.hex(), offset=offset, error=str(exc)
+        )
+        return records
+    decoded_value: RecordValue | None = None
+    if value is not None:
+        try:
+            decoded_value = decode_value(decoded_key, value)
+        except GroupRecordError as exc:
+            log.warning(
+                "skipping group record whose value does not decode",
+                key=repr(decoded_key),
+                key_hex=key.hex(),
+                offset=offset,
+                error=str(exc),
+            )
+            return records
+    group_id = decoded_key.group_id
+    state = records.groups.get(group_id)
+    if state is None:
+        if decoded_value is None:
+            return records  # a tombstone for an entity nobody holds changes nothing
+        state = GroupState(group_id)
+    state = replace(_with(state, decoded_key, decoded_value, timestamp_ms), last_offset=offset)
+    groups = dict(records.groups)
+    if state.is_empty():
+        groups.pop(group_id, None)
+    else:
+        groups[group_id] = state
+    return replace(records, groups=_frozen_map(groups))
+
+
+def changed_records(
+    state: GroupState | None, desired: Sequence[tuple[RecordKey, RecordValue | None]]
+) -> list[tuple[bytes, bytes | None]]:
+    """The encoded records of ``desired`` still worth writing, in order: a value ``state`` already holds
+    is dropped (a compacted topic keeps it anyway), and so is a tombstone for an entity ``state`` lacks."""
+    out: list[tuple[bytes, bytes | None]] = []
+    for key, value in desired:
+        held = _held(state, key)
+        if value is None:
+            if held is not None:
+                out.append((encode_key(key), None))
+        elif held != value:
+            out.append((encode_key(key), encode_value(value)))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# The described view (GET /group and `kconnect group describe --json`)
+
+
+def _assigned_json(assigned: Assigned) -> dict[str, list[str]]:
+    return {
+        "connectors": sorted(assigned.connectors),
+        "tasks": [str(t) for t in sorted(assigned.tasks)],
+    }
+
+
+def _tasks(items: Iterable[TaskId]) -> list[str]:
+    return [str(t) for t in sorted(items)]
+
+
+def _worker_metadata(data: bytes) -> dict[str, Any] | None:
+    """Connect's worker metadata inside an assignor entry, when it decodes as such."""
+    if not data:
+        return None
+    try:
+        version, state = protocol.decode_metadata(data)
+    except ValueError:
+        return None
+    allocation = state.allocation
+    return {
+        "version": version,
+        "url": state.url,
+        "config_offset": state.config_offset,
+        "leaving": state.leaving,
+        "worker_id": state.worker_id,
+        "static_connectors": list(state.static_connectors),
+        "static_tasks": _tasks(state.static_tasks),
+        "allocation": None
+        if allocation is None
+        else {"connectors": list(allocation.connectors), "tasks": _tasks(allocation.tasks)},
+    }
+
+
+def _connect_assignment(data: bytes) -> dict[str, Any] | None:
+    """Connect's assignment inside a target member's Metadata, when it decodes as such."""
+    if not data:
+        return None
+    try:
+        a = protocol.decode_assignment(data)
+    except ValueError:
+        return None
+    return {
+        "version": a.version,
+        "error": a.error,
+        "leader": a.leader,
+        "leader_url": a.leader_url,
+        "config_offset": a.config_offset,
+        "connectors": list(a.connectors),
+        "tasks": _tasks(a.tasks),
+        "revoked": {"connectors": list(a.revoked_connectors), "tasks": _tasks(a.revoked_tasks)},
+        "delay_ms": a.delay_ms,
+    }
+
+
+def scheduled_rebalance(state: GroupState) -> tuple[int, int] | None:
+    """(due time in ms since the epoch, the delay the target assignment sent) when the last target
+    assignment scheduled a rebalance: the target record's timestamp plus the longest delay in its
+    members' Connect assignments. None when no delay runs (or no member's metadata decodes)."""
+    if state.target is None or state.target_timestamp_ms is None:
+        return None
+    delay = 0
+    for member in state.target.members:
+        if not member.metadata:
+            continue
+        try:
+            delay = max(delay, protocol.decode_assignment(member.metadata).delay_ms)
+        except ValueError:
+            continue  # a member entry we cannot read tells nothing about the delay
+    if delay <= 0:
+        return None
+    return state.target_timestamp_ms + delay, delay
+
+
+def describe(state: GroupState, *, now_ms: int) -> dict[str, Any]:
+    """The group as JSON-ready data, shared by ``GET /group`` and ``kconnect group describe --json``.
+
+    ``scheduled_rebalance`` says when the work of vanished members will be spread if they do not come
+    back: the target record's timestamp plus the longest delay in its members' Connect assignments.
+    """
+    ct = state.connectors_tasks
+    members = [
+        {
+            "member_id": member_id,
+            "group_epoch": m.group_epoch,
+            "instance_id": m.instance_id,
+            "client_id": m.client_id,
+            "client_host": m.client_host,
+            "subscribed_topic_names": list(m.subscribed_topic_names),
+            "subscribed_topic_regex": m.subscribed_topic_regex,
+            "assignors": [
+                {
+                    "name": a.name,
+                    "version": a.version,
+                    "minimum_version": a.minimum_version,
+                    "maximum_version": a.maximum_version,
+                    "reason": a.reason,
+                    "metadata": _worker_metadata(a.metadata),
+                }
+                for a in m.assignors
+            ],
+        }
+        for member_id, m in sorted(state.members.items())
+    ]
+    target: dict[str, Any] | None = None
+    vanished: list[str] = []
+    if state.target is not None:
+        target_members = []
+        for tm in sorted(state.target.members, key=lambda t: t.member_id):
+            assignment = _connect_assignment(tm.metadata)
+            target_members.append(
+                {
+                    "member_id": tm.member_id,
+                    **_assigned_json(tm.assigned),
+                    "error": tm.error,
+                    "version": tm.version,
+                    "assignment": assignment,
+                }
+            )
+            if tm.member_id not in state.members:
+                vanished.append(tm.member_id)
+        target = {"assignment_epoch": state.target.assignment_epoch, "members": target_members}
+    scheduled: dict[str, int] | None = None
+    if (due := scheduled_rebalance(state)) is not None:
+        scheduled = {"due_ms": due[0], "remaining_ms": max(0, due[0] - now_ms)}
+    return {
+        "group": state.group_id,
+        "epoch": state.epoch,
+        "connectors_tasks": None if ct is None else {"epoch": ct.epoch, **_assigned_json(ct.assigned)},
+        "members": members,
+        "target": target,
+        "current": [
+            {
+                "member_id": member_id,
+                "member_epoch": c.member_epoch,
+                **_assigned_json(c.assigned),
+                "error": c.error,
+            }
+            for member_id, c in sorted(state.current.items())
+        ],
+        "configuration": None if state.configuration is None else dict(state.configuration.configurations),
+        "scheduled_rebalance": scheduled,
+        "vanished": sorted(vanished),
+        "last_offset": state.last_offset,
+    }

@@ -1,0 +1,478 @@
+"""The herder: the one state machine that decides what this worker runs.
+
+It follows the sans-I/O style of h11: the worker shell feeds it events (a rebalance completed, the
+config topic moved on, the group is about to be rejoined, a connector produced task configs) and
+carries out the actions it returns (start or stop a connector or task, write a status, publish task
+configs, rejoin the group). It never touches a socket, a thread or a clock of its own, so a whole
+sequence of rebalances can be replayed in a unit test.
+
+Where a rebalance decision is made: the assignors (``assignor``) decide who owns what; the herder
+decides only how this worker moves from what it runs to what it owns.
+
+Operations (Apache Kafka Connect's pause, resume, stop and restart) arrive the way they do in Java: as
+``target-state-<name>`` and ``restart-connector-<name>`` records in the config topic, which every worker
+reads; each acts only on the connectors and tasks it owns. A target state change becomes a transition of
+what runs here; a restart request becomes stop, RESTARTING, start, once per request (the offset it was
+read at is remembered), with :func:`restart_plan` deciding what ``onlyFailed``/``includeTasks`` select.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from kconnect.runtime.group import protocol
+from kconnect.runtime.group.protocol import ConnectAssignment
+from kconnect.runtime.ids import TaskId
+from kconnect.runtime.storage.config_log import ClusterConfigSnapshot, Properties, RestartRequest, TargetState
+from kconnect.runtime.storage.status_log import State, StatusState
+
+# --------------------------------------------------------------------------------------------- actions
+
+
+@dataclass(frozen=True, slots=True)
+class StartConnector:
+    name: str
+    config: Properties
+    target_state: TargetState
+
+
+@dataclass(frozen=True, slots=True)
+class StopConnector:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class StartTask:
+    task: TaskId
+    config: Properties
+    target_state: TargetState
+
+
+@dataclass(frozen=True, slots=True)
+class StopTask:
+    task: TaskId
+
+
+@dataclass(frozen=True, slots=True)
+class PublishTaskConfigs:
+    """Task configs a connector owned here computed, differing from the committed ones."""
+
+    connector: str
+    configs: tuple[Mapping[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRejoin:
+    """Rejoin the group after ``delay_ms`` (0: at once)."""
+
+    reason: str
+    delay_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CatchUpConfig:
+    """Read the config topic to at least ``offset`` before anything else, then rejoin."""
+
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReadyToLeave:
+    """A leaving worker holds nothing any more: it can send LeaveGroup and exit."""
+
+
+@dataclass(frozen=True, slots=True)
+class TransitionConnector:
+    """A connector running here moves to a new target state (Java's ``Worker.setTargetState``).
+
+    STARTED starts the connector instance if it is not started and reports RUNNING; PAUSED and
+    STOPPED stop the instance and report PAUSED or STOPPED. The instance is kept, so a resume needs no
+    rebalance.
+    """
+
+    name: str
+    target_state: TargetState
+
+
+@dataclass(frozen=True, slots=True)
+class TransitionTask:
+    """A task held here moves to a new target state; the executor reports the state that results."""
+
+    task: TaskId
+    target_state: TargetState
+
+
+@dataclass(frozen=True, slots=True)
+class ReportRestarting:
+    """Write RESTARTING for a connector (``task`` None) or one of its tasks, between its stop and start."""
+
+    connector: str
+    task: TaskId | None = None
+
+
+Action = (
+    StartConnector
+    | StopConnector
+    | StartTask
+    | StopTask
+    | PublishTaskConfigs
+    | RequestRejoin
+    | CatchUpConfig
+    | ReadyToLeave
+    | TransitionConnector
+    | TransitionTask
+    | ReportRestarting
+)
+
+
+# --------------------------------------------------------------------------------------------- restarts
+
+
+@dataclass(frozen=True, slots=True)
+class RestartPlan:
+    """What one restart request restarts, judged against the statuses when it is processed."""
+
+    connector: bool
+    tasks: tuple[TaskId, ...]
+
+
+def restart_plan(
+    request: RestartRequest, snapshot: ClusterConfigSnapshot, statuses: StatusState
+) -> RestartPlan | None:
+    """Java's ``RestartRequest.shouldRestartConnector``/``shouldRestartTask`` over the current statuses.
+
+    The connector restarts unless ``only_failed`` is set and it is not FAILED; a task restarts only with
+    ``include_tasks``, and then under the same rule. None when the connector is unknown or has no status
+    yet: Java answers "status not found" then, since "only failed" cannot be judged without one.
+    """
+    name = request.connector
+    status = statuses.connector_status(name)
+    if not snapshot.contains(name) or status is None:
+        return None
+    restart_connector = not request.only_failed or status.state is State.FAILED
+    tasks: list[TaskId] = []
+    if request.include_tasks:
+        for task in snapshot.tasks(name):
+            task_status = statuses.task_status(task)
+            failed = task_status is not None and task_status.state is State.FAILED
+            if not request.only_failed or failed:
+                tasks.append(task)
+    return RestartPlan(restart_connector, tuple(tasks))
+
+
+# --------------------------------------------------------------------------------------------- state
+
+
+@dataclass(frozen=True, slots=True)
+class GroupView:
+    """What this worker knows of the group after its last completed rebalance."""
+
+    generation: int = -1
+    member_id: str = ""
+    protocol: str | None = None
+    leader_id: str = ""
+    leader_url: str = ""
+    config_offset: int = -1
+
+    @property
+    def known(self) -> bool:
+        return self.generation >= 0
+
+
+@dataclass
+class Herder:
+    """State of one worker; methods take an event and return the actions it implies."""
+
+    worker_id: str
+    snapshot: ClusterConfigSnapshot
+    group: GroupView = field(default_factory=GroupView)
+    rebalancing: bool = True
+    owned_connectors: set[str] = field(default_factory=set)
+    owned_tasks: set[TaskId] = field(default_factory=set)
+    running_connectors: dict[str, Properties] = field(default_factory=dict)
+    running_tasks: dict[TaskId, Properties] = field(default_factory=dict)
+    rebalances_completed: int = 0
+    #: Graceful hand-over (kconnect's, beyond Apache Kafka Connect): the worker announced it is leaving.
+    leaving: bool = False
+    #: The target state each running connector and task was last started or transitioned with.
+    connector_targets: dict[str, TargetState] = field(default_factory=dict)
+    task_targets: dict[TaskId, TargetState] = field(default_factory=dict)
+    #: connector -> config-topic offset of the last restart request acted on (or skipped as old).
+    restarts_seen: dict[str, int] = field(default_factory=dict)
+    #: The latest statuses the shell handed in: what "only failed" restarts are judged against.
+    statuses: StatusState = field(default_factory=StatusState)
+
+    def __post_init__(self) -> None:
+        self._mark_restarts_seen(self.snapshot)
+
+    # -- queries ---------------------------------------------------------------------------------------
+
+    @property
+    def is_leader(self) -> bool:
+        return self.led_last_generation and not self.rebalancing
+
+    @property
+    def led_last_generation(self) -> bool:
+        """This worker was the leader of the last generation it completed (a rebalance may be under way)."""
+        return self.group.known and self.group.leader_id == self.group.member_id
+
+    @property
+    def cooperative(self) -> bool:
+        return self.group.protocol is not None and protocol.version_for_protocol(self.group.protocol) >= 1
+
+    def current_allocation(self) -> ConnectAssignment | None:
+        """The assignment this worker reports when it rejoins (cooperative protocols only)."""
+        if not self.group.known:
+            return None
+        return ConnectAssignment(
+            version=protocol.version_for_protocol(self.group.protocol or "default"),
+            error=protocol.NO_ERROR,
+            leader=self.group.leader_id,
+            leader_url=self.group.leader_url,
+            config_offset=self.group.config_offset,
+            connectors=tuple(sorted(self.owned_connectors)),
+            tasks=tuple(sorted(self.owned_tasks)),
+        )
+
+    # -- events ----------------------------------------------------------------------------------------
+
+    def on_startup_config(self, snapshot: ClusterConfigSnapshot) -> None:
+        """The config topic as read before joining. Restart requests in it are history, not orders:
+        Java's config store hands only requests read after start-up to the herder."""
+        self.snapshot = snapshot
+        self._mark_restarts_seen(snapshot)
+
+    def on_rejoin_preparing(self, member_lost: bool, selected_protocol: str | None) -> list[Action]:
+        """Before (re)joining: eager workers release everything; so does a member that lost its session.
+
+        A member whose session expired may have had its work given to others already, so keeping it
+        would break the rule that a task stops before another worker starts it.
+        """
+        self.rebalancing = True
+        eager = selected_protocol is None or protocol.version_for_protocol(selected_protocol) == 0
+        if (eager and self.group.known) or member_lost:
+            return self._release(set(self.owned_connectors), set(self.owned_tasks))
+        return []
+
+    def on_rebalanced(
+        self,
+        generation: int,
+        member_id: str,
+        selected_protocol: str,
+        assignment: ConnectAssignment,
+        statuses: StatusState | None = None,
+    ) -> list[Action]:
+        if statuses is not None:
+            self.statuses = statuses
+        if assignment.error != protocol.NO_ERROR:
+            # The leader was behind the group's newest config: catch up, then try again.
+            self.rebalancing = True
+            return [CatchUpConfig(assignment.config_offset), RequestRejoin("config mismatch")]
+        actions: list[Action] = []
+        version = protocol.version_for_protocol(selected_protocol)
+        # KIP-415's downgrade: the first eager generation after a cooperative one is the leader's empty
+        # round; a second rebalance must follow for the real eager assignment.
+        downgraded = version == 0 and self.group.known and self.cooperative
+        if version == 0:
+            new_connectors = set(assignment.connectors)
+            new_tasks = set(assignment.tasks)
+            # Eager: everything was released before joining; anything still held and not reassigned goes.
+            actions += self._release(self.owned_connectors - new_connectors, self.owned_tasks - new_tasks)
+        else:
+            revoked_c = set(assignment.revoked_connectors) & self.owned_connectors
+            revoked_t = set(assignment.revoked_tasks) & self.owned_tasks
+            actions += self._release(revoked_c, revoked_t)
+            new_connectors = (self.owned_connectors - revoked_c) | set(assignment.connectors)
+            new_tasks = (self.owned_tasks - revoked_t) | set(assignment.tasks)
+        self.owned_connectors = new_connectors
+        self.owned_tasks = new_tasks
+        self.group = GroupView(
+            generation=generation,
+            member_id=member_id,
+            protocol=selected_protocol,
+            leader_id=assignment.leader,
+            leader_url=assignment.leader_url,
+            config_offset=assignment.config_offset,
+        )
+        self.rebalancing = False
+        self.rebalances_completed += 1
+        if self.leaving:
+            return actions + self._leave_step(version, assignment)
+        actions += self._converge()
+        actions += self._process_restarts()
+        if downgraded:
+            actions.append(RequestRejoin("protocol downgraded to eager"))
+        elif version >= 1 and (assignment.revoked_connectors or assignment.revoked_tasks):
+            actions.append(RequestRejoin("assignment revoked work"))
+        elif assignment.delay_ms > 0:
+            actions.append(RequestRejoin("scheduled rebalance delay", assignment.delay_ms))
+        return actions
+
+    def _leave_step(self, version: int, assignment: ConnectAssignment) -> list[Action]:
+        """While leaving, start nothing; go once nothing is held.
+
+        A leader that does not know the flag (an Apache Kafka Connect leader, or the eager protocol)
+        revokes nothing: then release everything at once and go, as a plain shutdown would.
+        """
+        revoked = bool(assignment.revoked_connectors or assignment.revoked_tasks)
+        if version >= 1 and revoked:
+            # Rejoin once more, reporting nothing held, so the leader hands the work out in that round
+            # rather than after this worker is gone.
+            return [RequestRejoin("graceful hand-over: released revoked work")]
+        if self.owned_connectors or self.owned_tasks:
+            return [*self._release(set(self.owned_connectors), set(self.owned_tasks)), ReadyToLeave()]
+        return [ReadyToLeave()]
+
+    def on_config(self, snapshot: ClusterConfigSnapshot, statuses: StatusState | None = None) -> list[Action]:
+        """The config topic moved on: restart what changed here; rebalance when the work set changed;
+        follow new target states; carry out new restart requests for what runs here."""
+        if statuses is not None:
+            self.statuses = statuses
+        old, self.snapshot = self.snapshot, snapshot
+        actions: list[Action] = []
+        work_changed = set(old.connectors()) != set(snapshot.connectors()) or any(
+            old.task_configs(c) != snapshot.task_configs(c) for c in snapshot.connectors() if old.contains(c)
+        )
+        # Tasks whose committed configs changed stop now; the rebalance that follows hands them out again.
+        for task in sorted(self.owned_tasks):
+            if not snapshot.contains(task.connector) or (
+                old.task_configs(task.connector) != snapshot.task_configs(task.connector)
+            ):
+                actions += self._release(set(), {task})
+        for name in sorted(self.owned_connectors):
+            if not snapshot.contains(name):
+                actions += self._release({name}, set())
+        if not self.rebalancing:
+            actions += self._converge()
+            actions += self._process_restarts()
+        if work_changed:
+            actions.append(RequestRejoin("connectors or task configs changed"))
+        return actions
+
+    def on_restart_task(self, task: TaskId) -> list[Action]:
+        """A REST request to restart one task reached its owner: stop, RESTARTING, start again.
+
+        Nothing happens when the task does not run here (any more): the REST layer found the owner
+        from the leader's last assignment, which a rebalance may have changed since.
+        """
+        config = self.running_tasks.pop(task, None)
+        if config is None:
+            return []
+        self.task_targets.pop(task, None)
+        return [StopTask(task), ReportRestarting(task.connector, task), *self._converge()]
+
+    def begin_leave(self) -> list[Action]:
+        """Announce a planned departure: rejoin flagged as leaving, so the leader moves the work now.
+
+        Under the eager protocol (or before the first rebalance) there is nothing to hand over
+        cooperatively: release everything and go.
+        """
+        if not self.group.known or not self.cooperative:
+            return [*self._release(set(self.owned_connectors), set(self.owned_tasks)), ReadyToLeave()]
+        self.leaving = True
+        if not self.owned_connectors and not self.owned_tasks:
+            return [ReadyToLeave()]
+        return [RequestRejoin("graceful hand-over")]
+
+    def on_task_configs(self, connector: str, configs: Sequence[Mapping[str, str]]) -> list[Action]:
+        """A connector running here computed its task configs; publish them only when they differ."""
+        if connector not in self.running_connectors or not self.snapshot.contains(connector):
+            return []
+        if list(self.snapshot.task_configs(connector)) == [dict(c) for c in configs]:
+            return []
+        return [PublishTaskConfigs(connector, tuple(dict(c) for c in configs))]
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _release(self, connectors: set[str], tasks: set[TaskId]) -> list[Action]:
+        actions: list[Action] = []
+        for t in sorted(tasks):
+            self.owned_tasks.discard(t)
+            self.task_targets.pop(t, None)
+            if self.running_tasks.pop(t, None) is not None:
+                actions.append(StopTask(t))
+        for c in sorted(connectors):
+            self.owned_connectors.discard(c)
+            self.connector_targets.pop(c, None)
+            if self.running_connectors.pop(c, None) is not None:
+                actions.append(StopConnector(c))
+        return actions
+
+    def _mark_restarts_seen(self, snapshot: ClusterConfigSnapshot) -> None:
+        for name, pending in snapshot.restart_requests.items():
+            self.restarts_seen[name] = max(self.restarts_seen.get(name, -1), pending.offset)
+
+    def _process_restarts(self) -> list[Action]:
+        """Act once on each restart request not yet seen, for the parts of it that run here.
+
+        Java stops what restarts, reports it RESTARTING, then starts it again: connector first, then
+        its tasks. Only the newest request per connector is kept by the config fold, as in Java, where
+        a newer request replaces a pending one.
+        """
+        actions: list[Action] = []
+        for name, pending in sorted(self.snapshot.restart_requests.items()):
+            if self.restarts_seen.get(name, -1) >= pending.offset:
+                continue
+            self.restarts_seen[name] = pending.offset
+            plan = restart_plan(pending.request, self.snapshot, self.statuses)
+            if plan is None:
+                continue
+            if plan.connector and name in self.running_connectors:
+                del self.running_connectors[name]
+                self.connector_targets.pop(name, None)
+                actions += [StopConnector(name), ReportRestarting(name)]
+            tasks = [t for t in plan.tasks if t in self.running_tasks]
+            for task in tasks:
+                del self.running_tasks[task]
+                self.task_targets.pop(task, None)
+                actions.append(StopTask(task))
+            actions += [ReportRestarting(name, task) for task in tasks]
+        if actions:
+            actions += self._converge()
+        return actions
+
+    def _converge(self) -> list[Action]:
+        """Start what is owned and configured but not running; restart what runs with a stale config."""
+        actions: list[Action] = []
+        if self.leaving:
+            return actions
+        snap = self.snapshot
+        for name in sorted(self.owned_connectors):
+            if not snap.contains(name):
+                continue
+            config = snap.connector_config(name)
+            if config is None:
+                continue
+            target = snap.target_state(name) or TargetState.STARTED
+            running = self.running_connectors.get(name)
+            if running is not None and dict(running) != dict(config):
+                actions.append(StopConnector(name))
+                running = None
+            if running is None:
+                self.running_connectors[name] = config
+                self.connector_targets[name] = target
+                actions.append(StartConnector(name, config, target))
+            elif self.connector_targets.get(name) != target:
+                self.connector_targets[name] = target
+                actions.append(TransitionConnector(name, target))
+        for task in sorted(self.owned_tasks):
+            if not snap.contains(task.connector) or snap.is_inconsistent(task.connector):
+                continue
+            configs = snap.task_configs(task.connector)
+            if task.task >= len(configs):
+                continue
+            tconfig = configs[task.task]
+            task_target = snap.target_state(task.connector) or TargetState.STARTED
+            running_t = self.running_tasks.get(task)
+            if running_t is not None and dict(running_t) != dict(tconfig):
+                actions.append(StopTask(task))
+                running_t = None
+            if running_t is None:
+                self.running_tasks[task] = tconfig
+                self.task_targets[task] = task_target
+                actions.append(StartTask(task, tconfig, task_target))
+            elif self.task_targets.get(task) != task_target:
+                self.task_targets[task] = task_target
+                actions.append(TransitionTask(task, task_target))
+        return actions

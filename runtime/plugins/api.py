@@ -1,0 +1,636 @@
+"""The plugin API (connectors and tasks) and the registry that finds connector plugins.
+
+The API mirrors Apache Kafka Connect's ``Connector`` / ``Task`` contracts so that connector authors,
+the herder and the REST layer reason about the same lifecycle Java users know. Records are plain
+dataclasses: tasks stay Kafka-free and the data plane converts them to and from Kafka records.
+
+Plugins come from two places, as in Apache Kafka Connect: installed distributions that declare a
+``kconnect.plugins`` entry point (Java's service-loader manifests), and ``plugin.path`` directories
+whose Python modules and packages are imported and scanned (Java's isolated plugin directories).
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+import importlib
+import inspect
+import json
+import logging
+import pkgutil
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
+from types import ModuleType
+from typing import Any, ClassVar, Literal, Protocol, TypeVar
+
+from kconnect.runtime.plugins.config_def import ConfigDef, ConfigValue
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "kconnect.plugins"
+
+ConnectorType = Literal["source", "sink"]
+
+
+# --------------------------------------------------------------------------------------------------
+# Records
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPartition:
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    key: str
+    value: Any
+
+
+_Record = TypeVar("_Record", "SourceRecord", "SinkRecord")
+
+
+@dataclass(frozen=True)
+class SourceRecord:
+    """A record a source task produced, with the source position it came from.
+
+    ``source_partition`` and ``source_offset`` are JSON-like maps that the runtime stores in the
+    offsets topic (keyed ``[connector, partition]``) so a restarted task can resume where it stopped.
+    ``partition`` None lets the producer's partitioner choose.
+    """
+
+    source_partition: Mapping[str, Any] | None
+    source_offset: Mapping[str, Any] | None
+    topic: str
+    partition: int | None = None
+    key: Any = None
+    value: Any = None
+    headers: tuple[Header, ...] = ()
+    timestamp: int | None = None
+
+
+@dataclass(frozen=True)
+class SinkRecord:
+    """A record consumed from Kafka and handed to a sink task, with its position in the topic."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: Any = None
+    value: Any = None
+    headers: tuple[Header, ...] = ()
+    timestamp: int | None = None
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+
+def frozen_record(cls: type[_Record], fields: dict[str, Any]) -> _Record:
+    """An instance of ``SourceRecord`` or ``SinkRecord`` from a dict of every one of its fields,
+    without the generated ``__init__``, which sets a frozen dataclass's fields one ``object.__setattr__``
+    at a time: about a microsecond per record, paid for every record the runtime or a built-in
+    connector makes. The instance is the same as the constructor's (equal, hashable alike, still frozen).
+    """
+    record = object.__new__(cls)
+    object.__setattr__(record, "__dict__", fields)
+    return record
+
+
+# --------------------------------------------------------------------------------------------------
+# Contexts the runtime hands to plugins
+
+
+class ConnectorContext(Protocol):
+    """How a running connector talks back to the herder."""
+
+    def request_task_reconfiguration(self) -> None:
+        """Ask the herder to call ``task_configs`` again, because the connector's inputs changed."""
+
+    def raise_error(self, exc: BaseException) -> None:
+        """Report an unrecoverable error from a connector's own background thread; fails the connector."""
+
+
+class OffsetStorageReader(Protocol):
+    """Read access to the committed source offsets of the task's connector."""
+
+    def offset(self, partition: Mapping[str, Any]) -> Mapping[str, Any] | None: ...
+
+    def offsets(
+        self, partitions: Iterable[Mapping[str, Any]]
+    ) -> list[tuple[Mapping[str, Any], Mapping[str, Any] | None]]: ...
+
+
+class SourceTaskContext(Protocol):
+    def configs(self) -> Mapping[str, str]: ...
+
+    @property
+    def offset_storage_reader(self) -> OffsetStorageReader: ...
+
+
+class SinkTaskContext(Protocol):
+    def configs(self) -> Mapping[str, str]: ...
+
+    def assignment(self) -> set[TopicPartition]: ...
+
+    def offset(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Rewind or skip ahead: the consumer resumes these partitions at these offsets."""
+
+    def timeout(self, timeout_ms: int) -> None:
+        """After a retriable failure in ``put``, retry the same batch after this long."""
+
+    def pause(self, *partitions: TopicPartition) -> None: ...
+
+    def resume(self, *partitions: TopicPartition) -> None: ...
+
+    def request_commit(self) -> None: ...
+
+
+def _partition_key(partition: Mapping[str, Any]) -> str:
+    return json.dumps(partition, sort_keys=True, separators=(",", ":"))
+
+
+class InMemoryOffsetStorageReader:
+    """Offsets held in a dict: what tests, standalone runs and the offsets-topic reader build on.
+
+    Source partitions are maps (unhashable), so they are keyed by their canonical JSON, which is also
+    how they are compared once they have been through the offsets topic.
+    """
+
+    def __init__(self, offsets: Iterable[tuple[Mapping[str, Any], Mapping[str, Any] | None]] = ()) -> None:
+        self._offsets: dict[str, Mapping[str, Any] | None] = {}
+        for partition, offset in offsets:
+            self.put(partition, offset)
+
+    def put(self, partition: Mapping[str, Any], offset: Mapping[str, Any] | None) -> None:
+        self._offsets[_partition_key(partition)] = offset
+
+    def offset(self, partition: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        return self._offsets.get(_partition_key(partition))
+
+    def offsets(
+        self, partitions: Iterable[Mapping[str, Any]]
+    ) -> list[tuple[Mapping[str, Any], Mapping[str, Any] | None]]:
+        return [(p, self.offset(p)) for p in partitions]
+
+
+# --------------------------------------------------------------------------------------------------
+# Connectors
+
+
+class ConnectorError(RuntimeError):
+    """A connector or task cannot go on (Java's ConnectException)."""
+
+
+class RetriableError(ConnectorError):
+    """Java's RetriableException: an operation that may succeed if tried again. A sink task's ``put`` that
+    raises it gets the same records again, after ``SinkTaskContext.timeout`` if the task set one."""
+
+
+class ExactlyOnceSupport(enum.Enum):
+    SUPPORTED = "SUPPORTED"
+    UNSUPPORTED = "UNSUPPORTED"
+
+
+class ConnectorTransactionBoundaries(enum.Enum):
+    SUPPORTED = "SUPPORTED"
+    UNSUPPORTED = "UNSUPPORTED"
+
+
+class Connector(abc.ABC):
+    """A connector instance: turns one connector config into task configs, and watches its input.
+
+    The herder creates it with no arguments, calls ``initialize`` then ``start``, asks for
+    ``task_configs`` whenever it (re)computes the tasks, and calls ``stop`` before discarding it.
+    """
+
+    #: Further names the registry resolves to this class, matched like a fully qualified name: for
+    #: example the Java class name a connector re-implements, so existing configs keep working.
+    class_aliases: ClassVar[tuple[str, ...]] = ()
+
+    _context: ConnectorContext | None = None
+
+    def initialize(self, context: ConnectorContext) -> None:
+        self._context = context
+
+    @property
+    def context(self) -> ConnectorContext:
+        if self._context is None:
+            raise ConnectorError(f"{type(self).__name__} has not been initialized with a ConnectorContext")
+        return self._context
+
+    @abc.abstractmethod
+    def version(self) -> str: ...
+
+    @abc.abstractmethod
+    def config_def(self) -> ConfigDef:
+        """The connector's own keys; the runtime adds the common ones (name, tasks.max, ...)."""
+
+    @abc.abstractmethod
+    def start(self, props: dict[str, str]) -> None: ...
+
+    @abc.abstractmethod
+    def task_class(self) -> type[Task]: ...
+
+    @abc.abstractmethod
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        """At most ``max_tasks`` configs, one per task to run."""
+
+    @abc.abstractmethod
+    def stop(self) -> None: ...
+
+    def reconfigure(self, props: dict[str, str]) -> None:
+        """Apply a new config; restarting is always correct, connectors may do better."""
+        self.stop()
+        self.start(props)
+
+    def validate(self, props: Mapping[str, str | None]) -> list[ConfigValue]:
+        """Per-key outcomes for the validate endpoint; override for checks that span several keys."""
+        config_def = self.config_def()
+        if config_def is None:
+            raise ConnectorError(
+                f"{_qualified_name(type(self))}.config_def() must return a ConfigDef that is not None."
+            )
+        return config_def.validate(props)
+
+
+class SourceConnector(Connector):
+    def exactly_once_support(self, props: Mapping[str, str]) -> ExactlyOnceSupport | None:
+        """Whether this config can give exactly-once delivery; None means the connector cannot tell."""
+        return None
+
+    def can_define_transaction_boundaries(self, props: Mapping[str, str]) -> ConnectorTransactionBoundaries:
+        return ConnectorTransactionBoundaries.UNSUPPORTED
+
+    def alter_offsets(
+        self, props: Mapping[str, str], offsets: Sequence[tuple[Mapping[str, Any], Mapping[str, Any] | None]]
+    ) -> bool:
+        """Check (and act on) an external request to change committed offsets.
+
+        ``offsets`` pairs each source partition with its new offset, or None to reset it. Return True
+        if the connector accepts them, False if it does not support altering offsets at all; raise
+        ConnectorError for offsets it rejects.
+        """
+        return False
+
+
+class SinkConnector(Connector):
+    TOPICS_CONFIG: ClassVar[str] = "topics"
+
+    def alter_offsets(self, props: Mapping[str, str], offsets: Mapping[TopicPartition, int | None]) -> bool:
+        """As for sources; consumer offsets are managed by the runtime, so accepting is usually enough."""
+        return False
+
+
+# --------------------------------------------------------------------------------------------------
+# Tasks
+
+
+class Task(abc.ABC):
+    """One unit of a connector's work, run by the data plane with a config from ``task_configs``."""
+
+    @abc.abstractmethod
+    def version(self) -> str: ...
+
+    @abc.abstractmethod
+    def start(self, props: dict[str, str]) -> None: ...
+
+    @abc.abstractmethod
+    def stop(self) -> None:
+        """Called from another thread than ``poll``/``put``: it must make them return promptly."""
+
+
+class SourceTask(Task):
+    context: SourceTaskContext | None = None
+
+    def initialize(self, context: SourceTaskContext) -> None:
+        self.context = context
+
+    @abc.abstractmethod
+    def poll(self) -> list[SourceRecord] | None:
+        """New records, or None when there are none for now; may block briefly but not indefinitely."""
+
+    def commit(self) -> None:
+        """The offsets of all records returned so far have been committed."""
+
+    def commit_record(self, record: SourceRecord, metadata: Any) -> None:
+        """``record`` was written to Kafka (``metadata`` None when a transform dropped it)."""
+
+
+class SinkTask(Task):
+    context: SinkTaskContext | None = None
+
+    def initialize(self, context: SinkTaskContext) -> None:
+        self.context = context
+
+    @abc.abstractmethod
+    def put(self, records: Sequence[SinkRecord]) -> None:
+        """Deliver (or buffer) records; everything passed in must be durable by the next ``flush``."""
+
+    def flush(self, current_offsets: Mapping[TopicPartition, int]) -> None:
+        """Make everything ``put`` so far durable; the runtime then commits these consumer offsets.
+
+        A no-op by default, as in Java, for tasks whose ``put`` writes synchronously.
+        """
+
+    def pre_commit(self, current_offsets: Mapping[TopicPartition, int]) -> Mapping[TopicPartition, int]:
+        """The offsets safe to commit; by default flush and commit everything consumed."""
+        self.flush(current_offsets)
+        return current_offsets
+
+    def open(self, partitions: Iterable[TopicPartition]) -> None:
+        """Partitions newly assigned to this task."""
+
+    def close(self, partitions: Iterable[TopicPartition]) -> None:
+        """Partitions taken away from this task; release what was held for them."""
+
+
+@dataclass(frozen=True)
+class FrameBatch:
+    """One sink micro-batch as a Spark DataFrame, for tasks that write with Spark itself.
+
+    ``frame`` has the columns ``topic, partition, offset, timestamp, key, value, headers`` with key and
+    value already converted and transformed: Spark typed columns per their Connect schemas (a struct for
+    JSON with schemas, string for StringConverter, binary for ByteArrayConverter) or JSON text for
+    schemaless JSON (``key_schema`` / ``value_schema`` None then). Failed rows are not in it (the
+    ``errors.*`` policy handled them). ``offsets`` holds, per consumed partition, the first and last offset
+    the batch read, including records a transform dropped: what a task that names its output by offsets
+    (Parquet) needs to be idempotent across restarts. ``batch_id`` is the streaming query's, which restarts
+    at 0 with the query: do not use it as a durable name.
+    """
+
+    frame: Any
+    key_schema: Any
+    value_schema: Any
+    offsets: Mapping[TopicPartition, tuple[int, int]]
+    batch_id: int
+
+
+class FrameSinkTask(SinkTask):
+    """A sink task that takes each micro-batch whole, as a DataFrame, instead of row by row.
+
+    Why: a Parquet or JDBC sink writes far faster, and on Spark's executors rather than the driver, when
+    it hands the batch to Spark's own writers; collecting rows into ``SinkRecord`` objects only to turn
+    them back into a frame would cost the distributed data plane its point. The runtime calls
+    ``put_frame`` once per micro-batch, then ``pre_commit`` (default: ``flush`` and commit all consumed
+    offsets), exactly as it calls ``put`` for other sink tasks.
+    """
+
+    def put(self, records: Sequence[SinkRecord]) -> None:
+        raise ConnectorError(f"{type(self).__name__} is a frame sink task: the runtime calls put_frame")
+
+    @abc.abstractmethod
+    def put_frame(self, batch: FrameBatch) -> int | None:
+        """Write (or stage) the batch; return how many records it holds if known without another Spark
+        job (for metrics), else None. Everything written must be durable by the next ``flush``."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Registry
+
+
+class PluginError(LookupError):
+    """A connector class name that resolves to no plugin, or to more than one."""
+
+
+class PluginNotFoundError(PluginError):
+    pass
+
+
+class AmbiguousPluginError(PluginError):
+    def __init__(self, message: str, candidates: Sequence[str]) -> None:
+        super().__init__(message)
+        self.candidates = list(candidates)
+
+
+def connector_type(cls: type[Connector]) -> ConnectorType:
+    if issubclass(cls, SourceConnector):
+        return "source"
+    if issubclass(cls, SinkConnector):
+        return "sink"
+    raise TypeError(f"{_qualified_name(cls)} is neither a SourceConnector nor a SinkConnector")
+
+
+def _qualified_name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def pruned_plugin_name(simple: str) -> str:
+    """A name without its ``Connector`` suffix: the alias Java gives connector plugins."""
+    suffix = "Connector"
+    return simple[: -len(suffix)] if simple.endswith(suffix) and len(simple) > len(suffix) else simple
+
+
+def _is_plugin_class(obj: object) -> bool:
+    return (
+        inspect.isclass(obj)
+        and issubclass(obj, SourceConnector | SinkConnector)
+        and not inspect.isabstract(obj)
+    )
+
+
+@dataclass(frozen=True)
+class PluginDesc:
+    """What the registry knows of one connector plugin."""
+
+    cls: type[Connector]
+    class_name: str
+    type: ConnectorType
+    version: str
+    location: str
+
+    @property
+    def simple_name(self) -> str:
+        return self.cls.__name__
+
+    @property
+    def alias(self) -> str:
+        return pruned_plugin_name(self.cls.__name__)
+
+    def info(self) -> dict[str, str]:
+        """The entry ``GET /connector-plugins`` lists for this plugin."""
+        return {"class": self.class_name, "type": self.type, "version": self.version}
+
+    def __str__(self) -> str:
+        return f"{self.class_name} (type={self.type}, version={self.version}, location={self.location})"
+
+
+@dataclass
+class PluginRegistry:
+    """Connector plugins by name; resolves names the way Apache Kafka Connect's ``Plugins`` does.
+
+    A name resolves, in order, as a fully qualified class name (or a declared ``class_aliases`` entry,
+    such as a Java class name), then as a simple class name or alias (simple name without the
+    ``Connector`` suffix). An alias shared by several plugins is an error that lists them, since
+    guessing would silently run the wrong connector.
+    """
+
+    _plugins: dict[str, PluginDesc] = field(default_factory=dict)
+    #: Problems met while loading plugins; loading goes on past them, as Java's scanning does.
+    load_errors: list[str] = field(default_factory=list)
+
+    @classmethod
+    def discover(
+        cls,
+        plugin_path: Iterable[str | Path] = (),
+        *,
+        entry_point_group: str | None = ENTRY_POINT_GROUP,
+    ) -> PluginRegistry:
+        registry = cls()
+        if entry_point_group:
+            registry.load_entry_points(entry_point_group)
+        for directory in plugin_path:
+            registry.load_path(directory)
+        return registry
+
+    # ---- registration
+
+    def register(self, plugin: type[Connector], location: str = "classpath") -> PluginDesc:
+        if not _is_plugin_class(plugin):
+            raise TypeError(f"{plugin!r} is not a concrete SourceConnector or SinkConnector subclass")
+        name = _qualified_name(plugin)
+        existing = self._plugins.get(name)
+        if existing is not None:
+            if existing.cls is not plugin:
+                self.load_errors.append(
+                    f"{name} from {location} ignored: a different class of that name was loaded from "
+                    f"{existing.location}"
+                )
+            return existing
+        try:
+            version = str(plugin().version())
+        except Exception as exc:  # a plugin's own bug must not take the registry down
+            version = "undefined"
+            self.load_errors.append(f"{name}: version() failed: {exc!r}")
+        desc = PluginDesc(plugin, name, connector_type(plugin), version, location)
+        self._plugins[name] = desc
+        return desc
+
+    def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> None:
+        for ep in entry_points(group=group):
+            try:
+                obj = ep.load()
+            except Exception as exc:
+                self.load_errors.append(f"entry point {ep.name} = {ep.value}: {exc!r}")
+                log.warning(
+                    "could not load connector plugin entry point %s = %s", ep.name, ep.value, exc_info=True
+                )
+                continue
+            if not _is_plugin_class(obj):
+                self.load_errors.append(f"entry point {ep.name} = {ep.value} is not a connector class")
+                continue
+            self.register(obj, f"entry-point:{ep.name}")
+
+    def load_path(self, path: str | Path) -> None:
+        """Import the modules and packages in one ``plugin.path`` entry and register their connectors.
+
+        The directory goes onto ``sys.path`` so plugins import under their natural names (which is
+        what users then write in ``connector.class``) and packages can use relative imports. Python
+        has no class-loader isolation: plugins share the worker's modules, so a plugin module must
+        have a name no other module uses.
+        """
+        directory = Path(path).expanduser().resolve()
+        if directory.is_file() and directory.suffix == ".py":
+            self._load_modules(directory.parent, [directory.stem])
+            return
+        if not directory.is_dir():
+            self.load_errors.append(f"plugin path {path} is not a directory; ignored")
+            return
+        names = []
+        for child in sorted(directory.iterdir()):
+            if child.name.startswith((".", "_")):
+                continue
+            if (child.is_file() and child.suffix == ".py") or (
+                child.is_dir() and (child / "__init__.py").is_file()
+            ):
+                names.append(child.stem)
+        self._load_modules(directory, names)
+
+    def _load_modules(self, directory: Path, names: list[str]) -> None:
+        # Appended, never prepended: a plugin file must not shadow a module the worker itself imports
+        # later. A plugin whose name is already taken elsewhere is reported below instead.
+        if str(directory) not in sys.path:
+            sys.path.append(str(directory))
+        for name in names:
+            try:
+                module = importlib.import_module(name)
+            except Exception as exc:
+                self.load_errors.append(f"{directory}/{name}: import failed: {exc!r}")
+                log.warning("could not import plugin module %s from %s", name, directory, exc_info=True)
+                continue
+            origin = getattr(module, "__file__", None)
+            if origin is None or directory not in Path(origin).resolve().parents:
+                taken_by = origin or "a built-in module"
+                self.load_errors.append(
+                    f"{directory}/{name}: the name {name!r} is already taken by {taken_by}"
+                )
+                continue
+            for mod in self._walk(module):
+                for obj in vars(mod).values():
+                    # Only classes defined here: a module that imports another plugin must not re-register it.
+                    if _is_plugin_class(obj) and obj.__module__ == mod.__name__:
+                        self.register(obj, str(directory))
+
+    def _walk(self, module: ModuleType) -> list[ModuleType]:
+        modules = [module]
+        search = getattr(module, "__path__", None)
+        if search is None:
+            return modules
+        for info in pkgutil.walk_packages(search, prefix=module.__name__ + "."):
+            try:
+                modules.append(importlib.import_module(info.name))
+            except Exception as exc:
+                self.load_errors.append(f"{info.name}: import failed: {exc!r}")
+        return modules
+
+    # ---- lookup
+
+    def plugins(self) -> list[PluginDesc]:
+        return sorted(self._plugins.values(), key=lambda d: d.class_name)
+
+    def plugin_info(self) -> list[dict[str, str]]:
+        return [d.info() for d in self.plugins()]
+
+    def connector_class(self, name: str) -> type[Connector]:
+        return self.find(name).cls
+
+    def find(self, name: str) -> PluginDesc:
+        exact = self._plugins.get(name)
+        if exact is not None:
+            return exact
+        declared = [d for d in self._plugins.values() if name in d.cls.class_aliases]
+        if not declared:
+            declared = [d for d in self._plugins.values() if name in (d.simple_name, d.alias)]
+        if len(declared) == 1:
+            return declared[0]
+        if declared:
+            candidates = sorted(d.class_name for d in declared)
+            raise AmbiguousPluginError(
+                f"More than one connector matches alias {name}. Please use full package and class name "
+                f"instead. Classes found: {', '.join(candidates)}",
+                candidates,
+            )
+        available = ", ".join(str(d) for d in self.plugins()) or "(none)"
+        raise PluginNotFoundError(
+            f"Failed to find any class that implements Connector and which name matches {name}, "
+            f"available connectors are: {available}"
+        )
+
+    def new_connector(self, name: str) -> Connector:
+        return self.connector_class(name)()
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        try:
+            self.find(name)
+        except PluginError:
+            return False
+        return True

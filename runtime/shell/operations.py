@@ -1,0 +1,290 @@
+"""Connector operations behind the REST API: pause, resume, stop, restart, config patches, offsets, topics.
+
+The imperative shell for Apache Kafka Connect 3.9's connector operations. Writes to the config topic
+go through the leader, as all of kconnect's config writes do (a follower raises ``NotLeaderError`` and the
+REST layer forwards); the herder on every worker then acts on the records it reads (``herder.py``). A
+task restart must run where the task is: the leader names the owner (``NotAssignedError``) and the REST
+layer forwards there, as Java's ``NotAssignedException`` does. Offsets of source connectors live in the
+offsets topic, offsets of sink connectors in their consumer group, reached with confluent-kafka's
+AdminClient. The rules and shapes are pure functions in ``connector_offsets.py`` and ``herder.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from kconnect.runtime import logs
+from kconnect.runtime.errors import (
+    BadRequestError,
+    ConnectError,
+    ForbiddenError,
+    NotAssignedError,
+    NotFoundError,
+    RebalanceNeededError,
+)
+from kconnect.runtime.group.herder import RestartPlan, restart_plan
+from kconnect.runtime.ids import TaskId
+from kconnect.runtime.plugins.api import (
+    Connector,
+    ConnectorError,
+    SinkConnector,
+    SourceConnector,
+    TopicPartition,
+    connector_type,
+)
+from kconnect.runtime.shell import connector_offsets
+from kconnect.runtime.shell.worker import LeaderView, Worker
+from kconnect.runtime.storage import config_log, status_log
+from kconnect.runtime.storage.config_log import TargetState
+from kconnect.runtime.storage.offset_log import SourceOffset
+
+log = logs.get(__name__)
+
+ADMIN_TIMEOUT_S = 30.0
+
+
+def owner_url(view: LeaderView | None, task: TaskId) -> str | None:
+    """The URL of the member that owns ``task`` after the leader's last assignment.
+
+    Under the cooperative protocols an assignment lists only what is new: a member owns what it
+    reported when it joined, minus what was revoked, plus what was assigned.
+    """
+    if view is None:
+        return None
+    for member_id, (_version, state) in view.members.items():
+        assignment = view.assignments.get(member_id)
+        owned: set[TaskId] = set()
+        if state.allocation is not None and (assignment is None or assignment.version):
+            owned |= set(state.allocation.tasks)
+        if assignment is not None:
+            owned -= set(assignment.revoked_tasks)
+            owned |= set(assignment.tasks)
+        if task in owned:
+            return state.url
+    return None
+
+
+class ConnectorOperations:
+    """One worker's connector operations; REST handlers call these from a thread pool (they block)."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+
+    # -- target states -------------------------------------------------------------------------
+
+    def set_target_state(self, name: str, state: TargetState) -> None:
+        """Pause or resume: the leader writes ``target-state-<name>``; each owner transitions its part."""
+        self.worker.require_leader()
+        if not self.worker.snapshot().contains(name):
+            raise NotFoundError(f"Unknown connector {name}")
+        self.worker.append_config(config_log.TargetStateRecord(name, state))
+
+    def stop(self, name: str) -> None:
+        """Java's stop: empty task configs first, then STOPPED.
+
+        In that order a failure between the two writes leaves a RUNNING connector with no tasks, which
+        repairs itself, rather than a STOPPED connector with tasks.
+        """
+        self.worker.require_leader()
+        if not self.worker.snapshot().contains(name):
+            raise NotFoundError(f"Unknown connector {name}")
+        old_tasks = self.worker.status_state().task_statuses(name)
+        self.worker.write_task_configs(name, [])
+        self.worker.append_config(config_log.TargetStateRecord(name, TargetState.STOPPED))
+        for task in old_tasks:  # the tasks are gone: so are their statuses, as in Java
+            try:
+                self.worker.write_status(status_log.TaskStatusDeletion(task.task))
+            except Exception as exc:
+                log.warning("could not remove a task status", task=str(task.task), error=str(exc))
+
+    # -- restarts ------------------------------------------------------------------------------
+
+    def restart(self, name: str, include_tasks: bool, only_failed: bool) -> RestartPlan | None:
+        """Write a restart request; every worker restarts what it owns of it.
+
+        The plain restart (neither flag) is Java's restart of the connector instance alone; the same
+        record carries it, so a Java worker in the group reads it the same way. With a flag the answer
+        is the plan, judged by the leader from the statuses it has read, as Java's is.
+        """
+        self.worker.require_leader()
+        if not self.worker.snapshot().contains(name):
+            raise NotFoundError(f"Unknown connector: {name}")
+        request = config_log.RestartRequest(name, include_tasks=include_tasks, only_failed=only_failed)
+        plan: RestartPlan | None = None
+        if include_tasks or only_failed:
+            plan = restart_plan(request, self.worker.snapshot(), self.worker.status_state())
+            if plan is None:
+                raise NotFoundError(f"Status for connector {name} not found")
+        self.worker.append_config(request)
+        return plan
+
+    def restart_task(self, name: str, number: int) -> None:
+        """Restart one task where it runs: here, or on the owner the leader names."""
+        task = TaskId(name, number)
+        if self.worker.owns_running_task(task):
+            self.worker.request_task_restart(task)
+            return
+        self.worker.require_leader()
+        snap = self.worker.snapshot()
+        if not snap.contains(name):
+            raise NotFoundError(f"Unknown connector: {name}")
+        if snap.task_config(task) is None or number >= snap.task_count(name):
+            raise NotFoundError(f"Unknown task: {task}")
+        url = owner_url(self.worker.leader_view, task)
+        if url is None:
+            raise RebalanceNeededError(f"Cannot restart task {task}: it is not assigned to any worker yet")
+        if url.rstrip("/") == self.worker.url.rstrip("/"):
+            self.worker.request_task_restart(task)
+            return
+        raise NotAssignedError(url, f"task {task}")
+
+    # -- config --------------------------------------------------------------------------------
+
+    def patch_config(self, name: str, patch: Mapping[str, str | None]) -> None:
+        """KIP-477: merge into the current config; a null value removes its key."""
+        self.worker.require_leader()
+        current = self.worker.snapshot().connector_config(name)
+        if current is None:
+            raise NotFoundError(f"Connector {name} not found")
+        merged = {k: v for k, v in current.items() if v is not None}
+        for key, value in patch.items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = value
+        self.worker.put_connector_config(name, merged, allow_replace=True)
+
+    # -- offsets -------------------------------------------------------------------------------
+
+    def _connector(self, name: str) -> tuple[Connector, dict[str, str]]:
+        config = self.worker.snapshot().connector_config(name)
+        if config is None:
+            raise NotFoundError(f"Connector {name} not found")
+        props = {k: v for k, v in config.items() if v is not None}
+        try:
+            desc = self.worker.registry.find(props.get("connector.class") or "")
+        except Exception as exc:
+            raise ConnectError(f"Cannot find the plugin of connector {name}: {exc}") from exc
+        return desc.cls(), props
+
+    def offsets(self, name: str) -> dict[str, list[dict[str, Any]]]:
+        connector, props = self._connector(name)
+        if connector_type(type(connector)) == "source":
+            state = self.worker.source_offsets()
+            records = state.records.get(name, {})
+            return connector_offsets.source_offsets_json([records[p] for p in sorted(records)])
+        return connector_offsets.sink_offsets_json(self._committed(name, props))
+
+    def _committed(self, name: str, props: Mapping[str, str]) -> dict[tuple[str, int], int]:
+        group = connector_offsets.sink_group_id(name, props)
+        futures = self.worker.admin().list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])
+        try:
+            result = futures[group].result(timeout=ADMIN_TIMEOUT_S)
+        except KafkaException as exc:
+            if _is(exc, KafkaError.GROUP_ID_NOT_FOUND):
+                return {}
+            raise ConnectError(
+                f"Failed to retrieve consumer group offsets for sink connector {name}: {exc}"
+            ) from exc
+        return {
+            (tp.topic, tp.partition): tp.offset for tp in (result.topic_partitions or []) if tp.offset >= 0
+        }
+
+    def _check_modifiable(self, name: str) -> tuple[Connector, dict[str, str]]:
+        self.worker.require_leader()
+        connector, props = self._connector(name)
+        snap = self.worker.snapshot()
+        if snap.target_state(name) is not TargetState.STOPPED or snap.task_count(name) != 0:
+            raise BadRequestError(connector_offsets.not_stopped(name))
+        return connector, props
+
+    def alter_offsets(self, name: str, entries: list[connector_offsets.OffsetEntry]) -> str:
+        connector, props = self._check_modifiable(name)
+        if isinstance(connector, SourceConnector):
+            records = connector_offsets.source_records(name, entries)
+            handled = _ask(connector.alter_offsets, props, [(r.partition, r.offset) for r in records])
+            self.worker.write_source_offsets(records)
+            return connector_offsets.modified_message(False, handled)
+        assert isinstance(connector, SinkConnector)
+        offsets = connector_offsets.sink_offsets(entries)
+        resets = sorted(tp for tp, offset in offsets.items() if offset is None)
+        if resets:
+            # Java deletes single partitions' committed offsets with DeleteConsumerGroupOffsets, which
+            # confluent-kafka's AdminClient does not offer.
+            named = ", ".join(f"{t}-{p}" for t, p in resets)
+            raise BadRequestError(
+                f"Resetting single sink partitions (null offsets for {named}) "
+                "is not supported by this worker; reset all of the connector's offsets with "
+                f"DELETE /connectors/{name}/offsets, or give explicit offsets"
+            )
+        handled = _ask(
+            connector.alter_offsets, props, {TopicPartition(t, p): o for (t, p), o in offsets.items()}
+        )
+        group = connector_offsets.sink_group_id(name, props)
+        request = ConsumerGroupTopicPartitions(
+            group, [KafkaTopicPartition(t, p, o) for (t, p), o in sorted(offsets.items()) if o is not None]
+        )
+        try:
+            self.worker.admin().alter_consumer_group_offsets([request])[group].result(timeout=ADMIN_TIMEOUT_S)
+        except KafkaException as exc:
+            raise ConnectError(f"Failed to alter consumer group offsets for connector {name}: {exc}") from exc
+        return connector_offsets.modified_message(False, handled)
+
+    def reset_offsets(self, name: str) -> str:
+        connector, props = self._check_modifiable(name)
+        if isinstance(connector, SourceConnector):
+            state = self.worker.source_offsets()
+            known = state.records.get(name, {})
+            records = [SourceOffset(name, known[p].partition, None) for p in sorted(known)]
+            handled = _ask(connector.alter_offsets, props, [(r.partition, None) for r in records])
+            self.worker.write_source_offsets(records)
+            return connector_offsets.modified_message(True, handled)
+        assert isinstance(connector, SinkConnector)
+        committed = self._committed(name, props)
+        handled = _ask(connector.alter_offsets, props, {TopicPartition(t, p): None for t, p in committed})
+        group = connector_offsets.sink_group_id(name, props)
+        try:
+            self.worker.admin().delete_consumer_groups([group])[group].result(timeout=ADMIN_TIMEOUT_S)
+        except KafkaException as exc:
+            if not _is(exc, KafkaError.GROUP_ID_NOT_FOUND):
+                raise ConnectError(
+                    f"Failed to reset consumer group offsets for connector {name}: {exc}"
+                ) from exc
+        return connector_offsets.modified_message(True, handled)
+
+    # -- active topics (KIP-558) ---------------------------------------------------------------
+
+    def topics(self, name: str) -> dict[str, dict[str, list[str]]]:
+        """Topics the connector's tasks used, from ``status-topic-<topic>:connector-<name>`` records.
+
+        Java answers for any name, known or not (an unknown one has no topics).
+        """
+        if not self.worker.config.topic_tracking_enable:
+            raise ForbiddenError("Topic tracking is disabled.")
+        return {name: {"topics": [t.topic for t in self.worker.status_state().topics(name)]}}
+
+    def reset_topics(self, name: str) -> None:
+        """Tombstone every active-topic record of the connector (any worker may write statuses)."""
+        if not self.worker.config.topic_tracking_enable:
+            raise ForbiddenError("Topic tracking is disabled.")
+        if not self.worker.config.topic_tracking_allow_reset:
+            raise ForbiddenError("Topic tracking reset is disabled.")
+        for topic in self.worker.status_state().topics(name):
+            self.worker.write_status(status_log.TopicStatusDeletion(topic.topic, name))
+
+
+def _is(exc: KafkaException, code: int) -> bool:
+    err = exc.args[0] if exc.args else None
+    return isinstance(err, KafkaError) and err.code() == code
+
+
+def _ask(alter: Any, props: Mapping[str, str], offsets: Any) -> bool:
+    """Ask the connector about the new offsets; its refusal is the caller's bad input (400)."""
+    try:
+        return bool(alter(props, offsets))
+    except ConnectorError as exc:
+        raise BadRequestError(str(exc)) from exc
