@@ -22,6 +22,9 @@ log = logs.get(__name__)
 
 @dataclass(frozen=True, slots=True)
 class LogRecord:
+    """One record of an internal topic as handed to the callback: a plain copy of the client's message, so the
+    folds that consume it never touch confluent_kafka objects."""
+
     topic: str
     partition: int
     offset: int
@@ -99,6 +102,8 @@ class KafkaLog:
         self._error: BaseException | None = None
 
     def start(self, timeout_s: float = 30.0) -> None:
+        """Assign every partition of the topic from its beginning and start the consuming thread; a missing
+        topic fails here, at start-up, rather than leaving a worker that silently never sees a record."""
         md = self._consumer.list_topics(self.topic, timeout=timeout_s)
         tmd = md.topics.get(self.topic)
         if tmd is None or tmd.error is not None or not tmd.partitions:
@@ -157,6 +162,8 @@ class KafkaLog:
                     self._cond.notify_all()
 
     def end_offsets(self, timeout_s: float = 10.0) -> dict[int, int]:
+        """The current end offset of every partition, read through the separate probe consumer and never from
+        a cache, so that ``read_to_end`` waits for what was written up to now."""
         ends: dict[int, int] = {}
         for p in self._partitions:
             try:
@@ -202,6 +209,8 @@ class KafkaLog:
         return int(result["msg"].offset())  # type: ignore[attr-defined]
 
     def stop(self) -> None:
+        """Stop the consuming thread and flush pending writes before closing the clients, so a write the
+        worker already made is not dropped at shutdown."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)

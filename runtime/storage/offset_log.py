@@ -87,6 +87,8 @@ class SourceOffset:
 
     @property
     def is_tombstone(self) -> bool:
+        """True for a reset (KIP-875): the fold then forgets the partition instead of keeping
+        a null offset."""
         return self.offset is None
 
 
@@ -147,9 +149,12 @@ class OffsetState:
     records: Mapping[str, Mapping[str, SourceOffset]] = field(default_factory=_empty)
 
     def connectors(self) -> list[str]:
+        """The connectors that still have at least one offset, sorted so that listings are stable."""
         return sorted(self.records)
 
     def offset(self, connector: str, partition: OffsetMap | None) -> OffsetMap | None:
+        """The latest offset of a source partition, found through the canonical key so that a Java writer's
+        different key order still matches; None when there is none."""
         record = self.records.get(connector, _EMPTY).get(partition_json(partition))
         return None if record is None else record.offset
 

@@ -334,22 +334,31 @@ class StatusState:
     topic_statuses: Mapping[str, Mapping[str, TopicStatus]] = field(default_factory=_empty)
 
     def connectors(self) -> list[str]:
+        """The connectors that have a status record, sorted so that listings are stable."""
         return sorted(self.connector_statuses)
 
     def connector_status(self, connector: str) -> ConnectorStatus | None:
+        """The latest status of a connector, or None when the status topic holds none (REST
+        answers 404 then)."""
         return self.connector_statuses.get(connector)
 
     def task_status(self, task: TaskId) -> TaskStatus | None:
+        """The latest status of a task after the read-side generation rule, or None when it has none."""
         return self.task_statuses_by_connector.get(task.connector, _EMPTY).get(task.task)
 
     def task_statuses(self, connector: str) -> list[TaskStatus]:
+        """A connector's task statuses in task-number order, the order Connect's status endpoint lists them
+        in."""
         tasks = self.task_statuses_by_connector.get(connector, _EMPTY)
         return [tasks[n] for n in sorted(tasks)]
 
     def topic_status(self, connector: str, topic: str) -> TopicStatus | None:
+        """The record of one topic a connector used (KIP-558), or None when it has not used it or it was
+        reset."""
         return self.topic_statuses.get(connector, _EMPTY).get(topic)
 
     def topics(self, connector: str) -> list[TopicStatus]:
+        """The topics a connector used, sorted by name, for the ``/connectors/<name>/topics`` endpoint."""
         topics = self.topic_statuses.get(connector, _EMPTY)
         return [topics[t] for t in sorted(topics)]
 

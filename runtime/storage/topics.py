@@ -64,6 +64,8 @@ def ensure_topics(admin: AdminClient, specs: list[TopicSpec], timeout_s: float =
 
 
 def verify_topics(admin: AdminClient, specs: list[TopicSpec], timeout_s: float = 30.0) -> None:
+    """Refuse topics another tool created wrongly: the config topic must have exactly one partition and every
+    internal topic a compact-only cleanup policy, as Java's worker checks at start-up."""
     md = admin.list_topics(timeout=timeout_s).topics
     for spec in specs:
         tmd = md.get(spec.name)
