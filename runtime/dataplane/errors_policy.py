@@ -114,13 +114,24 @@ class Decision(enum.Enum):
 
 @dataclass(frozen=True)
 class ErrorPolicy:
+    """A connector's ``errors.*`` settings, parsed and validated once when its task starts, so that each batch
+    only asks the pure :meth:`decide` and never re-reads the configuration."""
+
+    #: ``errors.tolerance=all``; the default ``none`` fails the task on its first failed record.
     tolerance_all: bool = False
+    #: ``errors.retry.timeout``: 0 never retries, -1 retries forever.
     retry_timeout_ms: int = 0
+    #: ``errors.retry.delay.max.ms``: the cap of the doubling wait between retries.
     retry_delay_max_ms: int = 60000
+    #: ``errors.log.enable``: log each failed record's context.
     log_enable: bool = False
+    #: ``errors.log.include.messages``: also log the record's key, value and timestamp.
     log_include_messages: bool = False
+    #: ``errors.deadletterqueue.topic.name`` (sink connectors only); empty: no dead letter queue.
     dlq_topic: str = ""
+    #: ``errors.deadletterqueue.topic.replication.factor``, for a DLQ topic the sink task creates.
     dlq_replication_factor: int = 3
+    #: ``errors.deadletterqueue.context.headers.enable``: add the ``__connect.errors.*`` headers.
     dlq_context_headers: bool = False
 
     @classmethod
@@ -161,6 +172,8 @@ class ErrorPolicy:
 
     @property
     def dead_letter(self) -> bool:
+        """Whether failed records go to a dead letter queue: as in Java, setting
+        ``errors.deadletterqueue.topic.name`` is what turns it on."""
         return bool(self.dlq_topic)
 
     def log_line(self, row: Mapping[str, Any]) -> dict[str, Any]:

@@ -44,6 +44,9 @@ __all__ = [
 
 
 class TransactionBoundary(enum.Enum):
+    """The values of the connector key ``transaction.boundary`` (KIP-618), as an enum so that a misspelt
+    boundary fails where it is parsed rather than where a transaction should end."""
+
     POLL = "poll"
     INTERVAL = "interval"
     CONNECTOR = "connector"
@@ -51,6 +54,9 @@ class TransactionBoundary(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class TransactionPolicy:
+    """When a source task's transaction ends: the boundary plus, for ``interval``, its length, resolved once
+    at task start so that :func:`commit_due` stays pure."""
+
     boundary: TransactionBoundary
     #: Only meaningful for ``INTERVAL``: how long a transaction stays open at most, in milliseconds.
     interval_ms: int

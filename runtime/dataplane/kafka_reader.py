@@ -147,6 +147,8 @@ def advance(
 
 
 def client_config(options: Mapping[str, str]) -> dict[str, str]:
+    """The ``kafka.*`` options without their prefix: the stream reader's options are the one channel Spark
+    gives from the task runner to the reader, so the client settings travel inside them."""
     return {k[len(CLIENT_PREFIX) :]: v for k, v in options.items() if k.startswith(CLIENT_PREFIX)}
 
 
@@ -303,16 +305,25 @@ class KafkaDataSource(DataSource):
 
     @classmethod
     def name(cls) -> str:
+        """The format name Spark looks the source up by once it is registered; the sink runner passes the same
+        constant to ``readStream.format``."""
         return FORMAT
 
     def schema(self) -> StructType:
+        """Always ``records.RAW_SCHEMA``: the reader hands on bytes as Kafka stores them, and converting them
+        is the converters' job, not the source's."""
         return RAW_SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """A reader over a copy of the options; Spark asks for it once per query, on the driver side."""
         return KafkaStreamReader(dict(self.options))
 
 
 class KafkaStreamReader(DataSourceStreamReader):
+    """The driver-side half of the source: it decides each micro-batch's offset range per partition and plans
+    one ``read`` per partition, never reading records itself except in ``read``, which Spark runs in an
+    executor."""
+
     def __init__(self, options: Mapping[str, str]) -> None:
         self.options = dict(options)
         topics = [t.strip() for t in self.options.get("topics", "").split(",") if t.strip()]
@@ -358,6 +369,9 @@ class KafkaStreamReader(DataSourceStreamReader):
         }
 
     def initialOffset(self) -> dict[str, int]:
+        """Where the query starts: the task's committed consumer-group offsets, else ``auto.offset.reset``
+        (``none`` fails as Java's consumer does), never Spark's checkpoint, because a task that moved to
+        another worker has none there."""
         from confluent_kafka import TopicPartition
 
         tps = self._partitions()
@@ -382,12 +396,16 @@ class KafkaStreamReader(DataSourceStreamReader):
         return encode_offsets(start)
 
     def latestOffset(self) -> dict[str, int]:
+        """The end of the next micro-batch: the partitions' high watermarks, capped per partition so that one
+        batch stays bounded in memory."""
         tps = self._partitions()
         highs = {tp: high for tp, (_, high) in self._watermarks(tps).items()}
         self._last = advance(self._last, highs, self.cap)
         return encode_offsets(self._last)
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
+        """One input partition per Kafka partition that has records in ``[start, end)``, so Spark reads
+        partitions in parallel and skips idle ones."""
         return [_Range(r) for r in plan_ranges(decode_offsets(start), decode_offsets(end))]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
@@ -439,6 +457,8 @@ class KafkaStreamReader(DataSourceStreamReader):
         ``flush``, because only then is the output durable."""
 
     def stop(self) -> None:
+        """Close the driver-side metadata consumer when the query stops, so a stopped task leaves no
+        connection to the brokers behind."""
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None

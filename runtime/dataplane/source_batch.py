@@ -61,6 +61,9 @@ class Produced:
 
 @dataclass(frozen=True, slots=True)
 class SourceBatch:
+    """What one poll batch became after the chain, kept apart by outcome so that the runner produces the
+    survivors and hands the failures to the error policy (a dropped record is in neither)."""
+
     produced: list[Produced]
     #: (index, row as a dict) of records a converter or transform failed on.
     failed: list[tuple[int, dict[str, Any]]]
