@@ -211,6 +211,9 @@ def command_config(path: str | None) -> dict[str, str]:
 
 
 def cmd_group_describe(args: argparse.Namespace) -> int:
+    """The command's entry point: read the group-records topic without joining the group, fold it and print
+    the group's view; an unreachable broker or an unknown group is a message on stderr and a distinct exit
+    status, never a traceback."""
     from kconnect.runtime import logs
 
     logs.configure(args.log_level)

@@ -43,6 +43,9 @@ class ClientError(Exception):
 
 @dataclass(frozen=True)
 class Answer:
+    """A decoded answer with its status code kept, because for pause, resume, stop, restart and delete the
+    code (202 accepted, 204 done) is the result."""
+
     status: int
     body: Any
 
@@ -54,6 +57,8 @@ class ConnectClient:
         self._http = httpx.Client(base_url=url.rstrip("/"), auth=auth, timeout=timeout_s)
 
     def close(self) -> None:
+        """Close the HTTP connection pool; the context manager calls it, so one command
+        leaves no socket open."""
         self._http.close()
 
     def __enter__(self) -> ConnectClient:
@@ -84,36 +89,55 @@ class ConnectClient:
         return Answer(resp.status_code, decoded)
 
     def list(self, expand: Sequence[str] = ("status", "info")) -> Any:
+        """``GET /connectors`` with ``expand`` (KIP-465) so that one request brings every connector's status
+        and info; a server without ``expand`` answers a list of names, which the renderer also takes."""
         return self._call(
             "GET", "/connectors", params=httpx.QueryParams([("expand", e) for e in expand])
         ).body
 
     def get(self, name: str) -> Any:
+        """``GET /connectors/<name>``: the connector's config and task ids; the name is URL-quoted, since
+        connector names may hold any character."""
         return self._call("GET", _path(name)).body
 
     def create(self, name: str, config: Mapping[str, str]) -> Any:
+        """``POST /connectors`` with ``{name, config}``, Java's create body; a connector of that name already
+        existing is a 409 from the server."""
         return self._call("POST", "/connectors", body={"name": name, "config": dict(config)}).body
 
     def delete(self, name: str) -> Answer:
+        """``DELETE /connectors/<name>``; the answer keeps its status, since a successful
+        delete has no body."""
         return self._call("DELETE", _path(name))
 
     def pause(self, name: str) -> Answer:
+        """``PUT /connectors/<name>/pause``: 202, the worker pauses asynchronously."""
         return self._call("PUT", _path(name, "pause"))
 
     def resume(self, name: str) -> Answer:
+        """``PUT /connectors/<name>/resume``: 202, the worker resumes asynchronously."""
         return self._call("PUT", _path(name, "resume"))
 
     def stop(self, name: str) -> Answer:
+        """``PUT /connectors/<name>/stop`` (KIP-875): the connector stays configured but it and its tasks
+        shut down; only in that state may its offsets be altered or reset."""
         return self._call("PUT", _path(name, "stop"))
 
     def restart(self, name: str, *, include_tasks: bool = False, only_failed: bool = False) -> Answer:
+        """``POST /connectors/<name>/restart`` with KIP-745's ``includeTasks`` and ``onlyFailed`` always sent,
+        so the server never has to guess the defaults; with them the answer is 202 and the connector's status.
+        """
         params = {"includeTasks": str(include_tasks).lower(), "onlyFailed": str(only_failed).lower()}
         return self._call("POST", _path(name, "restart"), params=params)
 
     def status(self, name: str) -> Any:
+        """``GET /connectors/<name>/status``: the states the status topic holds for the connector and its
+        tasks."""
         return self._call("GET", _path(name, "status")).body
 
     def offsets(self, name: str) -> Any:
+        """``GET /connectors/<name>/offsets`` (KIP-875): committed offsets, source or sink,
+        in Java's shape."""
         return self._call("GET", _path(name, "offsets")).body
 
 
@@ -166,6 +190,8 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> st
 
 
 def render_list(body: Any) -> str:
+    """The ``list`` table: name, type, state and how many tasks run, from the expanded answer; a plain list of
+    names (a server without ``expand``) becomes a one-column table."""
     if isinstance(body, list):  # a server without ?expand
         return render_table(["NAME"], [[n] for n in body])
     rows = []
@@ -179,12 +205,16 @@ def render_list(body: Any) -> str:
 
 
 def render_info(body: Any) -> str:
+    """The ``get``/``create`` view: a header line with the type and task ids, then the config sorted by key so
+    that two connectors compare line by line."""
     tasks = ", ".join(str(t.get("task")) for t in body.get("tasks", []))
     head = f"{body.get('name')} ({body.get('type')}), tasks: {tasks or 'none'}"
     return head + "\n" + render_table(["KEY", "VALUE"], sorted(body.get("config", {}).items()))
 
 
 def render_status(body: Any) -> str:
+    """The ``status`` table: one row for the connector and one per task, each with only the first line of its
+    trace, so a Java stack trace does not flood the terminal (``--json`` has it whole)."""
     conn = body.get("connector") or {}
     rows: list[list[object]] = [
         ["connector", conn.get("state"), conn.get("worker_id"), _first_line(conn.get("trace"))]
@@ -204,6 +234,8 @@ def render_status(body: Any) -> str:
 
 
 def render_offsets(body: Any) -> str:
+    """The ``offsets`` table: partition and offset as compact JSON with sorted keys, since source partitions
+    and offsets are arbitrary maps."""
     rows = [
         [json.dumps(o.get("partition"), sort_keys=True), json.dumps(o.get("offset"), sort_keys=True)]
         for o in (body or {}).get("offsets", [])

@@ -73,10 +73,15 @@ def affected_loggers(namespace: str, with_levels: Iterable[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class LoggerLevel:
+    """One entry of ``/admin/loggers``: the log4j level name, and when it was last set through the API
+    (KIP-976; None when it never was since start-up)."""
+
     level: str
     last_modified: int | None
 
     def to_json(self) -> dict[str, object]:
+        """The entry as Java's REST API spells it, ``last_modified`` included even when null, so clients of
+        either worker parse the same shape."""
         return {"level": self.level, "last_modified": self.last_modified}
 
 

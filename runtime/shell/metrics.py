@@ -22,6 +22,9 @@ TASK_STATES = ("running", "paused", "failed", "unassigned", "destroyed", "restar
 
 @dataclass(frozen=True, slots=True)
 class Sample:
+    """One line of the exposition: a metric name, its labels (ordered, so the output is
+    stable) and its value."""
+
     name: str
     value: float
     labels: tuple[tuple[str, str], ...] = ()
@@ -29,6 +32,8 @@ class Sample:
 
 @dataclass(frozen=True, slots=True)
 class Family:
+    """The samples of one metric name with the HELP and TYPE lines Prometheus expects once per name."""
+
     name: str
     kind: str  # "gauge" or "counter"
     help: str
@@ -37,6 +42,9 @@ class Family:
 
 @dataclass(frozen=True, slots=True)
 class TaskFigures:
+    """One task this worker owns as the task metrics need it: its state from the status topic and its
+    counters from the executor, copied as plain values so that rendering is pure."""
+
     connector: str
     task: int
     state: str
@@ -47,6 +55,9 @@ class TaskFigures:
 
 @dataclass(frozen=True, slots=True)
 class WorkerFigures:
+    """A snapshot of the worker's rebalance, connector and task figures taken by the shell, so that
+    :func:`worker_families` is a pure function of it."""
+
     worker: str
     protocol: str
     epoch: int
@@ -99,6 +110,9 @@ def render(families: Iterable[Family]) -> str:
 
 
 def worker_families(f: WorkerFigures) -> list[Family]:
+    """Every metric family of one worker under Java's JMX-exporter names, so dashboards built for Apache Kafka
+    Connect read kconnect unchanged. Task counts per connector and state always list every state (zeros too),
+    as Java's registry does."""
     w = (("worker", f.worker),)
     rb = "connect_worker_rebalance_"
     wk = "connect_worker_"

@@ -172,6 +172,8 @@ class ConnectorOperations:
         return desc.cls(), props
 
     def offsets(self, name: str) -> dict[str, list[dict[str, Any]]]:
+        """``GET /connectors/<name>/offsets`` (KIP-875): a source connector's offsets from the offsets topic,
+        a sink connector's from its consumer group, because that is where each kind commits them."""
         connector, props = self._connector(name)
         if connector_type(type(connector)) == "source":
             state = self.worker.source_offsets()
@@ -203,6 +205,10 @@ class ConnectorOperations:
         return connector, props
 
     def alter_offsets(self, name: str, entries: list[connector_offsets.OffsetEntry]) -> str:
+        """``PATCH /connectors/<name>/offsets`` (KIP-875): only for a STOPPED connector with no tasks, so no
+        running task overwrites the new offsets; the connector's ``alter_offsets`` is asked first and may
+        veto. A single sink partition cannot be reset, because confluent-kafka's AdminClient cannot delete one
+        partition's committed offset."""
         connector, props = self._check_modifiable(name)
         if isinstance(connector, SourceConnector):
             records = connector_offsets.source_records(name, entries)
@@ -235,6 +241,9 @@ class ConnectorOperations:
         return connector_offsets.modified_message(False, handled)
 
     def reset_offsets(self, name: str) -> str:
+        """``DELETE /connectors/<name>/offsets`` (KIP-875): tombstones for every known source partition, or
+        the sink's whole consumer group deleted, with the same stopped-connector rule and veto as
+        :meth:`alter_offsets`."""
         connector, props = self._check_modifiable(name)
         if isinstance(connector, SourceConnector):
             state = self.worker.source_offsets()
