@@ -4,6 +4,10 @@ from __future__ import annotations
 
 
 class ConnectError(Exception):
+    """The base of every error a REST request can end in: it carries the HTTP status, and the REST layer
+    answers ``{error_code, message}`` from it as Java's ConnectExceptionMapper does. Anything else that
+    escapes is a 500."""
+
     status = 500
 
     def __init__(self, message: str) -> None:
@@ -12,14 +16,23 @@ class ConnectError(Exception):
 
 
 class BadRequestError(ConnectError):
+    """400: the request itself is wrong (a malformed body, an invalid offset, a connector not in the state the
+    operation needs), so retrying it unchanged cannot help."""
+
     status = 400
 
 
 class NotFoundError(ConnectError):
+    """404: what the request names does not exist (a connector, a task's status, a logger, a plugin), as
+    Java's NotFoundException; Java also answers an unknown log level with 404."""
+
     status = 404
 
 
 class AlreadyExistsError(ConnectError):
+    """409: creating a connector whose name is taken, as Java's AlreadyExistsException; the existing config is
+    left untouched."""
+
     status = 409
 
 
@@ -30,6 +43,9 @@ class RebalanceNeededError(ConnectError):
 
 
 class ForbiddenError(ConnectError):
+    """403: the request is refused as such, whatever its content: an internal request with a bad session-key
+    signature, or a topic-tracking endpoint the worker's config disables."""
+
     status = 403
 
 

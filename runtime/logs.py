@@ -50,6 +50,10 @@ def _level_filter(logger: Any, method_name: str, event_dict: Any) -> Any:
 
 
 def configure(level: str = "INFO", json_output: bool | None = None) -> None:
+    """Set up logging once per process: kconnect's own loggers at ``level``, libraries (kafka-python, uvicorn)
+    only from WARNING or ERROR so that their chatter does not drown the worker's lines, and every line through
+    one renderer. Levels live in the stdlib hierarchy, which is what ``/admin/loggers`` changes at run time.
+    """
     global _configured
     if json_output is None:
         json_output = not sys.stderr.isatty()
