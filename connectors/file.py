@@ -103,6 +103,8 @@ class FileStreamSourceConnector(UniformTasks, SourceConnector):
     max_tasks_cap = 1
 
     def check(self, props: Mapping[str, str]) -> None:
+        """The ConfigDef's checks plus one Java lacks: ``topic`` must be a single topic, since every line is
+        written once."""
         topic = SOURCE_CONFIG_DEF.parse(props)[TOPIC_CONFIG]
         if "," in topic:
             # A comma can never be part of a Kafka topic name: this is a list, which a source that
@@ -110,16 +112,23 @@ class FileStreamSourceConnector(UniformTasks, SourceConnector):
             raise ConfigValidationError(TOPIC_CONFIG, topic, "must name a single topic, not a list")
 
     def start(self, props: dict[str, str]) -> None:
+        """Check and keep the config as :class:`UniformTasks` does, and log which stream is read, as Java's
+        connector does at start."""
         super().start(props)
         log.info("Starting file source connector reading from %s", _filename(props) or "standard input")
 
     def exactly_once_support(self, props: Mapping[str, str]) -> ExactlyOnceSupport | None:
+        """SUPPORTED for a real file, which can be re-read from a committed byte position, and UNSUPPORTED for
+        stdin, which cannot; Java's connector answers the same."""
         # A real file that is only appended to can be re-read from a committed position; stdin cannot.
         return ExactlyOnceSupport.SUPPORTED if _filename(props) else ExactlyOnceSupport.UNSUPPORTED
 
     def alter_offsets(
         self, props: Mapping[str, str], offsets: Sequence[tuple[Mapping[str, Any], Mapping[str, Any] | None]]
     ) -> bool:
+        """Accept offsets only in the shape the task reads back (partition ``{"filename"}``, offset
+        ``{"position": non-negative long}`` or null) and never for stdin, with Java's messages, so a bad PATCH
+        fails at the REST call rather than when the task resumes."""
         if not _filename(props):
             raise ConnectorError(
                 "Offsets cannot be modified if the 'file' configuration is unspecified. This is because "
@@ -152,6 +161,8 @@ class FileStreamSinkConnector(UniformTasks, SinkConnector):
     CONFIG = SINK_CONFIG_DEF
 
     def alter_offsets(self, props: Mapping[str, str], offsets: Mapping[TopicPartition, int | None]) -> bool:
+        """Any offsets are accepted: the file keeps no position of its own, so the consumer group's offsets
+        are the whole state."""
         # The file holds no position of its own: consumer offsets are all there is, so any are fine.
         return True
 
@@ -177,9 +188,12 @@ class FileStreamSourceTask(SourceTask):
         self._lock = threading.Lock()
 
     def version(self) -> str:
+        """kconnect's version: the task ships with the runtime."""
         return __version__
 
     def start(self, props: dict[str, str]) -> None:
+        """Read the config and choose the stream; a file is only opened at the first poll, after the committed
+        position is read, so a file that does not exist yet is waited for instead of failing the task."""
         self.filename = _filename(props)
         #: One source partition map for all records: the runtime only reads it.
         self._partition = {FILENAME_FIELD: self.filename}
@@ -194,6 +208,9 @@ class FileStreamSourceTask(SourceTask):
             self._position = None
 
     def poll(self) -> list[SourceRecord] | None:
+        """Up to ``batch.size`` complete lines as records, each carrying the byte position after it as its
+        offset; None after an idle wait when there is nothing new, so the runner does not spin. A partial last
+        line waits for its end."""
         if self._stream is None and not self._open():
             self._idle()
             return None
@@ -219,6 +236,8 @@ class FileStreamSourceTask(SourceTask):
         return records
 
     def stop(self) -> None:
+        """Close the file under a lock so that a poll in progress ends (its read fails and it returns None);
+        stdin is left open, since the process owns it."""
         self._stopping.set()
         with self._lock:
             stream, self._stream = self._stream, None
@@ -345,9 +364,12 @@ class FileStreamSinkTask(SinkTask):
         self.filename: str | None = None
 
     def version(self) -> str:
+        """kconnect's version: the task ships with the runtime."""
         return __version__
 
     def start(self, props: dict[str, str]) -> None:
+        """Open the file for appending (or use stdout), failing the task at start when it cannot be created
+        rather than at its first record."""
         parsed = SINK_CONFIG_DEF.parse(props)
         if self._given_output is not None:
             return
@@ -363,6 +385,8 @@ class FileStreamSinkTask(SinkTask):
             ) from exc
 
     def put(self, records: Sequence[SinkRecord]) -> None:
+        """Append each record's value as one line, written as Java's ``println`` would print it so that the
+        files of both runtimes match; :meth:`flush` makes them durable."""
         output = self._require_output()
         # One write per batch: text values (the common case) are joined as they are.
         output.write(
@@ -375,9 +399,13 @@ class FileStreamSinkTask(SinkTask):
         )
 
     def flush(self, current_offsets: Mapping[TopicPartition, int]) -> None:
+        """Push the buffered lines to the file before the runner commits the offsets that cover them, so a
+        committed record is in the file."""
         self._require_output().flush()
 
     def stop(self) -> None:
+        """Close the file this task opened; stdout and a stream given to the constructor belong to someone
+        else and stay open."""
         output, self._output = self._output, None
         if output is not None and output is not sys.stdout and output is not self._given_output:
             with contextlib.suppress(OSError):

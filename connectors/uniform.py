@@ -33,9 +33,11 @@ class UniformTasks:
         self._props: dict[str, str] = {}
 
     def version(self) -> str:
+        """kconnect's own version: the built-in connectors ship with the runtime, so they have no other."""
         return __version__
 
     def config_def(self) -> ConfigDef:
+        """The class's ``CONFIG``, so that REST validation and ``start`` check the same definition."""
         return self.CONFIG
 
     def check(self, props: Mapping[str, str]) -> None:
@@ -43,13 +45,19 @@ class UniformTasks:
         self.CONFIG.parse(props)
 
     def start(self, props: dict[str, str]) -> None:
+        """Check the config, then keep it as every task's base: a bad config fails the connector here, naming
+        the key, before any task is started with it."""
         self.check(props)
         self._props = dict(props)
 
     def task_class(self) -> type[Task]:
+        """The class's ``TASK``, set after the task class is defined so that a module can read top-down."""
         return self.TASK
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        """``max_tasks`` copies of the connector's config (capped by ``max_tasks_cap``), each with its index
+        under ``TASK_INDEX_KEY`` when the class names one, so tasks that write files or tables can name them
+        apart."""
         count = max_tasks if self.max_tasks_cap is None else min(max_tasks, self.max_tasks_cap)
         key = self.TASK_INDEX_KEY
         if key is None:
