@@ -148,10 +148,13 @@ SINK_CONFIG_DEF: Final = ConfigDef().define(
 
 
 def source_partition(task_id: int) -> dict[str, int]:
+    """A task's source partition ``{"id": <task>}``, spelt as Java's VerifiableSourceTask spells it so that
+    offsets move between the two runtimes."""
     return {ID_FIELD: task_id}
 
 
 def source_offset(seqno: int) -> dict[str, int]:
+    """A record's source offset ``{"seqno": <seqno>}``, Java's spelling: the task resumes one past it."""
     return {SEQNO_FIELD: seqno}
 
 
@@ -273,6 +276,7 @@ class Verification:
 
     @property
     def lost_count(self) -> int:
+        """How many expected seqnos no sink line shows; any at all means at-least-once delivery was broken."""
         return sum(len(s) for s in self.lost.values())
 
     @property
@@ -286,6 +290,8 @@ class Verification:
         return self.lost_count == 0
 
     def summary(self) -> str:
+        """One line for a test's failure message or a log, with every count, so a failed run says at once
+        whether records were lost, repeated or unexpected."""
         return (
             f"{self.expected} expected, {self.seen} seen, {self.lost_count} lost, "
             f"{self.duplicate_count} duplicate(s), {sum(len(s) for s in self.unexpected.values())} unexpected"
@@ -426,6 +432,8 @@ class VerifiableSourceConnector(UniformTasks, SourceConnector):
     TASK_INDEX_KEY = ID_CONFIG
 
     def exactly_once_support(self, props: Mapping[str, str]) -> ExactlyOnceSupport | None:
+        """SUPPORTED, as Java's: each task's records are a pure function of its committed offset, so a task
+        restarted after an aborted transaction produces exactly the records that were lost."""
         # Each task's seqnos are a pure function of its committed offset, so a restarted task replays
         # exactly what an aborted transaction lost (Java's VerifiableSourceConnector says SUPPORTED too).
         return ExactlyOnceSupport.SUPPORTED
@@ -483,9 +491,12 @@ class VerifiableSourceTask(SourceTask):
         self._lock = threading.Lock()
 
     def version(self) -> str:
+        """kconnect's version: the task ships with the runtime."""
         return __version__
 
     def start(self, props: dict[str, str]) -> None:
+        """Read the config and resume one past the committed seqno (0 when none), so that a restarted or moved
+        task continues its sequence; the pacing clock starts here."""
         parsed = SOURCE_CONFIG_DEF.parse(props)
         self.name = props.get(NAME_CONFIG, "")
         self.id = _task_id(props, "VerifiableSourceTask")
@@ -510,6 +521,8 @@ class VerifiableSourceTask(SourceTask):
         )
 
     def poll(self) -> list[SourceRecord] | None:
+        """The seqnos now due under ``throughput``, at most ``max_batch``; when none is due, wait (at most
+        ``max_wait_s``, cut short by stop) and return None if still none, so the runner regains control."""
         if self._stopping.is_set():
             return None
         count = self._due()
@@ -527,6 +540,9 @@ class VerifiableSourceTask(SourceTask):
         return records
 
     def commit_record(self, record: SourceRecord, metadata: Any) -> None:
+        """A record Kafka acknowledged: its line, marked ``"committed": true``, is printed at once or, with
+        ``file``, queued for the next commit, so the file lists only what Kafka really holds. A record a
+        transform dropped gets no line."""
         if metadata is None or record.source_offset is None:
             return  # dropped by a transform: it never reached Kafka
         data = record_data(
@@ -541,9 +557,13 @@ class VerifiableSourceTask(SourceTask):
                 self._acked.append(line)
 
     def commit(self) -> None:
+        """Write the queued acknowledged lines (one write and fsync) when the runtime commits offsets, so a
+        line in the file means the record survived."""
         self._write_acked()
 
     def stop(self) -> None:
+        """Stop polling, write the acknowledged lines still queued and close the file; acknowledgements that
+        arrive after this still get their lines (see ``_write_acked``)."""
         self._stopping.set()
         self._write_acked()
         if self._file is not None:
@@ -603,9 +623,12 @@ class VerifiableSinkTask(SinkTask):
         self._lock = threading.Lock()
 
     def version(self) -> str:
+        """kconnect's version: the task ships with the runtime."""
         return __version__
 
     def start(self, props: dict[str, str]) -> None:
+        """Read the config, start with nothing noted, and open the shared file when ``file`` is set, so
+        that a file that cannot be opened fails the task at start."""
         parsed = SINK_CONFIG_DEF.parse(props)
         self.name = props.get(NAME_CONFIG, "")
         self.id = _task_id(props, "VerifiableSinkTask")
@@ -614,6 +637,8 @@ class VerifiableSinkTask(SinkTask):
             self._file = _LineFile(parsed[FILE_CONFIG], "VerifiableSinkTask")
 
     def put(self, records: Sequence[SinkRecord]) -> None:
+        """Note each record (and print it, as Java does, without ``file``); nothing is recorded as seen until
+        :meth:`flush`, because only flushed records have committed offsets."""
         now_ms = self._wall_clock_ms()
         batch = [sink_line_data(self.name, self.id, record, now_ms) for record in records]
         if self._file is None:
@@ -622,6 +647,8 @@ class VerifiableSinkTask(SinkTask):
             self._unflushed.extend(batch)
 
     def flush(self, current_offsets: Mapping[TopicPartition, int]) -> None:
+        """Record the noted records as flushed, just before the runtime commits their offsets, so every
+        committed seqno has a line."""
         now_ms = self._wall_clock_ms()
         with self._lock:
             batch, self._unflushed = self._unflushed, []
@@ -632,6 +659,8 @@ class VerifiableSinkTask(SinkTask):
             self._file.append(lines)
 
     def stop(self) -> None:
+        """Forget unflushed records (their offsets were not committed, so they will come again) and close the
+        file; the closed file makes a later flush fail rather than print."""
         with self._lock:
             self._unflushed = []
         if self._file is not None:
