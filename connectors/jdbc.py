@@ -147,6 +147,9 @@ CONFIG_DEF = (
 
 @dataclass(frozen=True)
 class JdbcSinkConfig:
+    """The connector's keys parsed and cross-checked once, at start, into typed fields, so that the per-batch
+    code never re-parses strings and the password stays out of ``repr``."""
+
     url: str
     user: str | None
     password: str | None = field(repr=False)
@@ -198,6 +201,8 @@ def cross_key_problems(parsed: Mapping[str, Any]) -> dict[str, str]:
 
 
 def table_name(table_format: str, topic: str) -> str:
+    """The target table for a topic: ``${topic}`` replaced, as Confluent's ``table.name.format`` does, so one
+    connector can fan topics out to tables of their own."""
     return table_format.replace("${topic}", topic)
 
 
@@ -265,11 +270,15 @@ class Column:
 
 @dataclass(frozen=True)
 class TablePlan:
+    """The columns a batch is written as and its primary key, derived from the batch's schemas, so table
+    creation, the insert and the upsert all agree on one layout."""
+
     columns: tuple[Column, ...]
     pk: tuple[str, ...]
 
     @property
     def names(self) -> tuple[str, ...]:
+        """The column names in write order: the order the INSERT and SELECT lists must share."""
         return tuple(c.name for c in self.columns)
 
 
@@ -374,10 +383,14 @@ def upsert_sql(table: str, staging: str, plan: TablePlan) -> str:
 
 
 def drop_table_sql(table: str) -> str:
+    """Drops a task's staging table in the upsert's own transaction, so a failed batch leaves neither a
+    half-applied target nor a stale staging table behind."""
     return f"DROP TABLE IF EXISTS {qualified(table)}"
 
 
 def missing_driver_message(url: str) -> str:
+    """The error for a driver jar missing from Spark's classpath, saying which worker property fixes it,
+    because Spark's own ClassNotFoundException does not."""
     return (
         f"the PostgreSQL JDBC driver ({DRIVER_CLASS}) for {url} is not on the worker's Spark classpath: "
         f"set the worker property spark.jars={DRIVER_JAR} (Debian package libpostgresql-jdbc-java) "
@@ -399,9 +412,12 @@ class JdbcSinkTask(FrameSinkTask):
         self._driver_checked = False
 
     def version(self) -> str:
+        """kconnect's version: the connector ships with the runtime."""
         return __version__
 
     def start(self, props: dict[str, str]) -> None:
+        """Parse the config and forget which tables are known to exist; no connection is opened yet, since
+        connections are made per batch on the driver."""
         self._config = JdbcSinkConfig.from_props(props)
         self._props = dict(props)
         self._ready = set()
@@ -411,6 +427,8 @@ class JdbcSinkTask(FrameSinkTask):
 
     @property
     def config(self) -> JdbcSinkConfig:
+        """The parsed config, or a ConnectorError when a batch arrives before ``start`` (a runtime bug, named
+        rather than an AttributeError)."""
         if self._config is None:
             raise ConnectorError("JdbcSinkTask used before start()")
         return self._config
@@ -505,6 +523,9 @@ class JdbcSinkTask(FrameSinkTask):
         return sorted({tp.topic for tp in batch.offsets})
 
     def put_frame(self, batch: FrameBatch) -> int | None:
+        """Write one micro-batch, per target table: insert appends with Spark's writer; upsert stages the
+        batch and merges it in one transaction. Tombstones are skipped. Returns None, since counting rows
+        would cost another Spark job."""
         from pyspark.sql import functions as F
 
         config = self.config
@@ -553,9 +574,13 @@ class JdbcSinkConnector(UniformTasks, SinkConnector):
     TASK_INDEX_KEY = TASK_INDEX
 
     def check(self, props: Mapping[str, str]) -> None:
+        """Refuse at start what the task would refuse: one-key rules and the cross-key ones (PostgreSQL URL,
+        upsert needs a key)."""
         JdbcSinkConfig.from_props(props)
 
     def validate(self, props: Mapping[str, str | None]) -> list[ConfigValue]:
+        """``PUT /connector-plugins/.../config/validate``: the ConfigDef's answer plus the cross-key problems
+        on the key to blame, so a UI shows them next to the right field before the connector is created."""
         values = CONFIG_DEF.validate_all(props)
         parsed = {name: value.value for name, value in values.items()}
         for key, message in cross_key_problems(parsed).items():
