@@ -154,6 +154,9 @@ CONFIG_DEF = (
 
 @dataclass(frozen=True)
 class ParquetSinkConfig:
+    """The connector's keys parsed once, at task start, into typed fields, so staging and publishing never
+    re-read strings."""
+
     path: str
     flush_size: int
     rotate_interval_ms: int
@@ -162,6 +165,8 @@ class ParquetSinkConfig:
 
     @classmethod
     def parse(cls, props: Mapping[str, str]) -> ParquetSinkConfig:
+        """Parse with the ConfigDef, whose validators already refuse bad values naming the key; there are no
+        cross-key rules."""
         parsed = CONFIG_DEF.parse(props)
         return cls(
             path=str(parsed[PATH_CONFIG]),
@@ -189,6 +194,8 @@ class FileName:
 
     @property
     def stem(self) -> str:
+        """The name without ``.parquet``: Spark's partition directory for a roll is named by it, and
+        :func:`publish_moves` turns it back into the file name."""
         return str(self)[: -len(SUFFIX)]
 
 
@@ -244,6 +251,8 @@ class PartitionState:
 
     @property
     def consumed_end(self) -> int | None:
+        """The last offset staged for the partition, or None with nothing staged: where the next staging
+        begins and the farthest a forced publish goes."""
         return self.staged[-1].last if self.staged else None
 
 
@@ -332,9 +341,12 @@ class ParquetSinkConnector(UniformTasks, SinkConnector):
     TASK_INDEX_KEY = TASK_ID_CONFIG
 
     def check(self, props: Mapping[str, str]) -> None:
+        """Refuse a bad config at start, naming the key, with the same parse the task uses."""
         ParquetSinkConfig.parse(props)
 
     def alter_offsets(self, props: Mapping[str, str], offsets: Mapping[TopicPartition, int | None]) -> bool:
+        """Any offsets are accepted: rewinding cannot duplicate records, because the task skips offsets that
+        published files' names already cover, whatever the consumer group says."""
         # Files already published are skipped by their names, whatever the consumer offsets say.
         return True
 
@@ -378,9 +390,13 @@ class ParquetSinkTask(FrameSinkTask):
         self._spark: Any = None
 
     def version(self) -> str:
+        """kconnect's version: the connector ships with the runtime."""
         return __version__
 
     def start(self, props: dict[str, str]) -> None:
+        """Parse the config and clean this task's work directory: its staging is dropped (those records come
+        again from Kafka) and so are publish jobs that never committed, while committed ones are kept for
+        :meth:`open` to finish."""
         self.config = ParquetSinkConfig.parse(props)
         root = Path(self.config.path)
         name = props.get("name", "parquet").replace("/", "_")
@@ -404,6 +420,8 @@ class ParquetSinkTask(FrameSinkTask):
     # --- partitions
 
     def open(self, partitions: Iterable[TopicPartition]) -> None:
+        """For each partition assigned here: finish any committed publish job for it (whichever task left it),
+        drop stale staging, and resume after the last offset a published file's name shows."""
         work = self._require_work()
         for tp in partitions:
             self._finish_publishing(tp)
@@ -415,6 +433,8 @@ class ParquetSinkTask(FrameSinkTask):
             log.info("partition opened", partition=str(tp), last_published=last)
 
     def close(self, partitions: Iterable[TopicPartition]) -> None:
+        """Forget a partition moving elsewhere and delete what this task staged for it: those offsets were not
+        committed, so the new owner reads them again."""
         for tp in partitions:
             state = self._states.pop(tp, None)
             for batch in state.staged if state else ():
@@ -455,6 +475,10 @@ class ParquetSinkTask(FrameSinkTask):
     # --- data
 
     def put_frame(self, batch: FrameBatch) -> int | None:
+        """Take one micro-batch: skip offsets already published or staged, write complete windows straight to
+        their files, stage the rest with Spark; a value schema change first publishes what is staged, so each
+        file has one schema. Returns the records the batch read, known from its offsets without a Spark job.
+        """
         from pyspark.sql import functions as F
         from pyspark.sql.types import StructType
 
