@@ -19,6 +19,9 @@ Message = dict[str, Any]
 
 
 class BodyTooLarge(Exception):
+    """Raised inside the wrapped ``receive`` when a streamed body passes the limit, to unwind the handler that
+    is reading it; the middleware turns it into a 413."""
+
     pass
 
 

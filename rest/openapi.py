@@ -20,28 +20,39 @@ __all__ = ["install_openapi"]
 
 
 class ErrorMessage(BaseModel):
+    """Every error answer, as Java's ErrorMessage: the HTTP status repeated in
+    ``error_code``, and a message."""
+
     error_code: int = Field(description="The HTTP status, repeated")
     message: str
 
 
 class ServerInfo(BaseModel):
+    """``GET /``: the worker's version and the Kafka cluster it belongs to, as Java's ServerInfo."""
+
     version: str
     commit: str
     kafka_cluster_id: str
 
 
 class ConnectorTaskId(BaseModel):
+    """A task's id as Java spells it in JSON: its connector's name and its number."""
+
     connector: str
     task: int = Field(ge=0)
 
 
 class CreateConnectorRequest(BaseModel):
+    """``POST /connectors``: a name, a config, and optionally the state to create it in (KIP-980)."""
+
     name: str = Field(min_length=1)
     config: dict[str, str]
     initial_state: Literal["RUNNING", "PAUSED", "STOPPED"] | None = None
 
 
 class ConnectorInfo(BaseModel):
+    """A connector's name, config, task ids and type, as Java's ConnectorInfo."""
+
     name: str
     config: dict[str, str]
     tasks: list[ConnectorTaskId]
@@ -49,16 +60,24 @@ class ConnectorInfo(BaseModel):
 
 
 class ConnectorState(BaseModel):
+    """A connector's state as the status topic holds it, with the worker that reported it and, when it failed,
+    the trace."""
+
     state: str = Field(description="UNASSIGNED, RUNNING, PAUSED, STOPPED, FAILED or RESTARTING")
     worker_id: str
     trace: str | None = None
 
 
 class TaskState(ConnectorState):
+    """A task's state, as a connector's plus the task's number."""
+
     id: int
 
 
 class ConnectorStateInfo(BaseModel):
+    """``GET /connectors/{name}/status``: the connector's and every task's state, as Java's
+    ConnectorStateInfo."""
+
     name: str
     connector: ConnectorState
     tasks: list[TaskState]
@@ -66,28 +85,42 @@ class ConnectorStateInfo(BaseModel):
 
 
 class TaskInfo(BaseModel):
+    """One task's id and config, as ``GET /connectors/{name}/tasks`` lists them."""
+
     id: ConnectorTaskId
     config: dict[str, str]
 
 
 class ConnectorTopics(BaseModel):
+    """``GET /connectors/{name}/topics`` (KIP-558): ``{<name>: {"topics": [...]}}``, keyed by the connector's
+    name, hence the open shape."""
+
     model_config = ConfigDict(extra="allow")
 
 
 class ConnectorOffset(BaseModel):
+    """One partition's offset (KIP-875): a source partition map and offset map, or a sink's
+    ``kafka_topic``/``kafka_partition`` and ``kafka_offset``; a null offset resets the partition."""
+
     partition: dict[str, Any]
     offset: dict[str, Any] | None
 
 
 class ConnectorOffsets(BaseModel):
+    """``GET``/``PATCH /connectors/{name}/offsets`` (KIP-875): a list of partitions with their offsets."""
+
     offsets: list[ConnectorOffset]
 
 
 class Message(BaseModel):
+    """An answer that is only a message, such as the result of altering or resetting offsets."""
+
     message: str
 
 
 class PluginInfo(BaseModel):
+    """One installed plugin, as Java's PluginInfo: its class, kind and version."""
+
     model_config = ConfigDict(populate_by_name=True)
     class_: str = Field(alias="class")
     type: str = Field(description="source, sink, transformation, predicate, converter or header_converter")
@@ -95,10 +128,16 @@ class PluginInfo(BaseModel):
 
 
 class PluginLoadError(BaseModel):
+    """kconnect's own: why a plugin could not be loaded, so that a plugin missing from the
+    list is explained."""
+
     error: str
 
 
 class ConfigKeyInfo(BaseModel):
+    """One config key's definition, as Java's ConfigKeyInfo, for validation answers and a plugin's config
+    listing."""
+
     name: str
     type: str
     required: bool
@@ -113,6 +152,9 @@ class ConfigKeyInfo(BaseModel):
 
 
 class ConfigValueInfo(BaseModel):
+    """One config key's value as validated, with its errors and recommended values, as Java's
+    ConfigValueInfo."""
+
     name: str
     value: str | None
     recommended_values: list[str]
@@ -121,11 +163,16 @@ class ConfigValueInfo(BaseModel):
 
 
 class ConfigInfo(BaseModel):
+    """A key's definition paired with its validated value, as Java's ConfigInfo."""
+
     definition: ConfigKeyInfo | None
     value: ConfigValueInfo | None
 
 
 class ConfigInfos(BaseModel):
+    """``PUT /connector-plugins/{plugin}/config/validate``: every key's definition and value with the total
+    error count, as Java's ConfigInfos."""
+
     name: str
     error_count: int
     groups: list[str]
@@ -133,22 +180,30 @@ class ConfigInfos(BaseModel):
 
 
 class LoggerLevel(BaseModel):
+    """One logger's level and when it was last set through the API (KIP-976; null when never)."""
+
     level: str
     last_modified: int | None = Field(description="When the level was last set, ms since the epoch")
 
 
 class LoggerLevelRequest(BaseModel):
+    """``PUT /admin/loggers/{logger}``: a log4j level name (KIP-495)."""
+
     level: Literal["OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE"] = Field(
         description="A log4j level name; case-insensitive"
     )
 
 
 class StaticAssignment(BaseModel):
+    """kconnect's own: the connectors and tasks pinned to one worker under the static protocol."""
+
     connectors: list[str]
     tasks: list[str] = Field(description="Task ids such as orders-0")
 
 
 class Health(BaseModel):
+    """``GET /health`` (KIP-1017): ``healthy``, ``starting`` or ``unhealthy``, with a message saying why."""
+
     status: str
     message: str
 

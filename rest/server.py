@@ -79,6 +79,8 @@ class TlsSettings:
 
     @property
     def cert_reqs(self) -> int:
+        """Java's ``ssl.client.auth`` as the ssl module's verify mode (``requested`` asks for a client
+        certificate without requiring one), the form uvicorn takes."""
         return {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}[
             self.client_auth
         ]
@@ -209,10 +211,13 @@ class ListenerSpec:
 
     @property
     def host(self) -> str:
+        """The address to bind: a listener written without a host (``http://:8083``) binds every interface, as
+        Java's does."""
         return self.listener.host or "0.0.0.0"
 
     @property
     def scheme(self) -> str:
+        """``http`` or ``https`` as written in ``listeners``, used to say where the worker listens."""
         return self.listener.protocol
 
 
@@ -251,6 +256,9 @@ class BasicAuth:
     source: str
 
     def allows(self, header: str | None) -> bool:
+        """Whether an ``Authorization`` header carries a known user and that user's password; the password is
+        compared in constant time so that timing reveals nothing, and a malformed header is simply refused
+        (401)."""
         if not header or not header.lower().startswith("basic "):
             return False
         try:
@@ -351,6 +359,9 @@ def _is_admin_path(path: str) -> bool:
 
 
 async def send_error(send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]] = []) -> None:  # noqa: B006
+    """Answer straight from ASGI middleware with Connect's error JSON, before FastAPI's exception handlers can
+    run; the admin split, basic auth and the body limit all refuse this way, so every refusal has the same
+    shape."""
     body = json.dumps({"error_code": status, "message": message}).encode()
     await send(
         {
