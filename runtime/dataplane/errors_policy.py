@@ -80,7 +80,8 @@ RETRY_INITIAL_DELAY_MS: Final = 300
 
 
 class Stage(enum.Enum):
-    """Java's error stages (``__connect.errors.stage``)."""
+    """Java's error stages (``__connect.errors.stage``): the header tells a dead letter queue's reader
+    whether a record failed in a converter, a transform or the task."""
 
     KEY_CONVERTER = "KEY_CONVERTER"
     VALUE_CONVERTER = "VALUE_CONVERTER"

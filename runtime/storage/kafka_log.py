@@ -117,7 +117,8 @@ class KafkaLog:
 
     @property
     def partition_count(self) -> int:
-        """How many partitions the topic has (known once started)."""
+        """How many partitions the topic has (known once started): the group-records writer places a group's
+        records by it (``group_records.partition_for``), so one partition holds a whole group."""
         return len(self._partitions)
 
     def _run(self) -> None:

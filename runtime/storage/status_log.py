@@ -116,7 +116,8 @@ class ConnectorStatusDeletion:
 
 @dataclass(frozen=True, slots=True)
 class TaskStatusDeletion:
-    """``status-task-<name>-<n>`` with a null value."""
+    """``status-task-<name>-<n>`` with a null value: written when a connector is deleted or stopped, so that a
+    task that no longer exists has no status left in REST answers."""
 
     task: TaskId
 
@@ -171,7 +172,8 @@ def connector_key(connector: str) -> bytes:
 
 
 def task_key(task: TaskId) -> bytes:
-    """The key of a task's status record."""
+    """The key of a task's status record, spelt as Java's KafkaStatusBackingStore spells it, since the
+    two runtimes share the topic."""
     return f"{TASK_STATUS_PREFIX}{task.connector}-{task.task}".encode()
 
 
