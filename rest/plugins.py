@@ -22,11 +22,8 @@ from kconnect.runtime import logs
 from kconnect.runtime.errors import BadRequestError, NotFoundError
 from kconnect.runtime.plugins.api import AmbiguousPluginError, PluginError
 from kconnect.runtime.plugins.catalog import PluginCatalog, UnknownPluginError
-from kconnect.runtime.plugins.connector_config import (
-    ConnectorConfigError,
-    plugin_mismatch_error,
-    validate_connector_config,
-)
+from kconnect.runtime.plugins.connector_config import ConnectorConfigError
+from kconnect.runtime.plugins.connector_validation import plugin_mismatch_error, validate_connector_config
 from kconnect.runtime.shell.worker import Worker
 
 log = logs.get(__name__)
