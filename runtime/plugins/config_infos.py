@@ -31,7 +31,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ConfigKeyInfo:
-    """One config key as Java's REST API describes it; fields in the order Java's Jackson writes them."""
+    """A plugin's config key as Apache Kafka Connect's REST API describes it; the fields are in the order
+    Java writes them, so tools written for Java's answers read ours unchanged."""
 
     name: str
     type: str
@@ -82,7 +83,8 @@ class ConfigKeyInfo:
 
 @dataclass(frozen=True)
 class ConfigValueInfo:
-    """One key's validation result as Java's REST API reports it: the value as text, its errors."""
+    """One key's validated value as Apache Kafka Connect reports it: the value as text, the recommended
+    values and the errors, so a client shows each problem next to its key."""
 
     name: str
     value: str | None
@@ -117,7 +119,8 @@ class ConfigValueInfo:
 
 @dataclass(frozen=True)
 class ConfigInfo:
-    """One entry of a validation answer: the key's definition (None if undefined) and its result."""
+    """One key of a validation answer: its definition (null for a key no ConfigDef defines) and its
+    validated value, paired as Java pairs them."""
 
     definition: ConfigKeyInfo | None
     value: ConfigValueInfo | None
@@ -132,7 +135,8 @@ class ConfigInfo:
 
 @dataclass(frozen=True)
 class ConfigInfos:
-    """The validate endpoint's answer; ``to_json()`` is the response body."""
+    """The answer of ``PUT /connector-plugins/{plugin}/config/validate``, as Java's: the error count, the
+    groups and every key's definition and value, so a client can tell a valid config at a glance."""
 
     name: str
     error_count: int
