@@ -64,6 +64,8 @@ def connectors_only(value: str | None) -> bool:
 
 
 def plugins_router(worker: Worker) -> APIRouter:
+    """The ``/connector-plugins`` endpoints, answered from this worker's own registry on every worker
+    (no forwarding to the leader), as Java answers them."""
     router = APIRouter()
     catalog = PluginCatalog.of(worker.registry)
     for problem in worker.registry.load_errors:

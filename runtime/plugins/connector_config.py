@@ -113,6 +113,7 @@ class RegexValidator(Validator):
     """A string that compiles as a regular expression (Python's ``re`` syntax)."""
 
     def ensure_valid(self, name: str, value: Any) -> None:
+        """Unset passes; a pattern that does not compile fails with the compiler's reason."""
         if value is None:
             return
         try:
