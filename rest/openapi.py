@@ -13,8 +13,10 @@ from typing import Any, Literal
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.json_schema import models_json_schema
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic.json_schema import GenerateJsonSchema
+
+from kconnect.runtime.plugins.config_infos import ConfigInfos, ConfigKeyInfo
 
 __all__ = ["install_openapi"]
 
@@ -134,51 +136,6 @@ class PluginLoadError(BaseModel):
     error: str
 
 
-class ConfigKeyInfo(BaseModel):
-    """One config key's definition, as Java's ConfigKeyInfo, for validation answers and a plugin's config
-    listing."""
-
-    name: str
-    type: str
-    required: bool
-    default_value: str | None
-    importance: str
-    documentation: str | None
-    group: str | None
-    width: str
-    display_name: str | None
-    dependents: list[str]
-    order: int
-
-
-class ConfigValueInfo(BaseModel):
-    """One config key's value as validated, with its errors and recommended values, as Java's
-    ConfigValueInfo."""
-
-    name: str
-    value: str | None
-    recommended_values: list[str]
-    errors: list[str]
-    visible: bool
-
-
-class ConfigInfo(BaseModel):
-    """A key's definition paired with its validated value, as Java's ConfigInfo."""
-
-    definition: ConfigKeyInfo | None
-    value: ConfigValueInfo | None
-
-
-class ConfigInfos(BaseModel):
-    """``PUT /connector-plugins/{plugin}/config/validate``: every key's definition and value with the total
-    error count, as Java's ConfigInfos."""
-
-    name: str
-    error_count: int
-    groups: list[str]
-    configs: list[ConfigInfo]
-
-
 class LoggerLevel(BaseModel):
     """One logger's level and when it was last set through the API (KIP-976; null when never)."""
 
@@ -208,6 +165,10 @@ class Health(BaseModel):
     message: str
 
 
+#: Answers whose one definition is the runtime's own dataclass (the REST entities of config keys and
+#: validation results); their schemas are derived from it, so the document cannot drift from the answers.
+_ENTITIES: list[type[Any]] = [ConfigKeyInfo, ConfigInfos]
+
 _MODELS: list[type[BaseModel]] = [
     ErrorMessage,
     ServerInfo,
@@ -221,8 +182,6 @@ _MODELS: list[type[BaseModel]] = [
     Message,
     PluginInfo,
     PluginLoadError,
-    ConfigKeyInfo,
-    ConfigInfos,
     LoggerLevel,
     LoggerLevelRequest,
     StaticAssignment,
@@ -315,11 +274,12 @@ _ERRORS = {
 
 def describe(schema: dict[str, Any]) -> dict[str, Any]:
     """Apply the operation table to a generated OpenAPI document (pure: returns the same dict, changed)."""
-    _, top = models_json_schema(
-        [(m, "serialization") for m in _MODELS], ref_template="#/components/schemas/{model}"
+    generator = GenerateJsonSchema(ref_template="#/components/schemas/{model}")
+    _, definitions = generator.generate_definitions(
+        [(t.__name__, "serialization", TypeAdapter(t).core_schema) for t in [*_MODELS, *_ENTITIES]]
     )
     components = schema.setdefault("components", {}).setdefault("schemas", {})
-    components.update(top.get("$defs", {}))
+    components.update(definitions)
     for path, item in schema.get("paths", {}).items():
         for method, operation in item.items():
             spec = _OPERATIONS.get((method, path))

@@ -22,11 +22,8 @@ from kconnect.runtime import logs
 from kconnect.runtime.errors import BadRequestError, NotFoundError
 from kconnect.runtime.plugins.api import AmbiguousPluginError, PluginError
 from kconnect.runtime.plugins.catalog import PluginCatalog, UnknownPluginError
-from kconnect.runtime.plugins.connector_config import (
-    ConnectorConfigError,
-    plugin_mismatch_error,
-    validate_connector_config,
-)
+from kconnect.runtime.plugins.connector_config import ConnectorConfigError
+from kconnect.runtime.plugins.connector_validation import plugin_mismatch_error, validate_connector_config
 from kconnect.runtime.shell.worker import Worker
 
 log = logs.get(__name__)
@@ -67,6 +64,8 @@ def connectors_only(value: str | None) -> bool:
 
 
 def plugins_router(worker: Worker) -> APIRouter:
+    """The ``/connector-plugins`` endpoints, answered from this worker's own registry on every worker
+    (no forwarding to the leader), as Java answers them."""
     router = APIRouter()
     catalog = PluginCatalog.of(worker.registry)
     for problem in worker.registry.load_errors:

@@ -64,6 +64,7 @@ from kconnect.runtime.dataplane.connect_data import (
     to_json_value,
 )
 from kconnect.runtime.plugins.config_def import ConfigDef, ConfigValidationError
+from kconnect.runtime.plugins.converter_configs import converter_config_def
 
 __all__ = [
     "ENVELOPE_ERROR",
@@ -422,18 +423,12 @@ class Converter(ABC):
         return df.withColumn(column, self.from_column(F.col(column), connect_schema_of(df, column)))
 
 
-def _converter_type_def() -> ConfigDef:
-    from kconnect.runtime.plugins.catalog import _CONFIG_DEFS
-
-    return _CONFIG_DEFS["org.apache.kafka.connect.converters.ByteArrayConverter"]()
-
-
 class ByteArrayConverter(Converter):
     java_class = "org.apache.kafka.connect.converters.ByteArrayConverter"
     SCHEMA: Final = ConnectSchema("bytes", optional=True)
 
     def config_def(self) -> ConfigDef:
-        return _converter_type_def()
+        return converter_config_def(self.java_class)
 
     def to_connect(self, data: bytes | None) -> SchemaAndValue:
         return SchemaAndValue(self.SCHEMA, None if data is None else bytes(data))
@@ -477,9 +472,7 @@ class StringConverter(Converter):
         self.encoding = "UTF-8"
 
     def config_def(self) -> ConfigDef:
-        from kconnect.runtime.plugins.catalog import _CONFIG_DEFS
-
-        return _CONFIG_DEFS[self.java_class]()
+        return converter_config_def(self.java_class)
 
     def _configure(self, parsed: Mapping[str, Any]) -> None:
         name = str(parsed["converter.encoding"])
@@ -535,9 +528,7 @@ class JsonConverter(Converter):
         self.replace_null_with_default = True
 
     def config_def(self) -> ConfigDef:
-        from kconnect.runtime.plugins.catalog import _CONFIG_DEFS
-
-        return _CONFIG_DEFS[self.java_class]()
+        return converter_config_def(self.java_class)
 
     def _configure(self, parsed: Mapping[str, Any]) -> None:
         self.schemas_enable = bool(parsed["schemas.enable"])

@@ -21,7 +21,10 @@ from typing import Any, Final
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from kconnect.runtime.dataplane.converters import error_column
+from kconnect.runtime.dataplane.transforms import TRANSFORM_ERROR, TRANSFORM_ERROR_CLASS
 from kconnect.runtime.plugins.config_def import ConfigDef, ConfigValidationError, Range
+from kconnect.runtime.plugins.connector_config import sink_config_def, source_config_def
 
 __all__ = [
     "DLQ_HEADERS",
@@ -95,8 +98,6 @@ class Stage(enum.Enum):
 
 def errors_config_def(sink: bool = True) -> ConfigDef:
     """The ``errors.*`` keys as the connector config defines them (one definition: connector_config)."""
-    from kconnect.runtime.plugins.connector_config import sink_config_def, source_config_def
-
     every = (sink_config_def() if sink else source_config_def()).config_keys
     d = ConfigDef()
     for name, key in every.items():
@@ -292,9 +293,6 @@ def convert_and_transform(
     ``value_schema`` (a ``ConnectSchema``) are handed to the converters' ``to_columns`` when known, e.g.
     one inferred for schemaless JSON so struct transforms apply.
     """
-    from kconnect.runtime.dataplane.converters import error_column
-    from kconnect.runtime.dataplane.transforms import TRANSFORM_ERROR, TRANSFORM_ERROR_CLASS
-
     staged = df.withColumns({RAW_KEY: F.col("key"), RAW_VALUE: F.col("value")})
     staged = value_converter.to_columns(
         key_converter.to_columns(staged, "key", key_schema), "value", value_schema

@@ -41,6 +41,8 @@ ConnectorType = Literal["source", "sink"]
 
 @dataclass(frozen=True, slots=True)
 class TopicPartition:
+    """One partition of a topic: the key sink tasks commit offsets and get assignments by, as in Java."""
+
     topic: str
     partition: int
 
@@ -50,6 +52,8 @@ class TopicPartition:
 
 @dataclass(frozen=True, slots=True)
 class Header:
+    """One record header; a record may repeat a key, as Kafka's headers may, so headers are a sequence."""
+
     key: str
     value: Any
 
@@ -90,6 +94,7 @@ class SinkRecord:
 
     @property
     def topic_partition(self) -> TopicPartition:
+        """The partition the record came from, the key of ``flush`` and ``pre_commit`` offsets."""
         return TopicPartition(self.topic, self.partition)
 
 
@@ -121,24 +126,34 @@ class ConnectorContext(Protocol):
 class OffsetStorageReader(Protocol):
     """Read access to the committed source offsets of the task's connector."""
 
-    def offset(self, partition: Mapping[str, Any]) -> Mapping[str, Any] | None: ...
+    def offset(self, partition: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The committed offset of one source partition, or None if nothing was committed for it."""
 
     def offsets(
         self, partitions: Iterable[Mapping[str, Any]]
-    ) -> list[tuple[Mapping[str, Any], Mapping[str, Any] | None]]: ...
+    ) -> list[tuple[Mapping[str, Any], Mapping[str, Any] | None]]:
+        """Several partitions' committed offsets at once, each paired with its partition."""
 
 
 class SourceTaskContext(Protocol):
-    def configs(self) -> Mapping[str, str]: ...
+    """What the runtime gives a source task: its config and where it resumes from after a restart."""
+
+    def configs(self) -> Mapping[str, str]:
+        """The task's config, as its connector's ``task_configs`` produced it."""
 
     @property
-    def offset_storage_reader(self) -> OffsetStorageReader: ...
+    def offset_storage_reader(self) -> OffsetStorageReader:
+        """The committed offsets of the connector's source partitions, to resume from."""
 
 
 class SinkTaskContext(Protocol):
-    def configs(self) -> Mapping[str, str]: ...
+    """What the runtime gives a sink task: its config, its partitions and control over consumption."""
 
-    def assignment(self) -> set[TopicPartition]: ...
+    def configs(self) -> Mapping[str, str]:
+        """The task's config, as its connector's ``task_configs`` produced it."""
+
+    def assignment(self) -> set[TopicPartition]:
+        """The partitions this task consumes now; changes with rebalances (see ``open``/``close``)."""
 
     def offset(self, offsets: Mapping[TopicPartition, int]) -> None:
         """Rewind or skip ahead: the consumer resumes these partitions at these offsets."""
@@ -146,11 +161,14 @@ class SinkTaskContext(Protocol):
     def timeout(self, timeout_ms: int) -> None:
         """After a retriable failure in ``put``, retry the same batch after this long."""
 
-    def pause(self, *partitions: TopicPartition) -> None: ...
+    def pause(self, *partitions: TopicPartition) -> None:
+        """Stop fetching these partitions (for back-pressure) until ``resume``; the assignment is kept."""
 
-    def resume(self, *partitions: TopicPartition) -> None: ...
+    def resume(self, *partitions: TopicPartition) -> None:
+        """Fetch these paused partitions again."""
 
-    def request_commit(self) -> None: ...
+    def request_commit(self) -> None:
+        """Ask for an offset commit as soon as possible rather than at the next commit interval."""
 
 
 def _partition_key(partition: Mapping[str, Any]) -> str:
@@ -170,14 +188,17 @@ class InMemoryOffsetStorageReader:
             self.put(partition, offset)
 
     def put(self, partition: Mapping[str, Any], offset: Mapping[str, Any] | None) -> None:
+        """Record one partition's offset (None forgets it), as a commit to the offsets topic would."""
         self._offsets[_partition_key(partition)] = offset
 
     def offset(self, partition: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The offset held for this partition, or None."""
         return self._offsets.get(_partition_key(partition))
 
     def offsets(
         self, partitions: Iterable[Mapping[str, Any]]
     ) -> list[tuple[Mapping[str, Any], Mapping[str, Any] | None]]:
+        """The offsets held for these partitions, each paired with its partition."""
         return [(p, self.offset(p)) for p in partitions]
 
 
@@ -195,11 +216,15 @@ class RetriableError(ConnectorError):
 
 
 class ExactlyOnceSupport(enum.Enum):
+    """A source connector's answer to exactly-once preflight validation (KIP-618), with Java's names."""
+
     SUPPORTED = "SUPPORTED"
     UNSUPPORTED = "UNSUPPORTED"
 
 
 class ConnectorTransactionBoundaries(enum.Enum):
+    """Whether a source connector can define its own transaction boundaries (KIP-618), with Java's names."""
+
     SUPPORTED = "SUPPORTED"
     UNSUPPORTED = "UNSUPPORTED"
 
@@ -218,33 +243,39 @@ class Connector(abc.ABC):
     _context: ConnectorContext | None = None
 
     def initialize(self, context: ConnectorContext) -> None:
+        """Called by the herder before ``start``: gives the connector its way back to the herder."""
         self._context = context
 
     @property
     def context(self) -> ConnectorContext:
+        """The context ``initialize`` gave; using it earlier is a plugin bug, reported clearly."""
         if self._context is None:
             raise ConnectorError(f"{type(self).__name__} has not been initialized with a ConnectorContext")
         return self._context
 
     @abc.abstractmethod
-    def version(self) -> str: ...
+    def version(self) -> str:
+        """The plugin's version, as ``GET /connector-plugins`` lists it."""
 
     @abc.abstractmethod
     def config_def(self) -> ConfigDef:
         """The connector's own keys; the runtime adds the common ones (name, tasks.max, ...)."""
 
     @abc.abstractmethod
-    def start(self, props: dict[str, str]) -> None: ...
+    def start(self, props: dict[str, str]) -> None:
+        """Begin with this config (already validated): open clients, start watching the input."""
 
     @abc.abstractmethod
-    def task_class(self) -> type[Task]: ...
+    def task_class(self) -> type[Task]:
+        """The Task class the data plane instantiates for each of ``task_configs``."""
 
     @abc.abstractmethod
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         """At most ``max_tasks`` configs, one per task to run."""
 
     @abc.abstractmethod
-    def stop(self) -> None: ...
+    def stop(self) -> None:
+        """Release what ``start`` acquired; the herder discards the instance afterwards."""
 
     def reconfigure(self, props: dict[str, str]) -> None:
         """Apply a new config; restarting is always correct, connectors may do better."""
@@ -262,11 +293,14 @@ class Connector(abc.ABC):
 
 
 class SourceConnector(Connector):
+    """A connector that reads from an external system into Kafka; its tasks are SourceTasks."""
+
     def exactly_once_support(self, props: Mapping[str, str]) -> ExactlyOnceSupport | None:
         """Whether this config can give exactly-once delivery; None means the connector cannot tell."""
         return None
 
     def can_define_transaction_boundaries(self, props: Mapping[str, str]) -> ConnectorTransactionBoundaries:
+        """Whether ``transaction.boundary=connector`` can work with this config; Java's default is no."""
         return ConnectorTransactionBoundaries.UNSUPPORTED
 
     def alter_offsets(
@@ -282,6 +316,8 @@ class SourceConnector(Connector):
 
 
 class SinkConnector(Connector):
+    """A connector that writes Kafka topics to an external system; its tasks are SinkTasks."""
+
     TOPICS_CONFIG: ClassVar[str] = "topics"
 
     def alter_offsets(self, props: Mapping[str, str], offsets: Mapping[TopicPartition, int | None]) -> bool:
@@ -297,10 +333,12 @@ class Task(abc.ABC):
     """One unit of a connector's work, run by the data plane with a config from ``task_configs``."""
 
     @abc.abstractmethod
-    def version(self) -> str: ...
+    def version(self) -> str:
+        """The task's version, which is usually its connector's."""
 
     @abc.abstractmethod
-    def start(self, props: dict[str, str]) -> None: ...
+    def start(self, props: dict[str, str]) -> None:
+        """Begin with one of the connector's ``task_configs``; called once, before any ``poll``/``put``."""
 
     @abc.abstractmethod
     def stop(self) -> None:
@@ -308,9 +346,13 @@ class Task(abc.ABC):
 
 
 class SourceTask(Task):
+    """A task that polls an external system for records; the runtime produces them to Kafka and commits
+    their source offsets, so the task itself never talks to Kafka."""
+
     context: SourceTaskContext | None = None
 
     def initialize(self, context: SourceTaskContext) -> None:
+        """Called by the runtime before ``start``: gives the task its offsets to resume from."""
         self.context = context
 
     @abc.abstractmethod
@@ -325,9 +367,13 @@ class SourceTask(Task):
 
 
 class SinkTask(Task):
+    """A task that receives consumed records (``put``) and makes them durable (``flush``), so the runtime
+    can commit their consumer offsets."""
+
     context: SinkTaskContext | None = None
 
     def initialize(self, context: SinkTaskContext) -> None:
+        """Called by the runtime before ``start``: gives the task its assignment and consumption controls."""
         self.context = context
 
     @abc.abstractmethod
@@ -384,6 +430,7 @@ class FrameSinkTask(SinkTask):
     """
 
     def put(self, records: Sequence[SinkRecord]) -> None:
+        """Refused: the runtime hands a frame sink task whole batches through ``put_frame``."""
         raise ConnectorError(f"{type(self).__name__} is a frame sink task: the runtime calls put_frame")
 
     @abc.abstractmethod
@@ -401,16 +448,21 @@ class PluginError(LookupError):
 
 
 class PluginNotFoundError(PluginError):
+    """No plugin has this name; the message lists the available connectors, as Java's does."""
+
     pass
 
 
 class AmbiguousPluginError(PluginError):
+    """An alias several plugins share; ``candidates`` names them so the user can pick a full class name."""
+
     def __init__(self, message: str, candidates: Sequence[str]) -> None:
         super().__init__(message)
         self.candidates = list(candidates)
 
 
 def connector_type(cls: type[Connector]) -> ConnectorType:
+    """``source`` or ``sink``: the layer of keys the connector's config gets and how its tasks run."""
     if issubclass(cls, SourceConnector):
         return "source"
     if issubclass(cls, SinkConnector):
@@ -448,10 +500,12 @@ class PluginDesc:
 
     @property
     def simple_name(self) -> str:
+        """The class name without its module, which a config may name the plugin by."""
         return self.cls.__name__
 
     @property
     def alias(self) -> str:
+        """The simple name without ``Connector``, the shortest name a config may use, as in Java."""
         return pruned_plugin_name(self.cls.__name__)
 
     def info(self) -> dict[str, str]:
@@ -483,6 +537,8 @@ class PluginRegistry:
         *,
         entry_point_group: str | None = ENTRY_POINT_GROUP,
     ) -> PluginRegistry:
+        """A registry of the installed plugins (entry points) and those in ``plugin_path``: what a worker
+        loads at start-up."""
         registry = cls()
         if entry_point_group:
             registry.load_entry_points(entry_point_group)
@@ -493,6 +549,8 @@ class PluginRegistry:
     # ---- registration
 
     def register(self, plugin: type[Connector], location: str = "classpath") -> PluginDesc:
+        """Add one connector class; a second class of the same name is ignored and reported, as Java
+        keeps the first."""
         if not _is_plugin_class(plugin):
             raise TypeError(f"{plugin!r} is not a concrete SourceConnector or SinkConnector subclass")
         name = _qualified_name(plugin)
@@ -514,6 +572,8 @@ class PluginRegistry:
         return desc
 
     def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> None:
+        """Register the connectors installed packages declare; a broken one is reported and the rest
+        still load."""
         for ep in entry_points(group=group):
             try:
                 obj = ep.load()
@@ -593,15 +653,20 @@ class PluginRegistry:
     # ---- lookup
 
     def plugins(self) -> list[PluginDesc]:
+        """Every connector plugin, sorted by class name as Java lists them."""
         return sorted(self._plugins.values(), key=lambda d: d.class_name)
 
     def plugin_info(self) -> list[dict[str, str]]:
+        """The ``GET /connector-plugins`` entries of every connector plugin."""
         return [d.info() for d in self.plugins()]
 
     def connector_class(self, name: str) -> type[Connector]:
+        """The class a name resolves to (see ``find``)."""
         return self.find(name).cls
 
     def find(self, name: str) -> PluginDesc:
+        """The plugin a ``connector.class`` value names; raises PluginNotFoundError or AmbiguousPluginError
+        with Java's messages."""
         exact = self._plugins.get(name)
         if exact is not None:
             return exact
@@ -624,6 +689,7 @@ class PluginRegistry:
         )
 
     def new_connector(self, name: str) -> Connector:
+        """A fresh instance of the connector a name resolves to."""
         return self.connector_class(name)()
 
     def __contains__(self, name: object) -> bool:

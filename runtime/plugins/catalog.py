@@ -4,10 +4,12 @@ Apache Kafka Connect 3.9 lists connectors first, then (with ``connectorsOnly=fal
 predicates, converters and header converters, each kind sorted by class name, as ``{"class", "type",
 "version"}``. Connectors come from the :class:`PluginRegistry`; the other kinds are the ones kconnect
 implements itself and accepts by their Apache class names (``config/classes.py``,
-``runtime/dataplane/transforms.py``), so the list never names a class a worker would then refuse: only the
-transformations and predicates kconnect implements are listed, not all of Java's.
+``runtime/plugins/transform_configs.py``), so the list never names a class a worker would then refuse:
+only the transformations and predicates kconnect implements are listed, not all of Java's.
 
-The module is pure: a catalogue is built from a registry and answers lookups.
+The module is pure: a catalogue is built from a registry and answers lookups. The keys of the other
+kinds come from :mod:`converter_configs` and :mod:`transform_configs`, which hold no Spark code, so
+listing plugins never imports the data plane.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from dataclasses import dataclass
 from kconnect.config.classes import CONVERTERS, HEADER_CONVERTERS
 from kconnect.runtime import __version__
 from kconnect.runtime.plugins.api import AmbiguousPluginError, PluginDesc, PluginError, PluginRegistry
-from kconnect.runtime.plugins.config_def import NO_DEFAULT, ConfigDef, Importance, Type, ValidString, Width
-from kconnect.runtime.plugins.connector_config import ConfigKeyInfo, plugin_config_key_infos
+from kconnect.runtime.plugins.config_def import ConfigDef
+from kconnect.runtime.plugins.config_infos import ConfigKeyInfo, plugin_config_key_infos
+from kconnect.runtime.plugins.converter_configs import converter_config_def
+from kconnect.runtime.plugins.transform_configs import PREDICATE_DEFS, TRANSFORMATION_DEFS
 
 __all__ = [
     "PLUGIN_TYPE_ORDER",
@@ -44,95 +48,6 @@ class UnknownPluginError(LookupError):
     """No plugin of any kind has this name; the REST layer answers 404 as Java does."""
 
 
-def _converter_type_def() -> ConfigDef:
-    # Every Java converter defines converter.type; the runtime sets it to key, value or header.
-    return ConfigDef().define(
-        "converter.type",
-        Type.STRING,
-        NO_DEFAULT,
-        ValidString.in_("key", "value", "header"),
-        Importance.LOW,
-        "Whether this converter handles keys, values or headers; set by the runtime.",
-    )
-
-
-def _json_converter_def() -> ConfigDef:
-    return (
-        _converter_type_def()
-        .define(
-            "schemas.enable",
-            Type.BOOLEAN,
-            True,
-            None,
-            Importance.HIGH,
-            "Whether each serialized key or value carries its schema in an envelope.",
-            group="Schemas",
-            order_in_group=0,
-            width=Width.MEDIUM,
-            display_name="Enable Schemas",
-        )
-        .define(
-            "schemas.cache.size",
-            Type.INT,
-            1000,
-            None,
-            Importance.HIGH,
-            "How many schemas one converter instance keeps converted.",
-            group="Schemas",
-            order_in_group=1,
-            width=Width.MEDIUM,
-            display_name="Schema Cache Size",
-        )
-        .define(
-            "decimal.format",
-            Type.STRING,
-            "BASE64",
-            None,
-            Importance.LOW,
-            "How decimals are written: BASE64 (the default) or NUMERIC; case-insensitive.",
-            group="Serialization",
-            order_in_group=0,
-            width=Width.MEDIUM,
-            display_name="Decimal Format",
-        )
-        .define(
-            "replace.null.with.default",
-            Type.BOOLEAN,
-            True,
-            None,
-            Importance.LOW,
-            "Whether a null field that has a default value is written as that default.",
-            group="Serialization",
-            order_in_group=1,
-            width=Width.MEDIUM,
-            display_name="Replace null with default",
-        )
-    )
-
-
-def _string_converter_def() -> ConfigDef:
-    return _converter_type_def().define(
-        "converter.encoding",
-        Type.STRING,
-        "UTF8",
-        None,
-        Importance.HIGH,
-        "Character encoding of the strings.",
-        group="Converter",
-        order_in_group=0,
-        width=Width.MEDIUM,
-        display_name="Encoding",
-    )
-
-
-_CONFIG_DEFS = {
-    "org.apache.kafka.connect.json.JsonConverter": _json_converter_def,
-    "org.apache.kafka.connect.storage.StringConverter": _string_converter_def,
-    "org.apache.kafka.connect.converters.ByteArrayConverter": _converter_type_def,
-    "org.apache.kafka.connect.storage.SimpleHeaderConverter": ConfigDef,
-}
-
-
 @dataclass(frozen=True)
 class OtherPlugin:
     """A plugin that is not a connector: listed with ``connectorsOnly=false``, with its config keys."""
@@ -143,31 +58,27 @@ class OtherPlugin:
 
     @property
     def simple_name(self) -> str:
+        """The class name without its package, which a URL may name the plugin by."""
         return self.class_name.rsplit(".", 1)[-1]
 
     def info(self) -> dict[str, str]:
+        """The plugin's entry in ``GET /connector-plugins``."""
         return {"class": self.class_name, "type": self.type, "version": self.version}
 
     def config_def(self) -> ConfigDef:
-        if self.type in ("transformation", "predicate"):
-            from kconnect.runtime.dataplane.transforms import (  # pyspark: imported only when asked
-                PREDICATES,
-                TRANSFORMATIONS,
-            )
-
-            table = TRANSFORMATIONS if self.type == "transformation" else PREDICATES
-            return table[self.class_name].config_def()
-        factory = _CONFIG_DEFS.get(self.class_name, ConfigDef)
-        return factory()
+        """The plugin's keys, for ``GET /connector-plugins/{plugin}/config``."""
+        if self.type == "transformation":
+            return TRANSFORMATION_DEFS[self.class_name].config_def()
+        if self.type == "predicate":
+            return PREDICATE_DEFS[self.class_name].config_def()
+        return converter_config_def(self.class_name)
 
 
 def builtin_other_plugins() -> list[OtherPlugin]:
     """The transformations, predicates, converters and header converters kconnect implements, by their
     Apache class names."""
-    from kconnect.runtime.dataplane.transforms import PREDICATES, TRANSFORMATIONS
-
-    plugins = [OtherPlugin(name, "transformation", __version__) for name in TRANSFORMATIONS]
-    plugins += [OtherPlugin(name, "predicate", __version__) for name in PREDICATES]
+    plugins = [OtherPlugin(name, "transformation", __version__) for name in TRANSFORMATION_DEFS]
+    plugins += [OtherPlugin(name, "predicate", __version__) for name in PREDICATE_DEFS]
     plugins += [OtherPlugin(name, "converter", __version__) for name in CONVERTERS]
     plugins += [OtherPlugin(name, "header_converter", __version__) for name in HEADER_CONVERTERS]
     return plugins
@@ -182,9 +93,11 @@ class PluginCatalog:
 
     @classmethod
     def of(cls, registry: PluginRegistry, others: Sequence[OtherPlugin] | None = None) -> PluginCatalog:
+        """A catalogue of the registry's connectors and ``others`` (by default the built-in other kinds)."""
         return cls(registry, tuple(builtin_other_plugins() if others is None else others))
 
     def connectors(self) -> list[PluginDesc]:
+        """The connector plugins, as the registry lists them."""
         return self.registry.plugins()
 
     def listing(self, connectors_only: bool = True) -> list[dict[str, str]]:

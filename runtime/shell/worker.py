@@ -63,7 +63,8 @@ from kconnect.runtime.plugins.api import (
     PluginRegistry,
     connector_type,
 )
-from kconnect.runtime.plugins.connector_config import ConnectorConfigError, validate_connector_config
+from kconnect.runtime.plugins.connector_config import ConnectorConfigError
+from kconnect.runtime.plugins.connector_validation import validate_connector_config
 from kconnect.runtime.shell import metrics
 from kconnect.runtime.storage import config_log, offset_log, status_log, topics
 from kconnect.runtime.storage.config_log import ClusterConfigSnapshot, Properties

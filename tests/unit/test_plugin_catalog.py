@@ -33,7 +33,7 @@ def test_connectors_only_lists_connectors_sorted_by_class(catalog: PluginCatalog
 def test_all_kinds_come_in_javas_order(catalog: PluginCatalog) -> None:
     kinds = [e["type"] for e in catalog.listing(connectors_only=False)]
     # Connectors, then transformations, predicates, converters, header converters (only those kconnect
-    # implements: runtime/dataplane/transforms.py).
+    # implements: runtime/plugins/transform_configs.py).
     assert (
         kinds
         == ["sink", "source"]

@@ -33,17 +33,18 @@ from kconnect.runtime.plugins.api import (
     connector_type,
 )
 from kconnect.runtime.plugins.config_def import ConfigDef, ConfigValidationError, Importance, Type
+from kconnect.runtime.plugins.config_infos import ConfigInfos, plugin_config_key_infos
 from kconnect.runtime.plugins.connector_config import (
-    ConfigInfos,
     ConnectorConfigError,
     common_config_def,
+    sink_config_def,
+    source_config_def,
+)
+from kconnect.runtime.plugins.connector_validation import (
     connector_name_errors,
     normalize_connector_name,
     parse_connector_config,
-    plugin_config_key_infos,
     plugin_mismatch_error,
-    sink_config_def,
-    source_config_def,
     validate_connector_config,
 )
 

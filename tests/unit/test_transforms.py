@@ -10,14 +10,10 @@ import pytest
 
 from kconnect.runtime.dataplane.connect_data import ConnectDataError, ConnectField, ConnectSchema
 from kconnect.runtime.dataplane.converters import JsonConverter, StringConverter
+from kconnect.runtime.dataplane.predicates import PREDICATES
 from kconnect.runtime.dataplane.records import RAW_SCHEMA
-from kconnect.runtime.dataplane.transforms import (
-    PREDICATES,
-    TRANSFORM_ERROR,
-    TRANSFORM_ERROR_CLASS,
-    TRANSFORMATIONS,
-    transform_chain,
-)
+from kconnect.runtime.dataplane.transformations import TRANSFORMATIONS
+from kconnect.runtime.dataplane.transforms import TRANSFORM_ERROR, TRANSFORM_ERROR_CLASS, transform_chain
 from kconnect.runtime.plugins.config_def import ConfigValidationError, convert_to_string
 from tests.support.spark import local_spark
 

@@ -42,7 +42,7 @@ from kconnect.runtime.plugins.api import (
     TopicPartition,
 )
 from kconnect.runtime.plugins.config_def import ConfigValidationError
-from kconnect.runtime.plugins.connector_config import validate_connector_config
+from kconnect.runtime.plugins.connector_validation import validate_connector_config
 
 JAVA_SOURCE = "org.apache.kafka.connect.tools.VerifiableSourceConnector"
 JAVA_SINK = "org.apache.kafka.connect.tools.VerifiableSinkConnector"
