@@ -33,7 +33,7 @@ from kconnect.runtime.dataplane.sink_batch import (
     sink_plan,
     tolerance_message,
 )
-from kconnect.runtime.dataplane.task_runner import TaskRunner
+from kconnect.runtime.dataplane.task_runner import TaskRunner, produce
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.api import (
     ConnectorError,
@@ -135,6 +135,15 @@ class _SinkContext:
 
 
 class SinkTaskRunner(TaskRunner):
+    """One sink task: a Structured Streaming query whose micro-batches go through the connector's
+    converters, transforms and errors.* policy to ``put`` (or ``put_frame``), then ``pre_commit``, then a
+    commit of the consumer group's offsets.
+
+    Why a streaming query and not a consumer loop: Spark reads and converts the records on its
+    executors, and a restarted query resumes from the group's committed offsets, so the task can move to
+    any worker. Why offsets commit last: only what the task says is durable is committed (at-least-once).
+    """
+
     def __init__(
         self,
         task_id: TaskId,
@@ -189,6 +198,8 @@ class SinkTaskRunner(TaskRunner):
 
     @property
     def pool(self) -> str:
+        """The task's FAIR scheduler pool and job group name, so that its Spark work gets a share of the
+        executors of its own and can be cancelled alone."""
         return f"{self.task_id.connector}-{self.task_id.task}"
 
     def _client_conf(self) -> dict[str, str]:
@@ -207,8 +218,7 @@ class SinkTaskRunner(TaskRunner):
             offsets=[KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()],
             asynchronous=False,
         )
-        self.counters.offset_commits += 1
-        self.counters.offset_commit_ms_total += (time.monotonic() - started) * 1000
+        self.counters.count_offset_commit(started)
         self._committed.update(offsets)
 
     def _batch(self, frame: Any, batch_id: int) -> None:
@@ -255,9 +265,7 @@ class SinkTaskRunner(TaskRunner):
                 consumed = consumed_offsets_of_table(table)
             errors = table.column(ERROR_MESSAGE)
             if errors.null_count != len(errors):
-                failed = split(prepared)[1]
-                bad = [row.asDict() for row in failed.select(*RECORD_COLUMNS, *FAILURE_COLUMNS).collect()]
-                self._handle_failed(failed, bad)
+                self._handle_failed(split(prepared)[1])
                 table = table.filter(pc.is_null(errors))
             key_schema, value_schema = record_schemas(prepared)
         except Py4JJavaError as exc:
@@ -269,12 +277,8 @@ class SinkTaskRunner(TaskRunner):
                 raw.unpersist()
         self._spark_failures = 0
         collected = time.monotonic()
-        new = {tp for tp in consumed if tp not in self.assignment}
-        if new:
-            self.assignment |= new
-            self.sink.open(sorted(new, key=str))
-            if self._rewound():
-                return  # open() moved the start (a task that keeps its own offsets): nothing delivered
+        if self._open_new(consumed) and self._rewound():
+            return  # open() moved the start (a task that keeps its own offsets): nothing delivered
         build_s = 0.0
         # put() takes at most MAX_PUT_RECORDS at a time, as Java's takes one poll (max.poll.records):
         # only that many SinkRecords exist at once, however large the micro-batch.
@@ -289,10 +293,7 @@ class SinkTaskRunner(TaskRunner):
         put = time.monotonic()
         self.counters.records += table.num_rows
         self._consumed.update(consumed)
-        answer = self.sink.pre_commit(dict(self._consumed))
-        to_commit = offsets_to_commit(self._consumed, answer, self._committed)
-        if to_commit:
-            self._commit(to_commit)
+        self._pre_commit()
         self._rewound()
         # Where a batch's time goes (``PUT /admin/loggers/kconnect.task {"level": "DEBUG"}`` shows it).
         self.log.debug(
@@ -304,6 +305,24 @@ class SinkTaskRunner(TaskRunner):
             put_ms=round((put - collected - build_s) * 1000),
             commit_ms=round((time.monotonic() - put) * 1000),
         )
+
+    def _pre_commit(self) -> None:
+        """Ask the task what of the consumed records it has made durable (``pre_commit``, which flushes),
+        and commit that much to the group: after every batch, and on a frame sink's idle timer."""
+        answer = self.sink.pre_commit(dict(self._consumed))
+        to_commit = offsets_to_commit(self._consumed, answer, self._committed)
+        if to_commit:
+            self._commit(to_commit)
+
+    def _open_new(self, partitions: Iterable[TopicPartition]) -> bool:
+        """``open`` the partitions this task reads for the first time (Java opens them on assignment); True
+        if there were any."""
+        new = {tp for tp in partitions if tp not in self.assignment}
+        if not new:
+            return False
+        self.assignment |= new
+        self.sink.open(sorted(new, key=str))
+        return True
 
     def _spark_failed(self, exc: Exception) -> bool:
         """A Spark job of the batch's own reading and converting failed (not the task's code): restart the
@@ -343,6 +362,8 @@ class SinkTaskRunner(TaskRunner):
                     raise
 
     def rewind(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Note ``SinkTaskContext.offset`` requests (from the task, on any thread); applied by
+        ``_rewound`` after the current ``put`` or ``open``, since the query cannot seek mid-batch."""
         with self._lock:
             self._rewind.update({tp: int(offset) for tp, offset in offsets.items()})
 
@@ -380,14 +401,9 @@ class SinkTaskRunner(TaskRunner):
             ranges = {TopicPartition(str(r[0]), int(r[1])): (int(r[2]), int(r[3])) for r in positions}
             prepared = prepare(self._plan, raw).persist()
             good, failed = split(prepared)
-            bad = [row.asDict() for row in failed.select(*RECORD_COLUMNS, *FAILURE_COLUMNS).collect()]
-            if bad:
-                self._handle_failed(failed, bad)
+            self._handle_failed(failed)
             key_schema, value_schema = record_schemas(prepared)
-            new = {tp for tp in ranges if tp not in self.assignment}
-            if new:
-                self.assignment |= new
-                sink.open(sorted(new, key=str))
+            self._open_new(ranges)
             written = sink.put_frame(
                 FrameBatch(
                     frame=good.select(*RECORD_COLUMNS),
@@ -404,10 +420,7 @@ class SinkTaskRunner(TaskRunner):
                 prepared.unpersist()
             raw.unpersist()
         self._consumed.update({tp: last + 1 for tp, (_, last) in ranges.items()})
-        answer = sink.pre_commit(dict(self._consumed))
-        to_commit = offsets_to_commit(self._consumed, answer, self._committed)
-        if to_commit:
-            self._commit(to_commit)
+        self._pre_commit()
         self._rewound()
 
     def _idle_pre_commit(self) -> None:
@@ -426,10 +439,7 @@ class SinkTaskRunner(TaskRunner):
             if not self._consumed:
                 return
             self._idle_busy = True
-            answer = self.sink.pre_commit(dict(self._consumed))
-            to_commit = offsets_to_commit(self._consumed, answer, self._committed)
-            if to_commit:
-                self._commit(to_commit)
+            self._pre_commit()
         finally:
             self._idle_busy = False
             self._sink_lock.release()
@@ -443,10 +453,15 @@ class SinkTaskRunner(TaskRunner):
             except Exception as exc:
                 self.log.warning("cancelling the idle pre_commit's Spark jobs failed", error=str(exc))
 
-    def _handle_failed(self, failed: Any, rows: list[dict[str, Any]]) -> None:
-        """Failed rows: fail the task (tolerance none) or log and dead-letter them (tolerance all)."""
+    def _handle_failed(self, failed: Any) -> None:
+        """Failed rows (``failed``, the prepared frame's failed part): fail the task (tolerance none) or log
+        and dead-letter them (tolerance all). Only the failed rows are fetched to the driver, with their
+        failure columns; usually there are none."""
         from kconnect.runtime.dataplane.errors_policy import Decision, dlq_rows
 
+        rows = [row.asDict() for row in failed.select(*RECORD_COLUMNS, *FAILURE_COLUMNS).collect()]
+        if not rows:
+            return
         policy = self._plan.policy
         if policy.decide(len(rows)) is Decision.FAIL_TASK:
             raise ConnectorError(tolerance_message(rows[0]))
@@ -510,12 +525,7 @@ class SinkTaskRunner(TaskRunner):
                 kwargs["headers"] = headers
             key = None if letter["key"] is None else bytes(letter["key"])
             value = None if letter["value"] is None else bytes(letter["value"])
-            while True:
-                try:
-                    producer.produce(policy.dlq_topic, value=value, key=key, **kwargs)
-                    break
-                except BufferError:
-                    producer.poll(0.1)
+            produce(producer, policy.dlq_topic, key, value, kwargs)
         outstanding = producer.flush(30)
         if self._dlq_error is not None:
             raise ConnectorError(self._dlq_error)
@@ -561,6 +571,8 @@ class SinkTaskRunner(TaskRunner):
                 shutil.rmtree(self._checkpoint, ignore_errors=True)
 
     def run(self) -> None:
+        """Keep the query running while the task is started, stop it while paused, restart it after a
+        rewind or a failed Spark job; on the way out close the partitions and the task's clients."""
         try:
             while not self._stopping.is_set():
                 if not self._running.is_set():

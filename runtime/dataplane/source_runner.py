@@ -140,6 +140,16 @@ class _SourceContext:
 
 
 class SourceTaskRunner(TaskRunner):
+    """One source task: a poll loop on the driver that produces each record to Kafka and writes the
+    source offsets of what Kafka acknowledged to the offsets topic.
+
+    Why on the driver and not in Spark: ``poll`` is the task's own code reading this machine's files,
+    sockets or APIs, in order; Spark serves only the connector's transforms. Why offsets wait for
+    acknowledgements: a restarted task resumes after the last stored offset, so an offset must never be
+    stored ahead of a record Kafka does not have. With exactly-once support, records and offsets go in
+    one transaction instead.
+    """
+
     def __init__(
         self,
         task_id: TaskId,
@@ -288,8 +298,7 @@ class SourceTaskRunner(TaskRunner):
         committer thread)."""
         if offsets:
             self._write_offsets(offsets)
-        self.counters.offset_commits += 1
-        self.counters.offset_commit_ms_total += (time.monotonic() - started) * 1000
+        self.counters.count_offset_commit(started)
         self.source.commit()
         # How far the task has got (``PUT /admin/loggers/kconnect.task {"level": "DEBUG"}`` shows it).
         self.log.debug(
@@ -300,6 +309,8 @@ class SourceTaskRunner(TaskRunner):
         )
 
     def run(self) -> None:
+        """Poll, produce and flush offsets on the ``offset.flush.interval.ms`` timer while started; flush
+        while paused; a final flush on a clean stop. Transactional when exactly-once is on."""
         if self.eos is not None:
             self._run_transactional(self.eos)
             return
@@ -487,8 +498,7 @@ class SourceTaskRunner(TaskRunner):
         self._in_transaction = False
         producer.flush(self._flush_timeout_s)  # nothing is outstanding: this serves the delivery reports
         acks, self._acks = self._acks, {}
-        self.counters.offset_commits += 1
-        self.counters.offset_commit_ms_total += (time.monotonic() - started) * 1000
+        self.counters.count_offset_commit(started)
         for index, record in enumerate(records):
             self._tell_task(record, acks.get(index))  # None: skipped or dropped by the chain, never produced
         self.source.commit()
@@ -547,12 +557,8 @@ class SourceTaskRunner(TaskRunner):
         policy = self._encoder.policy
         if not policy.tolerance_all:
             raise ConnectorError(tolerance_message(failed[0][1]))
-        if policy.log_enable:
-            for index, row in failed:
-                fields: dict[str, Any] = {"topic": records[index].topic, "message": row.get(ERROR_MESSAGE)}
-                if policy.log_include_messages:
-                    fields.update(key=repr(records[index].key), value=repr(records[index].value))
-                self.log.error("error transforming a source record; skipped (errors.tolerance=all)", **fields)
+        for index, row in failed:
+            self._log_skipped("transforming", records[index], row.get(ERROR_MESSAGE))
         self.log.warning("source records skipped on errors", count=len(failed))
 
     def _tell_task(self, record: SourceRecord, metadata: Any) -> None:
@@ -578,12 +584,19 @@ class SourceTaskRunner(TaskRunner):
             message = f"converting a record for topic {record.topic} failed: {exc}"
             if not policy.tolerance_all:
                 raise ConnectorError(f"Tolerance exceeded in error handler: {message}") from exc
-            if policy.log_enable:
-                fields: dict[str, Any] = {"topic": record.topic, "message": str(exc)}
-                if policy.log_include_messages:
-                    fields.update(key=repr(record.key), value=repr(record.value))
-                self.log.error("error converting a source record; skipped (errors.tolerance=all)", **fields)
+            self._log_skipped("converting", record, str(exc))
             return None
+
+    def _log_skipped(self, doing: str, record: SourceRecord, message: Any) -> None:
+        """Log a record skipped on an error under errors.tolerance=all, as ``errors.log.enable`` and
+        ``errors.log.include.messages`` ask: conversion and transformation failures read alike."""
+        policy = self._encoder.policy
+        if not policy.log_enable:
+            return
+        fields: dict[str, Any] = {"topic": record.topic, "message": message}
+        if policy.log_include_messages:
+            fields.update(key=repr(record.key), value=repr(record.value))
+        self.log.error(f"error {doing} a source record; skipped (errors.tolerance=all)", **fields)
 
     def _wake(self) -> None:
         if self._stopping.is_set():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+import time
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -44,7 +45,11 @@ def client_settings(
 def produce(
     producer: Any, topic: str, key: bytes | None, value: bytes | None, kwargs: dict[str, Any]
 ) -> None:
-    """Produce one record, letting deliveries drain the local queue while it is full."""
+    """Produce one record, letting deliveries drain the local queue while it is full.
+
+    Why a loop: librdkafka's local queue is bounded and ``produce`` raises BufferError when it is full
+    instead of blocking; serving delivery reports (``poll``) empties it. Source records and a sink's
+    dead letters go out this way."""
     while True:
         try:
             producer.produce(topic, value=value, key=key, **kwargs)
@@ -55,9 +60,18 @@ def produce(
 
 @dataclass
 class RunnerCounters:
+    """A task's figures for the worker's metrics (``spark_executor`` reads them into ``TaskCounters``):
+    records handled, and how many offset commits there were and how long they took in all."""
+
     records: int = 0
     offset_commits: int = 0
     offset_commit_ms_total: float = 0.0
+
+    def count_offset_commit(self, started: float) -> None:
+        """One offset commit done, begun at ``started`` (``time.monotonic()``): every kind of runner
+        counts its commits the same way."""
+        self.offset_commits += 1
+        self.offset_commit_ms_total += (time.monotonic() - started) * 1000
 
 
 def instantiate_task(registry: PluginRegistry, config: Mapping[str, str]) -> Task:
@@ -116,6 +130,8 @@ class TaskRunner:
         self._thread.start()
 
     def set_paused(self, paused: bool) -> None:
+        """Follow the connector's target state: a paused task keeps its plugin task and clients but its
+        loop does no work, so resuming is quick."""
         if paused:
             self._running.clear()
         else:
@@ -155,6 +171,8 @@ class TaskRunner:
                 self.log.warning("task stop failed", error=str(exc))
 
     def run(self) -> None:
+        """The task's loop, on its own thread, until ``stop`` (each kind of runner has its own); what it
+        raises fails the task."""
         raise NotImplementedError
 
     def _wake(self) -> None:
