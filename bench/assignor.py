@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from kconnect.runtime.group.assignor import CooperativeState, cooperative_assign, eager_assign, static_assign
+from kconnect.runtime.group.cooperative_assignor import CooperativeState, cooperative_assign
+from kconnect.runtime.group.eager_assignor import eager_assign
 from kconnect.runtime.group.protocol import (
     NO_ERROR,
     V1,
@@ -33,6 +34,7 @@ from kconnect.runtime.group.protocol import (
     WorkerState,
     encode_metadata,
 )
+from kconnect.runtime.group.static_assignor import static_assign
 from kconnect.runtime.ids import TaskId
 
 MAX_DELAY = 300_000

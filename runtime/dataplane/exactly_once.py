@@ -14,7 +14,7 @@ non-empty batch a task returns), ``interval`` (commit once ``transaction.boundar
 worker's ``offset.flush.interval.ms`` when unset, has passed since the transaction began), or
 ``connector`` (the task decides through a TransactionContext, which kconnect does not offer yet: such a
 task fails at start with a clear message). The decision is :func:`commit_due`, a pure function, so that
-the runner (``task_runner.SourceTaskRunner``) only does the I/O.
+the runner (``source_runner.SourceTaskRunner``) only does the I/O.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """One sink micro-batch through the connector's converters, transforms and error policy.
 
-Why a module of its own: the sink runner (``task_runner.SinkTaskRunner``) does I/O — it collects frames,
+Why a module of its own: the sink runner (``sink_runner.SinkTaskRunner``) does I/O — it collects frames,
 produces dead letters, calls the plugin and commits offsets — while everything that decides what a batch
 becomes is here and pure: which converters and transforms a task uses (:func:`sink_plan`), the typed frame
 with each row's first error (:func:`prepare`, over :func:`errors_policy.convert_and_transform`), and how a

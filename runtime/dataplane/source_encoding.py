@@ -1,7 +1,7 @@
 """Source records to Kafka bytes with the task's configured converters, record by record.
 
 Why record by record: ``SourceTask.poll`` runs on the driver and its records are produced in poll order
-(see ``task_runner``), so each is encoded with the converter's ``from_connect`` in Python. kconnect's
+(see ``source_runner``), so each is encoded with the converter's ``from_connect`` in Python. kconnect's
 ``SourceRecord`` carries no Connect schema, so one is inferred from the Python value as Java's
 FileStream source declares it: str -> STRING (required), bool -> BOOLEAN, int -> INT64, float -> FLOAT64,
 bytes -> BYTES; dicts and lists have no schema (JsonConverter writes them schemaless, ``"schema":null``).

@@ -29,13 +29,9 @@ from kconnect.runtime.client_config import Role
 from kconnect.runtime.dataplane.exactly_once import exactly_once
 from kconnect.runtime.dataplane.executor import FailureListener, TaskCounters, TaskState
 from kconnect.runtime.dataplane.record_codec import converter_config
-from kconnect.runtime.dataplane.task_runner import (
-    SinkTaskRunner,
-    SourceTaskRunner,
-    TaskRunner,
-    client_settings,
-    instantiate_task,
-)
+from kconnect.runtime.dataplane.sink_runner import SinkTaskRunner
+from kconnect.runtime.dataplane.source_runner import SourceTaskRunner
+from kconnect.runtime.dataplane.task_runner import TaskRunner, client_settings, instantiate_task
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.api import ConnectorError, PluginRegistry, SinkTask, SourceTask
 from kconnect.runtime.storage.offset_log import OffsetState, SourceOffset

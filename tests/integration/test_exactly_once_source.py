@@ -33,7 +33,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kconnect.connectors.verifiable import VerifiableSourceTask
 from kconnect.runtime.cli.broker import EmbeddedBroker
 from kconnect.runtime.dataplane.exactly_once import ExactlyOnce, TransactionBoundary, TransactionPolicy
-from kconnect.runtime.dataplane.task_runner import SourceTaskRunner
+from kconnect.runtime.dataplane.source_runner import SourceTaskRunner
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.storage.offset_log import OffsetState
 from tests.support.cluster import stable_view, start_cluster, wait_nudging, wait_until

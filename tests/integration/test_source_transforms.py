@@ -18,8 +18,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconnect.runtime.cli.broker import EmbeddedBroker
+from kconnect.runtime.dataplane.source_runner import SourceTaskRunner
 from kconnect.runtime.dataplane.spark_executor import SparkSessionHolder
-from kconnect.runtime.dataplane.task_runner import SourceTaskRunner
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.api import SourceRecord, SourceTask
 from kconnect.runtime.storage.offset_log import OffsetState, SourceOffset

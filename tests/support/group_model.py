@@ -48,6 +48,7 @@ from typing import Any, Literal, Protocol, TypeAlias
 
 from kconnect.runtime.group import assignor as assignor_module
 from kconnect.runtime.group import protocol
+from kconnect.runtime.group.eager_assignor import eager_assign
 from kconnect.runtime.group.herder import (
     Action,
     CatchUpConfig,
@@ -60,6 +61,7 @@ from kconnect.runtime.group.herder import (
     StopTask,
 )
 from kconnect.runtime.group.protocol import ConnectAssignment, WorkerState
+from kconnect.runtime.group.revoking_assignor import revoking_assign
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.storage import config_log
 from kconnect.runtime.storage.config_log import ClusterConfigSnapshot, ConfigState
@@ -384,11 +386,11 @@ def adapter_assign(
     state = state if state is not None else AdapterState()
     version = protocol.version_for_protocol(selected_protocol)
     if version == protocol.V0:
-        result = assignor_module.eager_assign(leader_id, members, leader_config_offset, connectors)
+        result = eager_assign(leader_id, members, leader_config_offset, connectors)
         if state.last_version is not None and state.last_version >= protocol.V1:
             result = {m: replace(a, connectors=(), tasks=()) for m, a in result.items()}
         return result, AdapterState(version)
-    result = assignor_module.revoking_assign(leader_id, members, leader_config_offset, connectors, version)
+    result = revoking_assign(leader_id, members, leader_config_offset, connectors, version)
     return result, AdapterState(version)
 
 

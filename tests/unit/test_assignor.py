@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kconnect.runtime.group.assignor import eager_assign, revoking_assign
+from kconnect.runtime.group.eager_assignor import eager_assign
 from kconnect.runtime.group.protocol import (
     CONFIG_MISMATCH,
     NO_ERROR,
@@ -19,6 +19,7 @@ from kconnect.runtime.group.protocol import (
     ConnectAssignment,
     WorkerState,
 )
+from kconnect.runtime.group.revoking_assignor import revoking_assign
 from kconnect.runtime.ids import TaskId
 
 

@@ -22,7 +22,7 @@ from kconnect.runtime.dataplane.connect_data import ConnectField, ConnectSchema
 from kconnect.runtime.dataplane.kafka_reader import arrow_raw_schema, raw_batch
 from kconnect.runtime.dataplane.records import RAW_SCHEMA
 from kconnect.runtime.dataplane.sink_batch import RECORD_COLUMNS, records_from_columns, sink_record
-from kconnect.runtime.dataplane.task_runner import consumed_offsets, consumed_offsets_of_table
+from kconnect.runtime.dataplane.sink_runner import consumed_offsets, consumed_offsets_of_table
 from kconnect.runtime.plugins.api import Header, SinkRecord, SourceRecord, TopicPartition, frozen_record
 from tests.support.spark import local_spark
 

@@ -22,12 +22,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from kconnect.runtime.group.assignor import (
-    CooperativeState,
-    cooperative_assign,
-    eager_assign,
-    leader_assign,
-)
+from kconnect.runtime.group.assignor import leader_assign
+from kconnect.runtime.group.cooperative_assignor import CooperativeState, cooperative_assign
+from kconnect.runtime.group.eager_assignor import eager_assign
 from kconnect.runtime.group.protocol import (
     CONFIG_MISMATCH,
     NO_ERROR,

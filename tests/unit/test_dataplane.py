@@ -29,15 +29,10 @@ from kconnect.runtime.dataplane.record_codec import (
     to_sink_records,
 )
 from kconnect.runtime.dataplane.records import RAW_FIELDS, RAW_SCHEMA
+from kconnect.runtime.dataplane.sink_runner import consumed_offsets, offsets_to_commit
+from kconnect.runtime.dataplane.source_runner import SourceTaskRunner, _Submitted, latest_source_offsets
 from kconnect.runtime.dataplane.spark_executor import SparkExecutor, python_workers_executable, spark_settings
-from kconnect.runtime.dataplane.task_runner import (
-    SourceTaskRunner,
-    _Submitted,
-    client_settings,
-    consumed_offsets,
-    latest_source_offsets,
-    offsets_to_commit,
-)
+from kconnect.runtime.dataplane.task_runner import client_settings
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.api import Header, PluginRegistry, SourceRecord, SourceTask, TopicPartition
 from kconnect.runtime.storage.offset_log import OffsetState, SourceOffset
@@ -489,7 +484,7 @@ def test_source_offsets_commit_only_up_to_the_first_poll_with_an_unacknowledged_
 
 def test_a_sink_query_is_restarted_for_a_few_failed_spark_jobs_in_a_row_then_the_task_fails() -> None:
     from kconnect.connectors.file import FileStreamSinkTask
-    from kconnect.runtime.dataplane.task_runner import SPARK_JOB_RETRIES, SinkTaskRunner
+    from kconnect.runtime.dataplane.sink_runner import SPARK_JOB_RETRIES, SinkTaskRunner
 
     runner = SinkTaskRunner(
         TaskId("c", 0),

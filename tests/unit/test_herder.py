@@ -7,7 +7,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kconnect.runtime.group import assignor, protocol
+from kconnect.runtime.group import protocol, revoking_assignor
 from kconnect.runtime.group.herder import (
     CatchUpConfig,
     Herder,
@@ -224,7 +224,7 @@ def replay(rounds: list[set[str]], connectors: dict[str, int], seed: int) -> Non
             for mid in members
         }
         leader = min(members)
-        result = assignor.revoking_assign(leader, states, snap.offset, snap.task_counts(), 2)
+        result = revoking_assignor.revoking_assign(leader, states, snap.offset, snap.task_counts(), 2)
         rejoin = False
         for mid in rng.sample(sorted(members), len(members)):
             actions = herders[mid].on_rebalanced(generation, mid, "sessioned", result[mid])

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kconnect.runtime.group import group_records, leader_memory
-from kconnect.runtime.group.assignor import CooperativeState, cooperative_assign
+from kconnect.runtime.group.cooperative_assignor import CooperativeState, cooperative_assign
 from kconnect.runtime.group.protocol import V2, ConnectAssignment
 from kconnect.runtime.ids import TaskId
 from tests.unit.test_cooperative_assignor import CONFIG, MAX_DELAY, T0, Group, check, items

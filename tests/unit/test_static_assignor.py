@@ -18,14 +18,10 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from kconnect.runtime.group.assignor import (
-    STATIC_UNASSIGNED_REASON,
-    CooperativeState,
-    cooperative_assign,
-    leader_assign,
-    static_assign,
-)
+from kconnect.runtime.group.assignor import leader_assign
+from kconnect.runtime.group.cooperative_assignor import CooperativeState, cooperative_assign
 from kconnect.runtime.group.protocol import CONFIG_MISMATCH, NO_ERROR, V2, V3, ConnectAssignment, WorkerState
+from kconnect.runtime.group.static_assignor import STATIC_UNASSIGNED_REASON, static_assign
 from kconnect.runtime.ids import TaskId
 from tests.support.group_model import GroupModel, Item, Member
 
