@@ -14,8 +14,6 @@ every rule is a table test; each has a module of its own:
 * "static" (v3, kconnect's; no Apache release has it): :mod:`~kconnect.runtime.group.static_assignor`,
   KIP-987's static assignment: static jobs go to the workers that list them, and the cooperative
   algorithm deals the rest out among the workers without a static assignment.
-* :mod:`~kconnect.runtime.group.revoking_assignor` is the simpler cooperative assignor that served before
-  KIP-415's landed (same target as eager, in at most two rounds, no delay); tests replay with it.
 
 This module also makes KIP-415's downgrade round (a group moving from a cooperative protocol to
 "default"). What all assignors share (Java's string order, the CONFIG_MISMATCH answer) is in

@@ -61,10 +61,10 @@ from kconnect.runtime.group.herder import (
     StopTask,
 )
 from kconnect.runtime.group.protocol import ConnectAssignment, WorkerState
-from kconnect.runtime.group.revoking_assignor import revoking_assign
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.storage import config_log
 from kconnect.runtime.storage.config_log import ClusterConfigSnapshot, ConfigState
+from tests.support.revoking_assignor import revoking_assign
 
 __all__ = [
     "AdapterState",

@@ -19,8 +19,8 @@ from kconnect.runtime.group.protocol import (
     ConnectAssignment,
     WorkerState,
 )
-from kconnect.runtime.group.revoking_assignor import revoking_assign
 from kconnect.runtime.ids import TaskId
+from tests.support.revoking_assignor import revoking_assign
 
 
 def T(connector: str, *numbers: int) -> tuple[TaskId, ...]:

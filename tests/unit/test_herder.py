@@ -7,7 +7,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kconnect.runtime.group import protocol, revoking_assignor
+from kconnect.runtime.group import protocol
 from kconnect.runtime.group.herder import (
     CatchUpConfig,
     Herder,
@@ -22,6 +22,7 @@ from kconnect.runtime.group.protocol import ConnectAssignment, WorkerState
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.storage import config_log
 from kconnect.runtime.storage.config_log import ClusterConfigSnapshot, ConfigState
+from tests.support import revoking_assignor
 
 SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 

@@ -1,7 +1,8 @@
-"""The revoking assignor: the simpler cooperative (v1/v2) assignor that served before KIP-415's landed.
+"""A test model: the simpler cooperative (v1/v2) assignor that served before KIP-415's landed.
 
-Why it is kept: it reaches the eager target in at most two rounds with no delay, which makes it the
-baseline the herder's and the group model's tests replay rebalances with. The leader does not use it:
+Why it is kept, in tests/support and not in the product: it reaches the eager target in at most two rounds
+with no delay, which makes it the baseline the herder's and the group model's tests replay rebalances
+with. The leader does not use it:
 :func:`kconnect.runtime.group.assignor.leader_assign` picks
 :func:`kconnect.runtime.group.cooperative_assignor.cooperative_assign` for the cooperative protocols.
 """
