@@ -1,8 +1,9 @@
 """The ``kconnect`` command: ``broker``, ``worker``, ``connectors`` (a REST client), ``group describe``
 (runtime/cli/group_describe.py, reads the group records alone) and ``demo``.
 
-Exit statuses: 0 clean stop, 1 the worker could not start (broker unreachable, bad internal topic),
-2 invalid worker properties or command line. Errors are one line on stderr, naming the problem.
+Exit statuses: 0 clean stop, 1 the worker could not start (broker unreachable, bad internal topic) or
+the embedded broker could not (its dev extra not installed), 2 invalid worker properties or command
+line. Errors are one line on stderr, naming the problem.
 """
 
 from __future__ import annotations
@@ -35,10 +36,13 @@ def _fail(code: int, message: str) -> int:
 def cmd_broker(args: argparse.Namespace) -> int:
     from kconnect.runtime.cli import broker
 
+    try:
+        cmd = broker.command(args.port, args.host, args.storage_engine)
+    except broker.BrokerError as exc:  # the dev extra is not installed: say how to get it
+        return _fail(EXIT_STARTUP, str(exc))
     data_dir = Path(args.data_dir) if args.data_dir else None
     if data_dir:
         data_dir.mkdir(parents=True, exist_ok=True)
-    cmd = broker.command(args.port, args.host, args.storage_engine)
     print(
         f"kconnect: embedded broker on {args.host}:{args.port} (Tansu; data in memory unless "
         f"--storage-engine says otherwise)",
@@ -201,7 +205,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from kconnect.runtime.cli import broker
 
     work = Path(tempfile.mkdtemp(prefix="kconnect-demo-"))
-    b = broker.start(log_path=work / "broker.log")
+    try:
+        b = broker.start(log_path=work / "broker.log")
+    except broker.BrokerError as exc:  # e.g. the dev extra is not installed: one line saying how to get it
+        return _fail(EXIT_STARTUP, str(exc))
     procs: list[subprocess.Popen[bytes]] = []
     try:
         ports = [broker.free_port() for _ in range(args.workers)]
