@@ -969,17 +969,6 @@ _DEFINITIONS: tuple[Definition, ...] = (
     ),
     # kconnect's own
     Definition(
-        "kconnect.executor",
-        ConfigType.STRING,
-        "spark",
-        "What runs this worker's tasks: spark runs them (sink tasks as Structured Streaming queries in "
-        "this worker's SparkSession, source tasks as poll loops producing to Kafka); held only holds "
-        "them, reporting UNASSIGNED, for clusters that exercise the group protocol and rebalancing alone.",
-        Choice(["spark", "held"], case_insensitive=False),
-        _M,
-        kconnect=True,
-    ),
-    Definition(
         "spark.master",
         ConfigType.STRING,
         "local[*]",
@@ -1148,7 +1137,6 @@ class WorkerConfig:
     send_buffer_bytes: int
     security_protocol: str
     # kconnect's own
-    kconnect_executor: str
     spark_master: str
     worker_id: str | None
     static_connectors: tuple[str, ...]

@@ -19,7 +19,10 @@ import threading
 import time
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kconnect.runtime.dataplane.executor import Executor
 
 EXIT_STARTUP = 1
 EXIT_CONFIG = 2
@@ -95,8 +98,16 @@ def rest_setup(config: Any) -> tuple[Any, Any]:
 
 
 def serve_worker(
-    config: Any, ready: threading.Event | None = None, rest: tuple[Any, Any] | None = None
+    config: Any,
+    ready: threading.Event | None = None,
+    rest: tuple[Any, Any] | None = None,
+    executor: Executor | None = None,
 ) -> int:
+    """Run a worker and its REST listeners until SIGTERM or SIGINT; ``executor`` None: the Spark data plane.
+
+    The executor is a parameter so that whoever embeds the worker (the tests' held-task workers among
+    them) chooses what runs tasks, rather than a worker property.
+    """
     import uvicorn
 
     from kconnect.rest.app import create_app
@@ -104,7 +115,7 @@ def serve_worker(
     from kconnect.runtime.shell.worker import StartupError, Worker
 
     plan, auth = rest if rest is not None else rest_setup(config)
-    worker = Worker(config)
+    worker = Worker(config, executor=executor)
     app = create_app(worker)
     servers: list[tuple[Any, threading.Thread, str]] = []
     for spec in plan:
@@ -175,7 +186,8 @@ def tune_garbage_collector() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
-def cmd_worker(args: argparse.Namespace) -> int:
+def cmd_worker(args: argparse.Namespace, executor: Executor | None = None) -> int:
+    """``kconnect worker``; ``executor`` as in :func:`serve_worker` (None: the Spark data plane)."""
     from kconnect.config.errors import ConfigError
     from kconnect.runtime import logs
 
@@ -189,7 +201,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         rest = rest_setup(config)
     except ConfigError as exc:
         return _fail(EXIT_CONFIG, str(exc))
-    return serve_worker(config, rest=rest)
+    return serve_worker(config, rest=rest, executor=executor)
 
 
 # =============================================================================================== demo
