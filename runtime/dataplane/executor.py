@@ -2,16 +2,12 @@
 
 The herder only needs to start a task with its config, stop it within a bound, and learn its state;
 a task that fails later, on a thread of its own, is reported through the failure listener. The data
-plane (``spark_executor.SparkExecutor``) runs tasks. ``HeldTasks`` (``kconnect.executor=held``) only
-records which tasks this worker holds, and how often each was started and stopped (which the
-rebalancing tests count), and reports them UNASSIGNED, because nothing processes their records, or
-PAUSED while their connector's target state is PAUSED or STOPPED.
+plane (``spark_executor.SparkExecutor``) runs tasks; it is the worker's executor unless whoever builds
+the worker passes another one (the tests pass one that only holds tasks, ``tests/support/held_executor.py``).
 """
 
 from __future__ import annotations
 
-import threading
-from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
@@ -71,52 +67,3 @@ class Executor(Protocol):
     def task_figures(self) -> Mapping[TaskId, TaskCounters]:
         """Counters of the tasks running here (none for tasks that are only held)."""
         ...
-
-
-class HeldTasks:
-    """Holds tasks for the herder without running them (``kconnect.executor=held``)."""
-
-    REASON = "the task is held by this worker but not run (kconnect.executor=held)"
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._held: dict[TaskId, Mapping[str, str]] = {}
-        self.starts: Counter[TaskId] = Counter()
-        self.stops: Counter[TaskId] = Counter()
-
-    def start_task(self, task: TaskId, config: Mapping[str, str], target_state: str) -> TaskState:
-        with self._lock:
-            self._held[task] = dict(config)
-            self.starts[task] += 1
-        return self._state(target_state)
-
-    def transition_task(self, task: TaskId, target_state: str) -> TaskState:
-        return self._state(target_state)
-
-    @staticmethod
-    def _state(target_state: str) -> TaskState:
-        # A paused task reports PAUSED as Java's does; a started one is held, not run: UNASSIGNED.
-        return TaskState("UNASSIGNED" if target_state == "STARTED" else "PAUSED", None)
-
-    def stop_task(self, task: TaskId, timeout_s: float) -> None:
-        with self._lock:
-            if self._held.pop(task, None) is not None:
-                self.stops[task] += 1
-
-    def held(self) -> set[TaskId]:
-        with self._lock:
-            return set(self._held)
-
-    def counters(self) -> dict[str, int]:
-        with self._lock:
-            return {"task_starts": sum(self.starts.values()), "task_stops": sum(self.stops.values())}
-
-    def close(self, timeout_s: float) -> None:
-        for task in self.held():
-            self.stop_task(task, timeout_s)
-
-    def set_failure_listener(self, listener: FailureListener) -> None:
-        """Held tasks never run, so they never fail."""
-
-    def task_figures(self) -> Mapping[TaskId, TaskCounters]:
-        return {}

@@ -27,7 +27,7 @@ from kconnect.config.errors import ConfigError
 from kconnect.config.worker import WorkerConfig
 from kconnect.runtime import logs
 from kconnect.runtime.client_config import WorkerClients, worker_clients
-from kconnect.runtime.dataplane.executor import Executor, HeldTasks
+from kconnect.runtime.dataplane.executor import Executor
 from kconnect.runtime.errors import (
     AlreadyExistsError,
     BadRequestError,
@@ -194,9 +194,7 @@ class Worker:
         self.log = logs.get("kconnect.worker", worker=self.worker_id)
 
     def _default_executor(self) -> Executor:
-        """``kconnect.executor``: the Spark data plane, or tasks only held (rebalancing-only clusters)."""
-        if self.config.kconnect_executor == "held":
-            return HeldTasks()
+        """The Spark data plane, unless the constructor was given another executor (the tests' HeldTasks)."""
         from kconnect.runtime.dataplane.spark_executor import SparkExecutor
 
         return SparkExecutor(

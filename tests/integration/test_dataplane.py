@@ -130,7 +130,6 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory, broker: EmbeddedBroker) -
         broker.bootstrap,
         f"dp-{uuid.uuid4().hex[:8]}",
         free_port(),
-        kconnect_executor="spark",
         plugin_path=str(plugins),
     )
     props.update(
@@ -152,7 +151,7 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory, broker: EmbeddedBroker) -
             "producer.key.serializer": "org.apache.kafka.common.serialization.ByteArraySerializer",
         }
     )
-    worker = WorkerProcess(workdir, props, name="dp-w0").start()
+    worker = WorkerProcess(workdir, props, name="dp-w0", spark=True).start()
     p = Pipeline(worker, workdir, broker.bootstrap)
     try:
         wait_until(lambda: (worker.workers() or {}).get("generation", -1) >= 0, 60, "the worker to join")

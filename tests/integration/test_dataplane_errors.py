@@ -88,9 +88,7 @@ def lines(path: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory: pytest.TempPathFactory, broker: EmbeddedBroker) -> Iterator[Bench]:
     workdir = tmp_path_factory.mktemp("dataplane-errors")
-    props = worker_properties(
-        broker.bootstrap, f"dpe-{uuid.uuid4().hex[:8]}", free_port(), kconnect_executor="spark"
-    )
+    props = worker_properties(broker.bootstrap, f"dpe-{uuid.uuid4().hex[:8]}", free_port())
     props.update(
         {
             "spark.master": "local[2]",
@@ -101,7 +99,7 @@ def bench(tmp_path_factory: pytest.TempPathFactory, broker: EmbeddedBroker) -> I
             "producer.batch.num.messages": "1",
         }
     )
-    worker = WorkerProcess(workdir, props, name="dpe-w0").start()
+    worker = WorkerProcess(workdir, props, name="dpe-w0", spark=True).start()
     try:
         wait_until(lambda: (worker.workers() or {}).get("generation", -1) >= 0, 60, "the worker to join")
         yield Bench(worker, workdir, broker.bootstrap)

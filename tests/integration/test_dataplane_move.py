@@ -37,7 +37,7 @@ def test_moved_sink_task_resumes_from_committed_offsets(tmp_path: Path, broker: 
         tmp_path,
         broker.bootstrap,
         2,
-        kconnect_executor="spark",
+        spark=True,
         spark_master="local[1]",
         spark_ui_enabled="false",
         scheduled_rebalance_max_delay_ms=0,

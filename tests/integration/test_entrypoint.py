@@ -20,6 +20,7 @@ import pytest
 from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
 from tests.integration.test_cooperative import _holdings
 from tests.support.cluster import WorkerProcess, stable_view, wait_nudging, wait_until, worker_properties
+from tests.support.held_worker import kconnect_shim
 
 pytestmark = pytest.mark.integration
 
@@ -52,9 +53,11 @@ class EntrypointWorker(WorkerProcess):
                 value = f"${{env:{FROM_ENV[key]}}}"
             lines.append(f"{key}={value}\n")
         self.props_path.write_text("".join(lines))
+        # `kconnect` of this checkout, as the image has it on PATH; its worker holds its tasks, like the
+        # other worker's (tests/support/held_worker.py).
+        shim = kconnect_shim(self.workdir).parent
         env.update(
-            # `kconnect` of this checkout, as the image has it on PATH.
-            PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+            PATH=f"{shim}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
             KCONNECT_PROPERTIES=str(self.props_path),
             KCONNECT_LOG_LEVEL="INFO",
         )

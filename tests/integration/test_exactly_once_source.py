@@ -81,7 +81,7 @@ def test_killed_worker_no_loss_no_duplicates(tmp_path: Path, broker: EmbeddedBro
         tmp_path,
         broker.bootstrap,
         2,
-        kconnect_executor="spark",
+        spark=True,
         spark_master="local[1]",
         spark_ui_enabled="false",
         scheduled_rebalance_max_delay_ms=0,

@@ -117,9 +117,7 @@ class Bench:
 def bench(tmp_path_factory: pytest.TempPathFactory, broker: EmbeddedBroker) -> Iterator[Bench]:
     workdir: Path = tmp_path_factory.mktemp("jdbc")
     pg = start_postgres()  # raises with the server's own words if it cannot start: a failure, not a skip
-    props = worker_properties(
-        broker.bootstrap, f"jdbc-{uuid.uuid4().hex[:8]}", free_port(), kconnect_executor="spark"
-    )
+    props = worker_properties(broker.bootstrap, f"jdbc-{uuid.uuid4().hex[:8]}", free_port())
     props.update(
         {
             "spark.master": "local[2]",
@@ -129,7 +127,7 @@ def bench(tmp_path_factory: pytest.TempPathFactory, broker: EmbeddedBroker) -> I
             "offset.flush.interval.ms": "1000",
         }
     )
-    worker = WorkerProcess(workdir, props, name="jdbc-w0").start()
+    worker = WorkerProcess(workdir, props, name="jdbc-w0", spark=True).start()
     try:
         wait_until(lambda: (worker.workers() or {}).get("generation", -1) >= 0, 60, "the worker to join")
         yield Bench(worker, pg, broker.bootstrap)

@@ -64,7 +64,6 @@ def test_parquet_sink_exactly_once_across_restart_and_kill(tmp_path: Path, broke
         broker.bootstrap,
         f"pq-{uuid.uuid4().hex[:8]}",
         free_port(),
-        kconnect_executor="spark",
         scheduled_rebalance_max_delay_ms=0,
     )
     props.update(
@@ -97,7 +96,7 @@ def test_parquet_sink_exactly_once_across_restart_and_kill(tmp_path: Path, broke
         "value.converter": "org.apache.kafka.connect.json.JsonConverter",
         "value.converter.schemas.enable": "true",
     }
-    worker = WorkerProcess(tmp_path, props, name="pq-w0").start()
+    worker = WorkerProcess(tmp_path, props, name="pq-w0", spark=True).start()
     replacement: WorkerProcess | None = None
     try:
         wait_until(lambda: (worker.workers() or {}).get("generation", -1) >= 0, 60, "the worker to join")
@@ -179,7 +178,7 @@ def test_parquet_sink_exactly_once_across_restart_and_kill(tmp_path: Path, broke
         worker.kill()
         at_kill = len(published_ids(out, topic))
         print(f"killed with {at_kill} of {third} records published")
-        replacement = WorkerProcess(tmp_path, props, name="pq-w1").start()
+        replacement = WorkerProcess(tmp_path, props, name="pq-w1", spark=True).start()
         wait_nudging(
             lambda: published_ids(out, topic) == list(range(third)),
             lambda: replacement.request("PUT", "/connectors/pq/config", json=parquet_config),

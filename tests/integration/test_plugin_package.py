@@ -84,9 +84,9 @@ def test_plugin_package_is_listed_and_runs_and_a_broken_one_is_reported(
     # The worker process inherits the environment: the plugins are on its path, not on the tests'.
     monkeypatch.setenv("PYTHONPATH", str(site))
     group = f"pp-{uuid.uuid4().hex[:6]}"
-    props = worker_properties(broker.bootstrap, group, free_port(), kconnect_executor="spark")
+    props = worker_properties(broker.bootstrap, group, free_port())
     props["offset.flush.interval.ms"] = "1000"
-    worker = WorkerProcess(tmp_path, props, name=f"{group}-w0").start()
+    worker = WorkerProcess(tmp_path, props, name=f"{group}-w0", spark=True).start()
     try:
         wait_until(lambda: (worker.workers() or {}).get("generation", -1) >= 0, 90, "the worker to join")
 

@@ -77,7 +77,7 @@ def test_pipeline_runs_on_the_standalone_cluster(
 ) -> None:
     group = f"sa-{uuid.uuid4().hex[:8]}"
     python, python_runs = python_wrapper(tmp_path)
-    props = worker_properties(broker.bootstrap, group, free_port(), kconnect_executor="spark")
+    props = worker_properties(broker.bootstrap, group, free_port())
     props.update(
         {
             "spark.master": standalone.master_url,
@@ -96,7 +96,7 @@ def test_pipeline_runs_on_the_standalone_cluster(
             "producer.batch.num.messages": "1",
         }
     )
-    worker = WorkerProcess(tmp_path, props, name="sa-w0").start()
+    worker = WorkerProcess(tmp_path, props, name="sa-w0", spark=True).start()
     topic = f"lines-{uuid.uuid4().hex[:6]}"
     source_file, sink_file = tmp_path / "in.txt", tmp_path / "out.txt"
 

@@ -92,7 +92,6 @@ class Plan:
             self.group,
             free_port(),
             connect_protocol="static",
-            kconnect_executor="spark",
             scheduled_rebalance_max_delay_ms=3000,
         )
         props.update(
@@ -110,7 +109,7 @@ class Plan:
             props["static.connectors"] = static_connectors
         if static_tasks:
             props["static.tasks"] = static_tasks
-        worker = WorkerProcess(self.workdir, props, name=name).start()
+        worker = WorkerProcess(self.workdir, props, name=name, spark=True).start()
         self.workers[name] = worker
         return worker
 

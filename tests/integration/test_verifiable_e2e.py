@@ -88,7 +88,6 @@ class Run:
             self.bootstrap,
             self.group,
             free_port(),
-            kconnect_executor="spark",
             scheduled_rebalance_max_delay_ms=5000,
         )
         props.update(
@@ -102,7 +101,9 @@ class Run:
                 "producer.batch.num.messages": "1",
             }
         )
-        worker = WorkerProcess(self.workdir, props, name=f"{self.group}-w{len(self.workers)}").start()
+        worker = WorkerProcess(
+            self.workdir, props, name=f"{self.group}-w{len(self.workers)}", spark=True
+        ).start()
         self.workers.append(worker)
         return worker
 

@@ -1,4 +1,9 @@
-"""Worker processes for integration tests: real ``kconnect worker`` processes on a real broker."""
+"""Worker processes for integration tests: real ``kconnect worker`` processes on a real broker.
+
+Rebalancing tests count and place tasks, they do not run them: a :class:`WorkerProcess` holds its tasks
+(:mod:`tests.support.held_worker`, no JVM per worker) unless it is made with ``spark=True``, which runs
+the product's ``kconnect worker`` itself, whose tasks run on Spark (the data-plane tests).
+"""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ from typing import Any
 import httpx
 
 from kconnect.runtime.cli.broker import free_port
+from tests.support.held_worker import with_repo_on_path
 
 
 def topic_names(prefix: str) -> dict[str, str]:
@@ -45,17 +51,29 @@ def worker_properties(bootstrap: str, group: str, port: int, **extra: Any) -> di
         "rebalance.timeout.ms": "20000",
         "key.converter": "org.apache.kafka.connect.json.JsonConverter",
         "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-        # Rebalancing tests count and place tasks, they do not run them: holding them keeps each worker
-        # free of a JVM. Data-plane tests pass kconnect_executor="spark".
-        "kconnect.executor": "held",
     }
     props.update({k.replace("_", "."): str(v) for k, v in extra.items()})
     return props
 
 
+def worker_command(props_path: Path, *, spark: bool = False) -> list[str]:
+    """The command line of a worker process: held tasks (the default) or the product's own, on Spark."""
+    if spark:
+        return [sys.executable, "-m", "kconnect.runtime.cli.main", "worker", str(props_path)]
+    return [sys.executable, "-m", "tests.support.held_worker", str(props_path)]
+
+
 class WorkerProcess:
-    def __init__(self, workdir: Path, props: dict[str, str], name: str | None = None) -> None:
+    """One worker process on loopback, its properties file and log in ``workdir``.
+
+    ``spark=False`` (the default) holds its tasks without running them; ``spark=True`` runs them.
+    """
+
+    def __init__(
+        self, workdir: Path, props: dict[str, str], name: str | None = None, *, spark: bool = False
+    ) -> None:
         self.name = name or f"w-{uuid.uuid4().hex[:6]}"
+        self.spark = spark
         self.workdir = workdir
         self.props = props
         self.port = int(props["listeners"].rsplit(":", 1)[1])
@@ -67,9 +85,9 @@ class WorkerProcess:
     def start(self) -> WorkerProcess:
         self.props_path.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child
-        env = {**os.environ, "KCONNECT_LOG_LEVEL": "INFO"}
+        env = with_repo_on_path({**os.environ, "KCONNECT_LOG_LEVEL": "INFO"})
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kconnect.runtime.cli.main", "worker", str(self.props_path)],
+            worker_command(self.props_path, spark=self.spark),
             stdout=log,
             stderr=subprocess.STDOUT,
             env=env,
@@ -151,13 +169,20 @@ def wait_nudging(
 
 
 def start_cluster(
-    workdir: Path, bootstrap: str, count: int, group: str | None = None, **extra: Any
+    workdir: Path,
+    bootstrap: str,
+    count: int,
+    group: str | None = None,
+    *,
+    spark: bool = False,
+    **extra: Any,
 ) -> list[WorkerProcess]:
+    """Start ``count`` workers of one group; ``spark`` as for :class:`WorkerProcess`."""
     group = group or f"g-{uuid.uuid4().hex[:8]}"
     workers = []
     for i in range(count):
         props = worker_properties(bootstrap, group, free_port(), **extra)
-        workers.append(WorkerProcess(workdir, props, name=f"{group}-w{i}").start())
+        workers.append(WorkerProcess(workdir, props, name=f"{group}-w{i}", spark=spark).start())
     return workers
 
 

@@ -1,0 +1,723 @@
+"""The worker's configuration keys: one :class:`Definition` row per key, and the reference made from them.
+
+One table drives parsing, defaults, validation, the error messages and the documentation
+(:func:`reference_markdown`, written to config/PROPERTIES.md). Adding a key means adding one row here and
+one field to :class:`~kconnect.config.worker.WorkerConfig`, and the documentation cannot drift from the
+parser. Keys, types and defaults follow Apache Kafka Connect 3.9's distributed worker wherever a key
+exists there; keys that are kconnect's own are marked as such in the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Any
+
+from .classes import CONVERTERS, HEADER_CONVERTERS, OVERRIDE_POLICIES
+from .errors import ConfigError
+from .listeners import ListenerList
+from .values import (
+    INT16_MAX,
+    INT32_MAX,
+    INT64_MAX,
+    TYPE_ALLOWED,
+    Choice,
+    ClassAlias,
+    ConfigType,
+    HeaderRules,
+    HostPortList,
+    IntRange,
+    MacAlgorithm,
+    MacAlgorithmList,
+    NonEmpty,
+    NonEmptyItems,
+    PositiveOrBrokerDefault,
+    Rejected,
+    TaskIdList,
+    TopicName,
+    Validator,
+    parse_type,
+)
+
+
+class Importance(StrEnum):
+    """Apache ConfigDef's importance of a key, shown in the reference so the table reads like Apache's."""
+
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+
+class ConnectProtocol(StrEnum):
+    """``connect.protocol``: which embedded-protocol versions this worker offers to the group."""
+
+    EAGER = "eager"
+    COMPATIBLE = "compatible"
+    SESSIONED = "sessioned"
+    STATIC = "static"
+
+
+class ExactlyOnceSourceSupport(StrEnum):
+    """``exactly.once.source.support``: KIP-618's rollout steps (preparing on every worker, then enabled)."""
+
+    DISABLED = "disabled"
+    PREPARING = "preparing"
+    ENABLED = "enabled"
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One worker configuration key: how to parse it, its default, and what the README says about it.
+
+    ``default`` is written as it would appear in a properties file and goes through the same parsing
+    as a user's value, so a default can never be something a user could not have typed. ``None`` means
+    the key is optional with no value; ``required`` keys have no default at all.
+    """
+
+    key: str
+    type: ConfigType
+    default: str | None
+    documentation: str
+    validator: Validator | None = None
+    importance: Importance = Importance.LOW
+    required: bool = False
+    kconnect: bool = False
+    default_text: str | None = None
+
+    @property
+    def attribute(self) -> str:
+        """The WorkerConfig field holding the parsed value."""
+        return self.key.replace(".", "_")
+
+    @property
+    def allowed(self) -> str:
+        """What a value must be: the same phrase for the error message and the reference table."""
+        return self.validator.allowed if self.validator is not None else TYPE_ALLOWED[self.type]
+
+    def parse(self, raw: str) -> Any:
+        """Parse and validate one raw value, raising ConfigError that names this key and the value."""
+        try:
+            value = parse_type(self.type, raw)
+            return value if self.validator is None else self.validator(value)
+        except Rejected as rejected:
+            detail = f"; {rejected.detail}" if rejected.detail else ""
+            raise ConfigError(self.key, raw, f"must be {self.allowed}{detail}") from None
+
+
+_H, _M = Importance.HIGH, Importance.MEDIUM
+# The group-records topic default is derived rather than fixed so that two Connect clusters sharing a
+# Kafka cluster, which must differ in group.id anyway, never share group records by accident.
+GROUP_RECORDS_TOPIC_SUFFIX = "-group-records"
+_POSITIVE_INT = IntRange(1, INT32_MAX)
+_NON_NEGATIVE_INT = IntRange(0, INT32_MAX)
+_NON_NEGATIVE_LONG = IntRange(0, INT64_MAX)
+_POSITIVE_LONG = IntRange(1, INT64_MAX)
+_PARTITIONS = PositiveOrBrokerDefault(INT32_MAX)
+_REPLICATION = PositiveOrBrokerDefault(INT16_MAX)
+
+
+def _storage(
+    name: str, what: str, *, partitions: str | None, kconnect: bool = False, default_topic: str | None = None
+) -> list[Definition]:
+    """The topic / partitions / replication.factor triple that each internal store has."""
+    prefix = f"{name}.storage."
+    rows = [
+        Definition(
+            f"{prefix}topic",
+            ConfigType.STRING,
+            None,
+            f"Name of the compacted topic holding {what}.",
+            TopicName(),
+            _H,
+            required=default_topic is None,
+            kconnect=kconnect,
+            default_text=default_topic,
+        ),
+        Definition(
+            f"{prefix}replication.factor",
+            ConfigType.SHORT,
+            "3",
+            f"Replication factor used when the worker creates the topic holding {what}.",
+            _REPLICATION,
+            kconnect=kconnect,
+        ),
+    ]
+    if partitions is not None:
+        rows.append(
+            Definition(
+                f"{prefix}partitions",
+                ConfigType.INT,
+                partitions,
+                f"Number of partitions used when the worker creates the topic holding {what}.",
+                _PARTITIONS,
+                kconnect=kconnect,
+            )
+        )
+    return rows
+
+
+DEFINITIONS: tuple[Definition, ...] = (
+    # Kafka cluster and group membership
+    Definition(
+        "bootstrap.servers",
+        ConfigType.LIST,
+        "localhost:9092",
+        "host:port pairs used for the first connection to the Kafka cluster; the rest of the cluster is "
+        "discovered from them, so a few are enough.",
+        HostPortList(),
+        _H,
+    ),
+    Definition(
+        "group.id",
+        ConfigType.STRING,
+        None,
+        "Names the Connect cluster: workers with the same group.id form one cluster. It must not clash "
+        "with any consumer group.",
+        NonEmpty(),
+        _H,
+        required=True,
+    ),
+    Definition(
+        "session.timeout.ms",
+        ConfigType.INT,
+        "10000",
+        "A worker that sends no heartbeat for this long is removed from the group and its work "
+        "rebalanced. Must lie within the broker's group.min/max.session.timeout.ms.",
+        _POSITIVE_INT,
+        _H,
+    ),
+    Definition(
+        "heartbeat.interval.ms",
+        ConfigType.INT,
+        "3000",
+        "Interval between heartbeats to the group coordinator; must be below session.timeout.ms and is "
+        "usually at most a third of it. Lower values also make rebalances start sooner.",
+        _POSITIVE_INT,
+        _H,
+    ),
+    Definition(
+        "rebalance.timeout.ms",
+        ConfigType.INT,
+        "60000",
+        "How long the coordinator waits for every member to rejoin during a rebalance; a worker that "
+        "takes longer to stop its work is dropped from the group.",
+        _POSITIVE_INT,
+        _H,
+    ),
+    Definition(
+        "worker.sync.timeout.ms",
+        ConfigType.INT,
+        "3000",
+        "When this worker is behind the config topic, how long it tries to catch up before it leaves "
+        "the group and backs off.",
+        _NON_NEGATIVE_INT,
+        _M,
+    ),
+    Definition(
+        "worker.unsync.backoff.ms",
+        ConfigType.INT,
+        "300000",
+        "How long a worker that could not catch up within worker.sync.timeout.ms stays out of the "
+        "group before rejoining.",
+        _NON_NEGATIVE_INT,
+        _M,
+    ),
+    Definition(
+        "connect.protocol",
+        ConfigType.STRING,
+        "static",
+        "Embedded protocol this worker offers: eager (stop-the-world), compatible (incremental "
+        "cooperative, KIP-415), sessioned (compatible plus signed internal requests, KIP-507) or static "
+        "(kconnect's KIP-987 static assignments, the default: it also offers sessioned, compatible and "
+        "default, and a group without static workers behaves exactly as sessioned; Apache Kafka Connect "
+        "3.9 defaults to sessioned and has no static). Set sessioned where Apache Kafka Connect workers "
+        "share the group: the broker then settles on sessioned anyway.",
+        Choice([p.value for p in ConnectProtocol], case_insensitive=True, convert=ConnectProtocol),
+    ),
+    Definition(
+        "scheduled.rebalance.max.delay.ms",
+        ConfigType.INT,
+        "300000",
+        "How long the leader keeps a departed worker's connectors and tasks unassigned, waiting for it "
+        "to return, before giving them to the remaining workers.",
+        IntRange(0, INT32_MAX),
+    ),
+    Definition(
+        "exactly.once.source.support",
+        ConfigType.STRING,
+        "disabled",
+        "Exactly-once delivery for source connectors: enabled on a new cluster, or preparing on every "
+        "worker first and then enabled when turning it on in a running cluster.",
+        Choice(
+            [e.value for e in ExactlyOnceSourceSupport],
+            case_insensitive=True,
+            convert=ExactlyOnceSourceSupport,
+        ),
+        _H,
+    ),
+    Definition(
+        "inter.worker.key.generation.algorithm",
+        ConfigType.STRING,
+        "HmacSHA256",
+        "Algorithm of the session keys the leader generates for signing internal REST requests.",
+        MacAlgorithm(),
+    ),
+    Definition(
+        "inter.worker.key.size",
+        ConfigType.INT,
+        None,
+        "Size in bits of generated session keys; when unset, the algorithm's own default size is used.",
+        IntRange(40, INT32_MAX),
+    ),
+    Definition(
+        "inter.worker.key.ttl.ms",
+        ConfigType.INT,
+        "3600000",
+        "How long a session key is used before the leader rotates it.",
+        IntRange(0, INT32_MAX),
+    ),
+    Definition(
+        "inter.worker.signature.algorithm",
+        ConfigType.STRING,
+        "HmacSHA256",
+        "Algorithm used to sign internal REST requests; must be listed in "
+        "inter.worker.verification.algorithms.",
+        MacAlgorithm(),
+    ),
+    Definition(
+        "inter.worker.verification.algorithms",
+        ConfigType.LIST,
+        "HmacSHA256",
+        "Algorithms accepted when verifying signed internal REST requests.",
+        MacAlgorithmList(),
+    ),
+    # Internal topics
+    *_storage("config", "connector and task configurations", partitions=None),
+    *_storage("offset", "source connector offsets", partitions="25"),
+    *_storage("status", "connector and task statuses", partitions="5"),
+    *_storage(
+        "group.records",
+        "the group records (target and current assignments)",
+        partitions="1",
+        kconnect=True,
+        default_topic=f"<group.id>{GROUP_RECORDS_TOPIC_SUFFIX}",
+    ),
+    # Converters and worker behaviour
+    Definition(
+        "key.converter",
+        ConfigType.CLASS,
+        None,
+        "Converter for record keys, between Connect data and bytes in Kafka. Settings for it go under "
+        "the key.converter. prefix.",
+        ClassAlias(CONVERTERS),
+        _H,
+        required=True,
+    ),
+    Definition(
+        "value.converter",
+        ConfigType.CLASS,
+        None,
+        "Converter for record values, between Connect data and bytes in Kafka. Settings for it go under "
+        "the value.converter. prefix.",
+        ClassAlias(CONVERTERS),
+        _H,
+        required=True,
+    ),
+    Definition(
+        "header.converter",
+        ConfigType.CLASS,
+        "org.apache.kafka.connect.storage.SimpleHeaderConverter",
+        "Converter for record header values. Settings for it go under the header.converter. prefix.",
+        ClassAlias(HEADER_CONVERTERS),
+    ),
+    Definition(
+        "task.shutdown.graceful.timeout.ms",
+        ConfigType.LONG,
+        "5000",
+        "Total time given to all tasks being stopped together to finish before they are abandoned.",
+        _NON_NEGATIVE_LONG,
+    ),
+    Definition(
+        "offset.flush.interval.ms",
+        ConfigType.LONG,
+        "60000",
+        "How often tasks' offsets are committed.",
+        _POSITIVE_LONG,
+    ),
+    Definition(
+        "offset.flush.timeout.ms",
+        ConfigType.LONG,
+        "5000",
+        "How long an offset commit may wait for records to flush before it is abandoned and retried "
+        "at the next interval.",
+        _POSITIVE_LONG,
+    ),
+    Definition(
+        "plugin.path",
+        ConfigType.LIST,
+        "",
+        "Directories searched for connector, converter and transformation plugins.",
+        NonEmptyItems(),
+    ),
+    Definition(
+        "plugin.discovery",
+        ConfigType.STRING,
+        "hybrid_warn",
+        "How Apache Kafka discovers Java plugins; accepted so Apache worker files load, without "
+        "effect on kconnect's plugin discovery.",
+        Choice(["only_scan", "service_load", "hybrid_warn", "hybrid_fail"], case_insensitive=True),
+    ),
+    Definition(
+        "config.providers",
+        ConfigType.LIST,
+        "",
+        "Names of config providers for ${provider:...} references. kconnect always resolves ${env:NAME} "
+        "and ${file:PATH:KEY}; other names resolve only when config.providers.<name>.class is Apache's "
+        "EnvVarConfigProvider or FileConfigProvider.",
+        NonEmptyItems(),
+    ),
+    Definition(
+        "connector.client.config.override.policy",
+        ConfigType.STRING,
+        "All",
+        "Which Kafka client settings connector configurations may override: All, None, or Principal "
+        "(only the client principal).",
+        ClassAlias(OVERRIDE_POLICIES),
+        _M,
+    ),
+    Definition(
+        "topic.creation.enable",
+        ConfigType.BOOLEAN,
+        "true",
+        "Whether source connectors configured with topic.creation. settings may create their topics.",
+    ),
+    Definition(
+        "topic.tracking.enable",
+        ConfigType.BOOLEAN,
+        "true",
+        "Whether the worker records the topics each connector uses.",
+    ),
+    Definition(
+        "topic.tracking.allow.reset",
+        ConfigType.BOOLEAN,
+        "true",
+        "Whether users may reset a connector's recorded topics through the REST API.",
+    ),
+    Definition(
+        "auto.include.jmx.reporter",
+        ConfigType.BOOLEAN,
+        "true",
+        "Deprecated in Apache Kafka; accepted so Apache worker files load. kconnect has no JMX.",
+    ),
+    # REST API
+    Definition(
+        "listeners",
+        ConfigType.LIST,
+        "http://:8083",
+        "URLs the REST API listens on. An empty host binds the default interface, 0.0.0.0 binds all.",
+        ListenerList(may_be_empty=False),
+    ),
+    Definition(
+        "admin.listeners",
+        ConfigType.LIST,
+        None,
+        "URLs for the admin endpoints (/admin/...). Unset: they are served on listeners; empty: they are "
+        "disabled.",
+        ListenerList(may_be_empty=True),
+        default_text="(served on listeners)",
+    ),
+    Definition(
+        "rest.advertised.host.name",
+        ConfigType.STRING,
+        None,
+        "Host name other workers use to reach this one, if not the listener's.",
+    ),
+    Definition(
+        "rest.advertised.port",
+        ConfigType.INT,
+        None,
+        "Port other workers use to reach this one, if not the listener's.",
+        IntRange(1, 65535),
+    ),
+    Definition(
+        "rest.advertised.listener",
+        ConfigType.STRING,
+        None,
+        "Protocol (http or https) of the URL advertised to other workers.",
+        Choice(["http", "https"], case_insensitive=True),
+    ),
+    Definition(
+        "rest.extension.classes",
+        ConfigType.LIST,
+        "",
+        "REST extensions to load, in order. They often implement authentication, so a worker must "
+        "refuse to start rather than run without one it cannot load.",
+        NonEmptyItems(),
+    ),
+    Definition(
+        "access.control.allow.origin",
+        ConfigType.STRING,
+        "",
+        "Value of the Access-Control-Allow-Origin header; empty allows only the REST API's own origin, "
+        "'*' allows any.",
+    ),
+    Definition(
+        "access.control.allow.methods",
+        ConfigType.STRING,
+        "",
+        "Value of the Access-Control-Allow-Methods header; empty allows GET, POST and HEAD.",
+    ),
+    Definition(
+        "response.http.headers.config",
+        ConfigType.STRING,
+        "",
+        "Rules adding headers to every REST response, e.g. 'set X-Frame-Options:DENY'.",
+        HeaderRules(),
+    ),
+    # Kafka clients
+    Definition(
+        "client.id",
+        ConfigType.STRING,
+        "",
+        "Client id sent to brokers by the worker's clients, for request logging and quotas.",
+    ),
+    Definition(
+        "client.dns.lookup",
+        ConfigType.STRING,
+        "use_all_dns_ips",
+        "How clients use the addresses a broker host name resolves to.",
+        Choice(["use_all_dns_ips", "resolve_canonical_bootstrap_servers_only"], case_insensitive=False),
+        _M,
+    ),
+    Definition(
+        "metadata.max.age.ms",
+        ConfigType.LONG,
+        "300000",
+        "Clients refresh cluster metadata at least this often.",
+        _NON_NEGATIVE_LONG,
+    ),
+    Definition(
+        "metadata.recovery.strategy",
+        ConfigType.STRING,
+        "none",
+        "What clients do when no known broker is reachable: none (fail) or rebootstrap (start again "
+        "from bootstrap.servers).",
+        Choice(["none", "rebootstrap"], case_insensitive=True),
+    ),
+    Definition(
+        "request.timeout.ms",
+        ConfigType.INT,
+        "40000",
+        "How long a client waits for a broker's response before retrying or failing the request.",
+        _NON_NEGATIVE_INT,
+        _M,
+    ),
+    Definition(
+        "retry.backoff.ms",
+        ConfigType.LONG,
+        "100",
+        "Initial wait before a client retries a failed request.",
+        _NON_NEGATIVE_LONG,
+    ),
+    Definition(
+        "retry.backoff.max.ms",
+        ConfigType.LONG,
+        "1000",
+        "Upper bound of the growing wait between retries.",
+        _NON_NEGATIVE_LONG,
+    ),
+    Definition(
+        "reconnect.backoff.ms",
+        ConfigType.LONG,
+        "50",
+        "Initial wait before a client reconnects to a broker.",
+        _NON_NEGATIVE_LONG,
+    ),
+    Definition(
+        "reconnect.backoff.max.ms",
+        ConfigType.LONG,
+        "1000",
+        "Upper bound of the growing wait between reconnection attempts.",
+        _NON_NEGATIVE_LONG,
+    ),
+    Definition(
+        "socket.connection.setup.timeout.ms",
+        ConfigType.LONG,
+        "10000",
+        "Initial time a client waits for a socket connection to be established.",
+        _NON_NEGATIVE_LONG,
+    ),
+    Definition(
+        "socket.connection.setup.timeout.max.ms",
+        ConfigType.LONG,
+        "30000",
+        "Upper bound of the growing socket connection setup timeout.",
+        _NON_NEGATIVE_LONG,
+    ),
+    Definition(
+        "connections.max.idle.ms",
+        ConfigType.LONG,
+        "540000",
+        "Clients close connections idle for longer than this.",
+        importance=_M,
+    ),
+    Definition(
+        "receive.buffer.bytes",
+        ConfigType.INT,
+        "32768",
+        "TCP receive buffer size of client sockets; -1 uses the OS default.",
+        IntRange(-1, INT32_MAX),
+        _M,
+    ),
+    Definition(
+        "send.buffer.bytes",
+        ConfigType.INT,
+        "131072",
+        "TCP send buffer size of client sockets; -1 uses the OS default.",
+        IntRange(-1, INT32_MAX),
+        _M,
+    ),
+    Definition(
+        "security.protocol",
+        ConfigType.STRING,
+        "PLAINTEXT",
+        "Protocol used to talk to brokers; the ssl.* and sasl.* settings configure it.",
+        Choice(["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"], case_insensitive=True),
+        _M,
+    ),
+    # kconnect's own
+    Definition(
+        "spark.master",
+        ConfigType.STRING,
+        "local[*]",
+        "Spark master URL for the SparkSession that runs this worker's tasks. Every other spark.* key is "
+        "passed to the SparkSession as is.",
+        NonEmpty(),
+        _M,
+        kconnect=True,
+    ),
+    Definition(
+        "worker.id",
+        ConfigType.STRING,
+        None,
+        "A stable name for this worker in logs and status; when unset the advertised REST URL "
+        "identifies it, as in Apache Kafka Connect.",
+        NonEmpty(),
+        kconnect=True,
+    ),
+    Definition(
+        "static.connectors",
+        ConfigType.LIST,
+        "",
+        "With connect.protocol=static: connectors only this and other workers listing them may run "
+        "(KIP-987).",
+        NonEmptyItems(),
+        kconnect=True,
+    ),
+    Definition(
+        "static.tasks",
+        ConfigType.LIST,
+        "",
+        "With connect.protocol=static: tasks (<connector>-<n>) only this and other workers listing them "
+        "may run (KIP-987).",
+        TaskIdList(),
+        kconnect=True,
+    ),
+)
+
+#: Each defined key's row, by key.
+BY_KEY: Mapping[str, Definition] = MappingProxyType({d.key: d for d in DEFINITIONS})
+
+#: Keys under these prefixes are accepted without a definition and kept verbatim in
+#: ``WorkerConfig.passthrough``: Kafka client overrides and security settings, REST TLS settings,
+#: converter and config-provider settings, extra internal-topic settings. ``spark.`` keys go to
+#: ``WorkerConfig.spark`` instead.
+PASSTHROUGH_PREFIXES: tuple[str, ...] = (
+    "producer.",
+    "consumer.",
+    "admin.",
+    "listeners.https.",
+    "ssl.",
+    "sasl.",
+    "metrics.",
+    "key.converter.",
+    "value.converter.",
+    "header.converter.",
+    "config.providers.",
+    "config.storage.",
+    "offset.storage.",
+    "status.storage.",
+    "group.records.storage.",
+)
+#: Single keys kept verbatim like the prefixed ones.
+PASSTHROUGH_KEYS: tuple[str, ...] = ("metric.reporters",)
+SPARK_PREFIX = "spark."
+
+
+def is_passthrough(key: str) -> bool:
+    """Whether ``key`` is kept verbatim for the component it belongs to, without a definition of its own."""
+    return key in PASSTHROUGH_KEYS or key.startswith(PASSTHROUGH_PREFIXES)
+
+
+def definitions() -> tuple[Definition, ...]:
+    """Every defined key in table order (cluster, topics, worker, REST, clients, kconnect)."""
+    return DEFINITIONS
+
+
+def unknown_keys(props: Mapping[str, str]) -> list[str]:
+    """Keys that match no definition and no pass-through prefix, sorted, for the caller to warn about.
+
+    Parsing does not fail on them because Apache Kafka only warns too, and a worker file shared with
+    Apache workers may carry keys for features kconnect does not have.
+    """
+    return sorted(
+        key
+        for key in props
+        if key not in BY_KEY and not is_passthrough(key) and not key.startswith(SPARK_PREFIX)
+    )
+
+
+def _markdown_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def reference_markdown() -> str:
+    """The worker configuration reference as a Markdown table, generated from :func:`definitions`."""
+    lines = [
+        "| Key | Type | Default | Valid values | Importance | Description |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for d in DEFINITIONS:
+        if d.required:
+            default = "(required)"
+        elif d.default_text is not None:
+            default = f"`{d.default_text}`"
+        elif d.default is None:
+            default = "(unset)"
+        elif d.default == "":
+            default = '""'
+        else:
+            default = f"`{d.default}`"
+        description = ("kconnect only. " if d.kconnect else "") + d.documentation
+        cells = [f"`{d.key}`", d.type.value, default, d.allowed, d.importance.value, description]
+        lines.append("| " + " | ".join(_markdown_cell(cell) for cell in cells) + " |")
+    prefixes = ", ".join(f"`{p}*`" for p in PASSTHROUGH_PREFIXES)
+    keys = ", ".join(f"`{k}`" for k in PASSTHROUGH_KEYS)
+    lines += [
+        "",
+        f"Keys starting with {prefixes}, and {keys}, are accepted without validation and handed to the "
+        "Kafka clients, REST TLS setup, converters, config providers or internal-topic creation they "
+        "belong to. Keys starting with `spark.` are passed to the SparkSession. Any other key is "
+        "reported as unknown and ignored.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+PROPERTIES_DOC_HEADER = (
+    "# Worker properties\n\n"
+    "Generated from `config/worker_keys.py` (`python -m kconnect.config.worker > config/PROPERTIES.md` "
+    "rewrites it; a test keeps it in sync). Keys, types and defaults follow Apache Kafka Connect 3.9 "
+    "where the names match.\n\n"
+)
