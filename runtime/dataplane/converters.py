@@ -74,6 +74,7 @@ __all__ = [
     "JsonConverter",
     "StringConverter",
     "connect_schema_of",
+    "converter_config",
     "converter_from_config",
     "derive_schema",
     "error_column",
@@ -775,3 +776,19 @@ def converter_from_config(config: Mapping[str, str], key: str, is_key: bool) -> 
 def _epoch_date() -> Column:
     # A function, not a module constant: building a Column needs an active SparkContext.
     return F.lit("1970-01-01").cast("date")
+
+
+def converter_config(worker_defaults: Mapping[str, str], task_config: Mapping[str, str]) -> dict[str, str]:
+    """The converter settings a task uses: worker ones, overridden by the connector's (Java's rule).
+
+    A connector that names its own ``value.converter`` drops the worker's ``value.converter.*`` settings,
+    since they were meant for another class.
+    """
+    merged: dict[str, str] = {}
+    for side in ("key", "value"):
+        prefix = f"{side}.converter"
+        source = task_config if prefix in task_config else worker_defaults
+        merged.update({k: v for k, v in source.items() if k == prefix or k.startswith(prefix + ".")})
+        if source is not task_config:
+            merged.update({k: v for k, v in task_config.items() if k.startswith(prefix + ".")})
+    return merged

@@ -80,7 +80,7 @@ class SinkPlan:
 def sink_plan(
     converters: Mapping[str, str], task_config: Mapping[str, str], connector: str, task: int
 ) -> SinkPlan:
-    """The plan for one sink task; ``converters`` is ``record_codec.converter_config``'s merge (worker's
+    """The plan for one sink task; ``converters`` is ``converters.converter_config``'s merge (worker's
     converter settings overlaid with the connector's). A bad key raises ConfigValidationError naming it,
     so the task fails at start with a clear message instead of on its first batch."""
     return SinkPlan(

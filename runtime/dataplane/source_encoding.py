@@ -74,7 +74,7 @@ class SourceEncoder:
 
 
 def source_encoder(converters: Mapping[str, str], task_config: Mapping[str, str]) -> SourceEncoder:
-    """The encoder for one source task (``converters`` as ``record_codec.converter_config`` merges them)."""
+    """The encoder for one source task (``converters`` as ``converters.converter_config`` merges them)."""
     return SourceEncoder(
         key_converter=converter_from_config(converters, "key.converter", True),
         value_converter=converter_from_config(converters, "value.converter", False),

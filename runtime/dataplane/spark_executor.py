@@ -26,9 +26,9 @@ from typing import Any
 from kconnect.config.worker import ExactlyOnceSourceSupport, WorkerConfig
 from kconnect.runtime import logs
 from kconnect.runtime.client_config import Role
+from kconnect.runtime.dataplane.converters import converter_config
 from kconnect.runtime.dataplane.exactly_once import exactly_once
 from kconnect.runtime.dataplane.executor import FailureListener, TaskCounters, TaskState
-from kconnect.runtime.dataplane.record_codec import converter_config
 from kconnect.runtime.dataplane.sink_runner import SinkTaskRunner
 from kconnect.runtime.dataplane.source_runner import SourceTaskRunner
 from kconnect.runtime.dataplane.task_runner import TaskRunner, client_settings, instantiate_task

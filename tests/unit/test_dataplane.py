@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kconnect.config.worker import WorkerConfig
+from kconnect.runtime.dataplane.converters import converter_config
 from kconnect.runtime.dataplane.kafka_reader import (
     PartitionRange,
     advance,
@@ -22,19 +23,13 @@ from kconnect.runtime.dataplane.kafka_reader import (
     plan_ranges,
     subscribed_topics,
 )
-from kconnect.runtime.dataplane.record_codec import (
-    CodecError,
-    converter_config,
-    to_kafka_record,
-    to_sink_records,
-)
 from kconnect.runtime.dataplane.records import RAW_FIELDS, RAW_SCHEMA
 from kconnect.runtime.dataplane.sink_runner import consumed_offsets, offsets_to_commit
 from kconnect.runtime.dataplane.source_runner import SourceTaskRunner, _Submitted, latest_source_offsets
 from kconnect.runtime.dataplane.spark_executor import SparkExecutor, python_workers_executable, spark_settings
 from kconnect.runtime.dataplane.task_runner import client_settings
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.plugins.api import Header, PluginRegistry, SourceRecord, SourceTask, TopicPartition
+from kconnect.runtime.plugins.api import PluginRegistry, SourceRecord, SourceTask, TopicPartition
 from kconnect.runtime.storage.offset_log import OffsetState, SourceOffset
 
 topics = st.from_regex(r"[a-zA-Z0-9._-]{1,20}", fullmatch=True)
@@ -257,64 +252,6 @@ def test_converter_config_connector_replaces_the_worker_class_and_its_settings()
         "value.converter": "json",
         "value.converter.schemas.enable": "false",
     }
-
-
-JSON_SCHEMAS = {"key.converter": "json", "value.converter": "org.apache.kafka.connect.json.JsonConverter"}
-JSON_PLAIN = {
-    **JSON_SCHEMAS,
-    "key.converter.schemas.enable": "false",
-    "value.converter.schemas.enable": "false",
-}
-
-
-@pytest.mark.parametrize(
-    ("config", "key", "value", "expected_key", "expected_value"),
-    [
-        (JSON_SCHEMAS, None, b'{"schema":{"type":"string"},"payload":"hi"}', None, "hi"),
-        (JSON_PLAIN, b'{"id":1}', b"[1,2]", {"id": 1}, [1, 2]),
-        ({"key.converter": "string", "value.converter": "bytearray"}, b"k\xc3\xa9", b"\x00", "ké", b"\x00"),
-    ],
-)
-def test_to_sink_records(
-    config: dict[str, str], key: bytes | None, value: bytes, expected_key: object, expected_value: object
-) -> None:
-    [record] = to_sink_records([("t", 2, 9, 1234, key, value, [("h", b"v")])], config)
-    assert (record.topic, record.partition, record.offset, record.timestamp) == ("t", 2, 9, 1234)
-    assert (record.key, record.value) == (expected_key, expected_value)
-    assert record.headers == (Header("h", b"v"),)
-
-
-@pytest.mark.parametrize(
-    ("config", "value", "message"),
-    [
-        (JSON_PLAIN, b"not json", "value of t-0@3 is not valid JSON"),
-        (JSON_SCHEMAS, b'{"a":1}', 'exactly the fields "schema" and "payload"'),
-        ({"key.converter": "avro", "value.converter": "json"}, b"1", "key.converter=avro is not a converter"),
-        ({"value.converter": "json"}, b"1", "key.converter is not set"),
-    ],
-)
-def test_undecodable_records_are_named(config: dict[str, str], value: bytes, message: str) -> None:
-    with pytest.raises(CodecError, match=message):
-        to_sink_records([("t", 0, 3, -1, None, value, None)], config)
-
-
-def test_to_kafka_record_with_schemas_matches_java_for_strings() -> None:
-    record = SourceRecord({"f": "a"}, {"p": 1}, "t", value="line", headers=(Header("h", "x"),))
-    key, value, headers = to_kafka_record(record, JSON_SCHEMAS)
-    assert key is None  # Java's JsonConverter writes a null without a schema as null, not an envelope
-    assert json.loads(value or b"") == {"schema": {"type": "string", "optional": False}, "payload": "line"}
-    assert headers == [("h", b"x")]
-
-
-def test_to_kafka_record_encodings() -> None:
-    record = SourceRecord(None, None, "t", key="k", value={"a": [1]})
-    assert to_kafka_record(record, JSON_PLAIN)[:2] == (b'"k"', b'{"a":[1]}')
-    as_text = {"key.converter": "string", "value.converter": "string"}
-    assert to_kafka_record(SourceRecord(None, None, "t", key=None, value=5), as_text)[:2] == (None, b"5")
-    with pytest.raises(CodecError, match="allows only bytes"):
-        to_kafka_record(record, {"key.converter": "bytearray", "value.converter": "bytearray"})
-    with pytest.raises(CodecError, match="without a Connect schema"):
-        to_kafka_record(record, JSON_SCHEMAS)
 
 
 BASE = {
