@@ -32,6 +32,8 @@ from kconnect.runtime.storage.status_log import State, StatusState
 
 @dataclass(frozen=True, slots=True)
 class StartConnector:
+    """Create a connector instance owned here, started only if its target state is STARTED."""
+
     name: str
     config: Properties
     target_state: TargetState
@@ -39,11 +41,15 @@ class StartConnector:
 
 @dataclass(frozen=True, slots=True)
 class StopConnector:
+    """Stop a connector instance here (released, reassigned elsewhere, deleted or restarting)."""
+
     name: str
 
 
 @dataclass(frozen=True, slots=True)
 class StartTask:
+    """Hand a task owned here to the executor, with its committed config and target state."""
+
     task: TaskId
     config: Properties
     target_state: TargetState
@@ -51,6 +57,8 @@ class StartTask:
 
 @dataclass(frozen=True, slots=True)
 class StopTask:
+    """Stop a task here before anyone else may start it (the rule every rebalance keeps)."""
+
     task: TaskId
 
 
@@ -212,6 +220,7 @@ class GroupView:
 
     @property
     def known(self) -> bool:
+        """A rebalance completed: generation, leader and protocol are known."""
         return self.generation >= 0
 
 
@@ -247,6 +256,7 @@ class Herder:
 
     @property
     def is_leader(self) -> bool:
+        """This worker leads a settled group: the only one that may write the config topic now."""
         return self.led_last_generation and not self.rebalancing
 
     @property
@@ -256,6 +266,7 @@ class Herder:
 
     @property
     def cooperative(self) -> bool:
+        """The group's protocol is incremental (KIP-415): work is kept across rebalances unless revoked."""
         return self.group.protocol is not None and protocol.version_for_protocol(self.group.protocol) >= 1
 
     def current_allocation(self) -> ConnectAssignment | None:
