@@ -3,7 +3,7 @@
 ``?scope=worker`` (the default; anything else than ``cluster`` counts as worker, with a warning, as in
 Java) changes this worker's levels and answers the loggers it changed. ``?scope=cluster`` writes a
 ``logger-cluster-<namespace>`` record to the config topic and answers 204: every worker, this one
-included, applies the level when it reads the record (``Worker._apply_cluster_log_level``).
+included, applies the level when it reads the record (``stores._apply_cluster_log_level``).
 
 Status codes and messages are Java's, checked against the reference worker, including its 404 for an
 unknown level name; a body that is not a JSON object is a 400 here (Java answers 500).
@@ -69,7 +69,7 @@ def admin_router(worker: Worker) -> APIRouter:
             log.warning("unknown logger scope; using worker scope", scope=scope, logger=logger)
             effective = "worker"
         if effective == "cluster":
-            await run_in_threadpool(worker.put_logger_level, logger, level.strip().upper())
+            await run_in_threadpool(worker.writes.put_logger_level, logger, level.strip().upper())
             return Response(status_code=204)
         changed = LEVELS.set(logger, level)
         log.info("log level set", logger=logger, level=level, loggers=changed)

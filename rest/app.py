@@ -36,17 +36,26 @@ from kconnect.runtime.errors import (
 )
 from kconnect.runtime.group.protocol import ConnectAssignment, WorkerState
 from kconnect.runtime.ids import TaskId
+from kconnect.runtime.shell.view import WorkerView
 from kconnect.runtime.shell.worker import Worker
+from kconnect.runtime.storage.config_log import TargetState
 
 FORWARD_TIMEOUT_S = 90.0
 PROTOCOL_BY_VERSION = {0: "default", 1: "compatible", 2: "sessioned", 3: "static"}
 
 
 def error(status: int, message: str) -> JSONResponse:
+    """Apache Kafka Connect's error body (``error_code`` and ``message``), which its clients parse."""
     return JSONResponse(status_code=status, content={"error_code": status, "message": message})
 
 
 def create_app(worker: Worker) -> FastAPI:
+    """The REST application of one worker: every route of Apache Kafka Connect's API, plus kconnect's.
+
+    Routes read the worker through read-only values (``worker.snapshot()``, ``worker.status_state()``,
+    ``worker.view()``) and write through ``worker.writes``, never through the worker's lock or herder.
+    """
+    writes = worker.writes
     app = FastAPI(title="kconnect", version=__version__, docs_url="/docs", openapi_url="/openapi.json")
     # Requests to other workers (forwarding to the leader, task configs) trust what this worker trusts.
     verify = client_verify(worker.config.passthrough)
@@ -231,10 +240,11 @@ def create_app(worker: Worker) -> FastAPI:
             raise BadRequestError(
                 f"Invalid initial state {initial_state}; must be one of RUNNING, PAUSED, STOPPED"
             )
-        target = {"RUNNING": "STARTED"}.get(initial_state, initial_state) if initial_state else None
+        # The REST API names the running state RUNNING; the config topic's target state is STARTED.
+        target = None if not initial_state else TargetState(initial_state.replace("RUNNING", "STARTED"))
         try:
             await run_in_threadpool(
-                worker.put_connector_config, name, config, allow_replace=False, initial_state=target
+                writes.put_connector_config, name, config, allow_replace=False, initial_state=target
             )
         except NotLeaderError as exc:
             return await forward_or_raise(request, exc, raw)
@@ -262,7 +272,7 @@ def create_app(worker: Worker) -> FastAPI:
                 f"in the URL ({name})"
             )
         try:
-            created = await run_in_threadpool(worker.put_connector_config, name, config, allow_replace=True)
+            created = await run_in_threadpool(writes.put_connector_config, name, config, allow_replace=True)
         except NotLeaderError as exc:
             return await forward_or_raise(request, exc, raw)
         return JSONResponse(status_code=201 if created else 200, content=connector_info(name))
@@ -275,7 +285,7 @@ def create_app(worker: Worker) -> FastAPI:
     async def get_tasks(name: str, request: Request) -> Any:
         """Answered by the leader, as in Apache Kafka Connect: it has read every committed task config."""
         try:
-            await run_in_threadpool(worker.require_leader)
+            await run_in_threadpool(writes.require_leader)
         except NotLeaderError as exc:
             return await forward_or_raise(request, exc, b"")
         snap = worker.snapshot()
@@ -303,9 +313,9 @@ def create_app(worker: Worker) -> FastAPI:
         if not isinstance(body, list):
             raise BadRequestError("Task configs must be a JSON array of objects")
         configs = [string_map(c, "task config") for c in body]
-        worker.verify(raw, dict(request.headers))
+        writes.verify(raw, dict(request.headers))
         try:
-            await run_in_threadpool(worker.write_task_configs, name, configs)
+            await run_in_threadpool(writes.write_task_configs, name, configs)
         except NotLeaderError as exc:
             return await forward_or_raise(request, exc, raw)
         return Response(status_code=204)
@@ -315,9 +325,9 @@ def create_app(worker: Worker) -> FastAPI:
         """Internal (KIP-618): a worker about to start an exactly-once source task asks the leader to fence
         the connector's previous task generation (signed under sessioned); 204 once it is fenced."""
         raw = await request.body()
-        worker.verify(raw, dict(request.headers))
+        writes.verify(raw, dict(request.headers))
         try:
-            await run_in_threadpool(worker.fence_zombies, name)
+            await run_in_threadpool(writes.fence_zombies, name)
         except NotLeaderError as exc:
             return await forward_or_raise(request, exc, raw)
         return Response(status_code=204)
@@ -325,7 +335,7 @@ def create_app(worker: Worker) -> FastAPI:
     @app.delete("/connectors/{name}", status_code=204)
     async def delete_connector(name: str, request: Request) -> Response:
         try:
-            await run_in_threadpool(worker.delete_connector, name)
+            await run_in_threadpool(writes.delete_connector, name)
         except NotLeaderError as exc:
             return await forward_or_raise(request, exc, b"")
         return Response(status_code=204)
@@ -377,7 +387,7 @@ def create_app(worker: Worker) -> FastAPI:
         return state.url.split("://", 1)[-1].rstrip("/")
 
     def known_worker_ids() -> set[str]:
-        view = worker.leader_view
+        view = worker.view().leader_view
         ids = {worker.worker_id, *worker.snapshot().static_overrides}
         if view is not None:
             ids |= {i for _v, st in view.members.values() if (i := worker_id_of(st))}
@@ -408,7 +418,7 @@ def create_app(worker: Worker) -> FastAPI:
         """Static-assignment overrides live in the config topic: the leader reads and writes them."""
         raw = await request.body()
         try:
-            await run_in_threadpool(worker.require_leader)
+            await run_in_threadpool(writes.require_leader)
         except NotLeaderError as exc:
             return await forward_or_raise(request, exc, raw)
         if worker_id not in known_worker_ids():
@@ -419,10 +429,10 @@ def create_app(worker: Worker) -> FastAPI:
         if request.method == "DELETE":
             if worker_id not in worker.snapshot().static_overrides:
                 raise NotFoundError(f"No static assignment override for worker {worker_id}")
-            await run_in_threadpool(worker.delete_static_assignment, worker_id)
+            await run_in_threadpool(writes.delete_static_assignment, worker_id)
             return Response(status_code=204)
         connectors, tasks = static_body(await json_body(request))
-        await run_in_threadpool(worker.put_static_assignment, worker_id, connectors, tasks)
+        await run_in_threadpool(writes.put_static_assignment, worker_id, connectors, tasks)
         return JSONResponse({"connectors": list(connectors), "tasks": list(tasks)})
 
     def current_static(worker_id: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -430,9 +440,9 @@ def create_app(worker: Worker) -> FastAPI:
         if override is not None:
             return override.connectors, override.tasks
         if worker_id == worker.worker_id:
-            c, t, _ = worker.static_assignment()
+            c, t, _ = worker.leader.static_assignment()
             return c, t
-        view = worker.leader_view
+        view = worker.view().leader_view
         for _v, st in view.members.values() if view else []:
             if worker_id_of(st) == worker_id:
                 return st.static_connectors, tuple(str(t) for t in st.static_tasks)
@@ -450,27 +460,24 @@ def create_app(worker: Worker) -> FastAPI:
     async def delete_static(worker_id: str, request: Request) -> Response:
         return await static_request(worker_id, request)
 
-    def this_worker() -> dict[str, Any]:
-        with worker._lock:
-            group = worker.herder.group
-            owned_c = sorted(worker.herder.owned_connectors)
-            owned_t = [str(t) for t in sorted(worker.herder.owned_tasks)]
-            rebalancing = worker.herder.rebalancing
-        m = worker.metrics
+    def this_worker(me: WorkerView) -> dict[str, Any]:
         return {
-            "id": worker.worker_id,
-            "member_id": group.member_id,
-            "url": worker.url,
-            "generation": group.generation,
-            "protocol": group.protocol,
-            "leader_url": group.leader_url,
-            "rebalancing": rebalancing,
-            "assignment": {"connectors": owned_c, "tasks": owned_t},
-            "rebalances_completed": m.rebalances_completed,
-            "rebalance_time_ms_total": round(m.rebalance_time_ms_total, 1),
-            "last_rebalance_ms": round(m.last_rebalance_ms, 1),
-            "scheduled_delay_ms": m.scheduled_delay_ms,
-            **worker.executor.counters(),
+            "id": me.worker_id,
+            "member_id": me.member_id,
+            "url": me.url,
+            "generation": me.generation,
+            "protocol": me.protocol,
+            "leader_url": me.leader_url,
+            "rebalancing": me.rebalancing,
+            "assignment": {
+                "connectors": list(me.owned_connectors),
+                "tasks": [str(t) for t in me.owned_tasks],
+            },
+            "rebalances_completed": me.rebalances_completed,
+            "rebalance_time_ms_total": round(me.rebalance_time_ms_total, 1),
+            "last_rebalance_ms": round(me.last_rebalance_ms, 1),
+            "scheduled_delay_ms": me.scheduled_delay_ms,
+            **me.executor_counters,
         }
 
     @app.get("/workers")
@@ -480,32 +487,30 @@ def create_app(worker: Worker) -> FastAPI:
         A follower only knows its own assignment, and the group coordinator's DescribeGroups is the
         fallback when the leader cannot answer (a Java leader has no such endpoint).
         """
-        with worker._lock:
-            group = worker.herder.group
-            is_leader = worker.herder.is_leader
-            me = this_worker()  # one consistent reading of this worker's state for the whole answer
-            view = worker.leader_view
-        if is_leader and view is not None and view.leader_id == group.member_id:
+        now = worker.view()  # one consistent reading of this worker's state for the whole answer
+        me = this_worker(now)
+        view = now.leader_view
+        if now.is_leader and view is not None and view.leader_id == now.member_id:
             members = [
                 member_entry(mid, version, state, view.assignments.get(mid), view.leader_id)
                 for mid, (version, state) in sorted(view.members.items())
             ]
             return {
                 "group": worker.config.group_id,
-                "generation": group.generation,
+                "generation": now.generation,
                 "protocol": view.protocol,
                 "leader": view.leader_id,
-                "leader_url": group.leader_url,
+                "leader_url": now.leader_url,
                 "source": "leader",
                 "members": members,
                 "this_worker": me,
             }
-        if group.known and group.leader_url and request.query_params.get("forward") != "false":
+        if now.group_known and now.leader_url and request.query_params.get("forward") != "false":
             try:
                 auth = request.headers.get("authorization")
                 async with httpx.AsyncClient(timeout=10, verify=verify) as client:
                     resp = await client.get(
-                        group.leader_url.rstrip("/") + "/workers",
+                        now.leader_url.rstrip("/") + "/workers",
                         params={"forward": "false"},
                         headers={"Authorization": auth} if auth else None,
                     )
@@ -521,16 +526,16 @@ def create_app(worker: Worker) -> FastAPI:
             raise RebalanceNeededError(f"The group's members are not known yet: {exc}") from exc
         return {
             "group": worker.config.group_id,
-            "generation": group.generation,
-            "protocol": desc.protocol or group.protocol,
-            "leader": group.leader_id,
-            "leader_url": group.leader_url,
+            "generation": now.generation,
+            "protocol": desc.protocol or now.protocol,
+            "leader": now.leader_id,
+            "leader_url": now.leader_url,
             "source": "coordinator",
             # The coordinator's member list may be newer than this worker's generation (a member
             # just left); its group state says whether a rebalance is under way.
             "group_state": desc.state,
             "members": [
-                member_entry(m.member_id, m.metadata_version, m.state, m.assignment, group.leader_id)
+                member_entry(m.member_id, m.metadata_version, m.state, m.assignment, now.leader_id)
                 for m in sorted(desc.members, key=lambda m: m.member_id)
             ],
             "this_worker": me,

@@ -101,7 +101,7 @@ def operations_router(
     @router.get("/connectors/{name}/tasks-config")
     async def tasks_config(name: str, request: Request) -> Response:
         """Deprecated in 3.x, still served by 3.9: task id ("<name>-<n>") -> task config, by the leader."""
-        done = await leader_call(request, b"", worker.require_leader)
+        done = await leader_call(request, b"", worker.writes.require_leader)
         if isinstance(done, Response):
             return done
         snap = worker.snapshot()

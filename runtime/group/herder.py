@@ -32,6 +32,8 @@ from kconnect.runtime.storage.status_log import State, StatusState
 
 @dataclass(frozen=True, slots=True)
 class StartConnector:
+    """Create a connector instance owned here, started only if its target state is STARTED."""
+
     name: str
     config: Properties
     target_state: TargetState
@@ -39,11 +41,15 @@ class StartConnector:
 
 @dataclass(frozen=True, slots=True)
 class StopConnector:
+    """Stop a connector instance here (released, reassigned elsewhere, deleted or restarting)."""
+
     name: str
 
 
 @dataclass(frozen=True, slots=True)
 class StartTask:
+    """Hand a task owned here to the executor, with its committed config and target state."""
+
     task: TaskId
     config: Properties
     target_state: TargetState
@@ -51,6 +57,8 @@ class StartTask:
 
 @dataclass(frozen=True, slots=True)
 class StopTask:
+    """Stop a task here before anyone else may start it (the rule every rebalance keeps)."""
+
     task: TaskId
 
 
@@ -104,6 +112,20 @@ class TransitionTask:
 
 
 @dataclass(frozen=True, slots=True)
+class ReportUnassigned:
+    """Write UNASSIGNED, with ``reason``, for static connectors and tasks no live worker lists (KIP-987).
+
+    Only the leader that computed the round knows them; it reports them once the round completed, in the
+    generation it completed (``generation``), so a status reader sees why they do not run.
+    """
+
+    connectors: frozenset[str]
+    tasks: frozenset[TaskId]
+    reason: str
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
 class ReportRestarting:
     """Write RESTARTING for a connector (``task`` None) or one of its tasks, between its stop and start."""
 
@@ -123,7 +145,28 @@ Action = (
     | TransitionConnector
     | TransitionTask
     | ReportRestarting
+    | ReportUnassigned
 )
+
+
+# --------------------------------------------------------------------------------------------- events
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderOutcome:
+    """What the leader's assignor decided for a round beyond the assignments it sends.
+
+    Why an event: the assign callback runs inside the member's join, before the round completes, so what
+    it implies for this worker (rejoin after KIP-415's empty downgrade round, report static work nobody
+    lists) is handed to the herder, which acts on it when that round completes (:meth:`Herder.on_rebalanced`).
+    """
+
+    #: The leader sent KIP-415's empty downgrade round: the real eager round must follow at once.
+    downgrade_round: bool = False
+    unassigned_connectors: frozenset[str] = frozenset()
+    unassigned_tasks: frozenset[TaskId] = frozenset()
+    #: Why the unassigned static work is not running (the status trace).
+    reason: str = ""
 
 
 # --------------------------------------------------------------------------------------------- restarts
@@ -177,6 +220,7 @@ class GroupView:
 
     @property
     def known(self) -> bool:
+        """A rebalance completed: generation, leader and protocol are known."""
         return self.generation >= 0
 
 
@@ -202,6 +246,8 @@ class Herder:
     restarts_seen: dict[str, int] = field(default_factory=dict)
     #: The latest statuses the shell handed in: what "only failed" restarts are judged against.
     statuses: StatusState = field(default_factory=StatusState)
+    #: What this worker decided as the leader of the round now completing (``on_leader_assigned``).
+    leader_outcome: LeaderOutcome | None = None
 
     def __post_init__(self) -> None:
         self._mark_restarts_seen(self.snapshot)
@@ -210,6 +256,7 @@ class Herder:
 
     @property
     def is_leader(self) -> bool:
+        """This worker leads a settled group: the only one that may write the config topic now."""
         return self.led_last_generation and not self.rebalancing
 
     @property
@@ -219,6 +266,7 @@ class Herder:
 
     @property
     def cooperative(self) -> bool:
+        """The group's protocol is incremental (KIP-415): work is kept across rebalances unless revoked."""
         return self.group.protocol is not None and protocol.version_for_protocol(self.group.protocol) >= 1
 
     def current_allocation(self) -> ConnectAssignment | None:
@@ -243,6 +291,26 @@ class Herder:
         self.snapshot = snapshot
         self._mark_restarts_seen(snapshot)
 
+    def on_config_read(self, snapshot: ClusterConfigSnapshot) -> list[Action]:
+        """The shell read the config topic to its end to carry out :class:`CatchUpConfig`.
+
+        The snapshot is taken as it is, without the comparison ``on_config`` makes: the catch-up happens
+        inside a rebalance (the assignment that follows applies it) or before a rejoin.
+        """
+        self.snapshot = snapshot
+        return []
+
+    def on_assignment_received(self, assignment: ConnectAssignment, config_offset_read: int) -> list[Action]:
+        """A rebalance completed; before it is applied: the leader may have assigned from a newer config
+        than this worker has read (``config_offset_read``), and the assignment must be applied on that one."""
+        if assignment.error == protocol.NO_ERROR and assignment.config_offset > config_offset_read:
+            return [CatchUpConfig(assignment.config_offset)]
+        return []
+
+    def on_leader_assigned(self, outcome: LeaderOutcome) -> None:
+        """This worker, as leader, computed a round: remember what it implies until the round completes."""
+        self.leader_outcome = outcome
+
     def on_rejoin_preparing(self, member_lost: bool, selected_protocol: str | None) -> list[Action]:
         """Before (re)joining: eager workers release everything; so does a member that lost its session.
 
@@ -263,12 +331,41 @@ class Herder:
         assignment: ConnectAssignment,
         statuses: StatusState | None = None,
     ) -> list[Action]:
+        """A rebalance completed with ``assignment``: release what it revokes, start what it gives, and
+        decide whether another rebalance must follow (revocations, a downgrade, a scheduled delay)."""
         if statuses is not None:
             self.statuses = statuses
+        leader_actions = self._leader_outcome_actions(generation)
         if assignment.error != protocol.NO_ERROR:
             # The leader was behind the group's newest config: catch up, then try again.
             self.rebalancing = True
-            return [CatchUpConfig(assignment.config_offset), RequestRejoin("config mismatch")]
+            return [
+                CatchUpConfig(assignment.config_offset),
+                RequestRejoin("config mismatch"),
+                *leader_actions,
+            ]
+        return self._apply_assignment(generation, member_id, selected_protocol, assignment) + leader_actions
+
+    def _leader_outcome_actions(self, generation: int) -> list[Action]:
+        """What the round this worker led (if it did) asks of it now that the round completed."""
+        outcome, self.leader_outcome = self.leader_outcome, None
+        if outcome is None:
+            return []
+        actions: list[Action] = []
+        if outcome.unassigned_connectors or outcome.unassigned_tasks:
+            actions.append(
+                ReportUnassigned(
+                    outcome.unassigned_connectors, outcome.unassigned_tasks, outcome.reason, generation
+                )
+            )
+        if outcome.downgrade_round:
+            # After KIP-415's empty downgrade round the leader itself asks for the real eager round.
+            actions.append(RequestRejoin("leader's downgrade round: the eager round follows"))
+        return actions
+
+    def _apply_assignment(
+        self, generation: int, member_id: str, selected_protocol: str, assignment: ConnectAssignment
+    ) -> list[Action]:
         actions: list[Action] = []
         version = protocol.version_for_protocol(selected_protocol)
         # KIP-415's downgrade: the first eager generation after a cooperative one is the leader's empty
@@ -325,8 +422,9 @@ class Herder:
         return [ReadyToLeave()]
 
     def on_config(self, snapshot: ClusterConfigSnapshot, statuses: StatusState | None = None) -> list[Action]:
-        """The config topic moved on: restart what changed here; rebalance when the work set changed;
-        follow new target states; carry out new restart requests for what runs here."""
+        """The config topic moved on: restart what changed here; rebalance when the work set changed or
+        this worker's static assignment override did (it takes effect in a rebalance); follow new target
+        states; carry out new restart requests for what runs here."""
         if statuses is not None:
             self.statuses = statuses
         old, self.snapshot = self.snapshot, snapshot
@@ -348,6 +446,8 @@ class Herder:
             actions += self._process_restarts()
         if work_changed:
             actions.append(RequestRejoin("connectors or task configs changed"))
+        if old.static_overrides.get(self.worker_id) != snapshot.static_overrides.get(self.worker_id):
+            actions.append(RequestRejoin("static assignment changed"))
         return actions
 
     def on_restart_task(self, task: TaskId) -> list[Action]:

@@ -37,7 +37,8 @@ from kconnect.runtime.plugins.api import (
     connector_type,
 )
 from kconnect.runtime.shell import connector_offsets
-from kconnect.runtime.shell.worker import LeaderView, Worker
+from kconnect.runtime.shell.view import LeaderView
+from kconnect.runtime.shell.worker import Worker
 from kconnect.runtime.storage import config_log, status_log
 from kconnect.runtime.storage.config_log import TargetState
 from kconnect.runtime.storage.offset_log import SourceOffset

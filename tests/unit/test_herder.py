@@ -11,7 +11,9 @@ from kconnect.runtime.group import protocol
 from kconnect.runtime.group.herder import (
     CatchUpConfig,
     Herder,
+    LeaderOutcome,
     PublishTaskConfigs,
+    ReportUnassigned,
     RequestRejoin,
     StartConnector,
     StartTask,
@@ -309,3 +311,102 @@ def test_graceful_leave_under_eager_is_a_plain_release() -> None:
     actions = h.begin_leave()
     assert kinds(actions) == [("StopTask", "a-0"), ("StopConnector", "a"), ("ReadyToLeave", "")]
     assert not h.leaving
+
+
+# ------------------------------------------------------------------ decisions the shell used to make
+
+
+def static_override(
+    base: ClusterConfigSnapshot, worker: str, connectors: tuple[str, ...]
+) -> ClusterConfigSnapshot:
+    """``base`` plus an operator's static-assignment override for ``worker``, as the config topic folds it."""
+    state = ConfigState()
+    records: list[config_log.ConfigRecord] = []
+    for name in base.connectors():
+        config = base.connector_config(name)
+        assert config is not None
+        records.append(config_log.ConnectorConfig(name, {k: v for k, v in config.items() if v is not None}))
+        configs = base.task_configs(name)
+        records += [
+            config_log.TaskConfig(TaskId(name, i), {k: v for k, v in c.items() if v is not None})
+            for i, c in enumerate(configs)
+        ]
+        records.append(config_log.TaskCommit(name, len(configs)))
+    records.append(config_log.StaticAssignmentRecord(worker, connectors, ()))
+    for offset, record in enumerate(records):
+        state = config_log.apply(state, record, offset)
+    return state.snapshot()
+
+
+def test_a_changed_static_override_of_this_worker_asks_for_a_rebalance() -> None:
+    base = snapshot({"a": 1})
+    h = Herder("w1", base)
+    h.on_rebalanced(1, "m1", "static", assignment(3, ("a",), (A0,)))
+    actions = h.on_config(static_override(base, "w1", ("a",)))
+    assert actions == [RequestRejoin("static assignment changed")]
+    # Removing it is a change too.
+    assert h.on_config(base) == [RequestRejoin("static assignment changed")]
+
+
+def test_another_workers_static_override_is_not_this_workers_business() -> None:
+    base = snapshot({"a": 1})
+    h = Herder("w1", base)
+    h.on_rebalanced(1, "m1", "static", assignment(3, ("a",), (A0,)))
+    assert h.on_config(static_override(base, "w2", ("a",))) == []
+
+
+def test_an_assignment_from_a_newer_config_is_applied_after_catching_up() -> None:
+    old, new = snapshot({"a": 1}), snapshot({"a": 1, "b": 1})
+    h = Herder("w1", old)
+    given = assignment(2, ("a", "b"), (A0, B0), offset=new.offset)
+    assert h.on_assignment_received(given, config_offset_read=old.offset) == [CatchUpConfig(new.offset)]
+    # The shell reads the config topic to its end and hands the snapshot in; the herder takes it as is.
+    assert h.on_config_read(new) == [] and h.snapshot is new
+    actions = h.on_rebalanced(1, "m1", "sessioned", given)
+    assert kinds(actions) == [
+        ("StartConnector", "a"),
+        ("StartConnector", "b"),
+        ("StartTask", "a-0"),
+        ("StartTask", "b-0"),
+    ]
+
+
+def test_no_catch_up_when_the_config_read_is_as_new_or_the_assignment_failed() -> None:
+    h = Herder("w1", snapshot({"a": 1}))
+    assert h.on_assignment_received(assignment(2, offset=5), config_offset_read=5) == []
+    failed = assignment(2, error=protocol.CONFIG_MISMATCH, offset=9)
+    assert h.on_assignment_received(failed, config_offset_read=5) == []
+
+
+def test_the_leader_reports_static_work_nobody_lists_once_its_round_completed() -> None:
+    h = Herder("w1", snapshot({"a": 1, "b": 1}))
+    h.on_leader_assigned(
+        LeaderOutcome(unassigned_connectors=frozenset({"b"}), unassigned_tasks=frozenset({B0}), reason="why")
+    )
+    actions = h.on_rebalanced(4, "m1", "static", assignment(3, ("a",), (A0,)))
+    assert actions[-1] == ReportUnassigned(frozenset({"b"}), frozenset({B0}), "why", 4)
+    # Once: the next round this worker did not lead reports nothing.
+    assert not any(isinstance(a, ReportUnassigned) for a in h.on_rebalanced(5, "m1", "static", assignment(3)))
+
+
+def test_the_leader_of_the_empty_downgrade_round_asks_for_the_eager_round() -> None:
+    h = Herder("w1", snapshot({"a": 1}))
+    h.on_rebalanced(1, "m1", "default", assignment(0, ("a",), (A0,)))
+    h.on_leader_assigned(LeaderOutcome(downgrade_round=True))
+    actions = h.on_rebalanced(2, "m1", "default", assignment(0, ("a",), (A0,)))
+    assert [a for a in actions if isinstance(a, RequestRejoin)] == [
+        RequestRejoin("leader's downgrade round: the eager round follows")
+    ]
+    assert h.leader_outcome is None
+
+
+def test_a_failed_round_still_consumes_what_its_leader_decided() -> None:
+    h = Herder("w1", snapshot({"a": 1}))
+    h.on_leader_assigned(LeaderOutcome(downgrade_round=True))
+    actions = h.on_rebalanced(1, "m1", "sessioned", assignment(2, error=protocol.CONFIG_MISMATCH, offset=3))
+    assert actions == [
+        CatchUpConfig(3),
+        RequestRejoin("config mismatch"),
+        RequestRejoin("leader's downgrade round: the eager round follows"),
+    ]
+    assert h.leader_outcome is None

@@ -1,0 +1,206 @@
+"""Read-only views of a worker: what REST and ``GET /metrics`` read, never the worker's lock or herder.
+
+Why: the herder and the states folded from the internal topics change on the herder thread and the log
+threads; a REST handler that read them field by field could see half of a rebalance. The worker takes one
+consistent reading under its lock (``Worker.view``) and hands out these frozen values instead.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kconnect.runtime.dataplane.executor import TaskCounters
+from kconnect.runtime.group.herder import Herder
+from kconnect.runtime.group.protocol import ConnectAssignment, WorkerState
+from kconnect.runtime.ids import TaskId
+from kconnect.runtime.shell import metrics
+from kconnect.runtime.storage import status_log
+
+
+@dataclass
+class WorkerMetrics:
+    """This worker's rebalance and start-up counters (Java's connect-worker(-rebalance)-metrics).
+
+    Mutable and written by the herder thread only; readers take copies through :class:`WorkerView` or
+    :func:`figures`.
+    """
+
+    rebalances_completed: int = 0
+    rebalance_time_ms_total: float = 0.0
+    rebalance_started_at: float | None = None
+    last_rebalance_ms: float = 0.0
+    scheduled_delay_ms: int = 0
+    rebalance_time_ms_max: float = 0.0
+    last_rebalance_at: float | None = None
+    connector_startup_attempts: int = 0
+    connector_startup_successes: int = 0
+    connector_startup_failures: int = 0
+    task_startup_attempts: int = 0
+    task_startup_successes: int = 0
+    task_startup_failures: int = 0
+
+    def rebalance_completed(self, delay_ms: int, succeeded: bool) -> None:
+        """A rebalance completed: time it (from when this worker began to rejoin) if it succeeded."""
+        started = self.rebalance_started_at
+        if started is not None and succeeded:
+            elapsed = (time.monotonic() - started) * 1000
+            self.rebalances_completed += 1
+            self.rebalance_time_ms_total += elapsed
+            self.last_rebalance_ms = elapsed
+            self.rebalance_time_ms_max = max(self.rebalance_time_ms_max, elapsed)
+            self.last_rebalance_at = time.monotonic()
+            self.rebalance_started_at = None
+        self.scheduled_delay_ms = delay_ms
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderView:
+    """What the leader saw and decided in the last rebalance it led: the source of ``GET /workers``."""
+
+    leader_id: str
+    protocol: str
+    members: Mapping[str, tuple[int, WorkerState]]
+    assignments: Mapping[str, ConnectAssignment]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerView:
+    """One consistent reading of this worker's place in the group, taken under the worker's lock.
+
+    Why frozen: REST answers (``GET /workers``) are built from it after the lock is released, so nothing
+    a rebalance changes meanwhile can make one answer contradict itself.
+    """
+
+    worker_id: str
+    url: str
+    member_id: str
+    generation: int
+    protocol: str | None
+    leader_id: str
+    leader_url: str
+    #: This worker completed a rebalance (it knows the group's generation and leader).
+    group_known: bool
+    rebalancing: bool
+    is_leader: bool
+    owned_connectors: tuple[str, ...]
+    owned_tasks: tuple[TaskId, ...]
+    #: What this worker decided when it last led a round (None if it never led one).
+    leader_view: LeaderView | None
+    rebalances_completed: int
+    rebalance_time_ms_total: float
+    last_rebalance_ms: float
+    scheduled_delay_ms: int
+    #: The executor's counters (``Executor.counters``), e.g. how many tasks it holds.
+    executor_counters: Mapping[str, int] = field(default_factory=dict)
+
+
+def read(
+    worker_id: str,
+    url: str,
+    herder: Herder,
+    m: WorkerMetrics,
+    leader_view: LeaderView | None,
+    executor_counters: Mapping[str, int],
+) -> WorkerView:
+    """Copy what a REST answer needs out of the herder; the caller holds the worker's lock."""
+    group = herder.group
+    return WorkerView(
+        worker_id=worker_id,
+        url=url,
+        member_id=group.member_id,
+        generation=group.generation,
+        protocol=group.protocol,
+        leader_id=group.leader_id,
+        leader_url=group.leader_url,
+        group_known=group.known,
+        rebalancing=herder.rebalancing,
+        is_leader=herder.is_leader,
+        owned_connectors=tuple(sorted(herder.owned_connectors)),
+        owned_tasks=tuple(sorted(herder.owned_tasks)),
+        leader_view=leader_view,
+        rebalances_completed=m.rebalances_completed,
+        rebalance_time_ms_total=m.rebalance_time_ms_total,
+        last_rebalance_ms=m.last_rebalance_ms,
+        scheduled_delay_ms=m.scheduled_delay_ms,
+        executor_counters=dict(executor_counters),
+    )
+
+
+#: A herder loop that has not come round for this long is reported unhealthy (Java waits 10 s for
+#: a no-op herder request; our loop may block a little longer inside a join or a config catch-up).
+UNHEALTHY_AFTER_S = 15.0
+
+
+def health(
+    startup_error: str | None, started: bool, stalled_s: float, stopping: bool
+) -> tuple[int, dict[str, str]]:
+    """KIP-1017's ``GET /health``: 503 while starting, 200 once joined, 500 when the loop is stuck
+    (``stalled_s`` since the herder loop last came round) or the worker failed to start."""
+    if startup_error is not None:
+        return 500, {"status": "unhealthy", "message": f"Worker failed to start: {startup_error}"}
+    if not started:
+        return 503, {"status": "starting", "message": "Worker is still starting up."}
+    if stalled_s > UNHEALTHY_AFTER_S and not stopping:
+        return 500, {
+            "status": "unhealthy",
+            "message": f"Worker's herder loop has not completed a tick in {stalled_s:.0f} s.",
+        }
+    return 200, {
+        "status": "healthy",
+        "message": "Worker has completed startup and is ready to handle requests.",
+    }
+
+
+def figures(
+    view: WorkerView,
+    m: WorkerMetrics,
+    status: status_log.StatusState,
+    running: Mapping[TaskId, TaskCounters],
+    default_protocol: str,
+) -> metrics.WorkerFigures:
+    """What ``GET /metrics`` reports, from one reading of the worker (``view``) and its statuses.
+
+    Pure, so the mapping from the worker's state to Java's metric names is checked without a worker.
+    """
+    connector_states = {}
+    for name in view.owned_connectors:
+        cs = status.connector_status(name)
+        connector_states[name] = cs.state.value if cs is not None else "UNASSIGNED"
+    task_figures = []
+    for task in view.owned_tasks:
+        ts = status.task_status(task)
+        counts = running.get(task)
+        is_source = counts is not None and counts.kind == "source"
+        task_figures.append(
+            metrics.TaskFigures(
+                task.connector,
+                task.task,
+                ts.state.value if ts is not None else "UNASSIGNED",
+                source_record_poll_total=counts.records if counts is not None and is_source else 0,
+                sink_record_read_total=counts.records if counts is not None and not is_source else 0,
+                offset_commit_avg_time_ms=counts.offset_commit_avg_ms if counts is not None else 0.0,
+            )
+        )
+    since = None if m.last_rebalance_at is None else (time.monotonic() - m.last_rebalance_at) * 1000
+    return metrics.WorkerFigures(
+        worker=view.worker_id,
+        protocol=view.protocol or default_protocol,
+        epoch=view.generation,
+        leader=view.leader_url or "",
+        rebalancing=view.rebalancing,
+        completed_rebalances=m.rebalances_completed,
+        rebalance_time_ms_total=m.rebalance_time_ms_total,
+        rebalance_time_ms_max=m.rebalance_time_ms_max,
+        time_since_last_rebalance_ms=since,
+        connectors=connector_states,
+        tasks=task_figures,
+        connector_startup_attempts=m.connector_startup_attempts,
+        connector_startup_successes=m.connector_startup_successes,
+        connector_startup_failures=m.connector_startup_failures,
+        task_startup_attempts=m.task_startup_attempts,
+        task_startup_successes=m.task_startup_successes,
+        task_startup_failures=m.task_startup_failures,
+        scheduled_delay_ms=m.scheduled_delay_ms,
+    )
