@@ -918,7 +918,7 @@ class Worker:
         with self._lock:
             last_generation = self.herder.group.generation
             last_protocol = self.herder.group.protocol
-        generation = self._require_member().coordinator._generation.generation_id
+        generation = self._require_member().generation()[0]
         # Wall-clock time: a scheduled rebalance must mean the same instant to the next leader, which
         # reads it from the group records' timestamps.
         now_ms = int(time.time() * 1000)
