@@ -515,11 +515,9 @@ class Membership:
             if disconnect and coordinator_request:
                 out.extend(self._coordinator_dead(now_ms))
         elif request_id == self._step_id:  # JoinGroup or SyncGroup of the current attempt
-            self._step_id = None
+            out.extend(self._attempt_failed(now_ms, backoff=True))
             if disconnect and coordinator_request:
                 out.extend(self._coordinator_dead(now_ms))
-            if self.phase in _ATTEMPT_PHASES:
-                out.extend(self._attempt_failed(now_ms, backoff=True))
         if not self.closed:
             out.extend(self._advance(now_ms))
         return out
