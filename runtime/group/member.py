@@ -1,28 +1,26 @@
 """The worker's membership in the Kafka group, speaking the embedded Connect protocol.
 
-This is an edge: kafka-python's BaseCoordinator (a port of the Java AbstractCoordinator that Apache
-Kafka Connect's WorkerCoordinator extends) drives JoinGroup, SyncGroup, Heartbeat and LeaveGroup on its
-own IO thread. Everything it learns is handed to the herder as plain data (``Joined``); everything it
-sends is computed by pure code (``protocol`` encodes, an assignor decides). No decision about connectors
-or tasks is made here.
+This is the facade the shell uses. The group protocol itself is a sans-I/O state machine
+(:mod:`membership`: responses and ticks in, requests and events out) carried by a thin transport
+(:mod:`transport`: kafka-python's public network client, on its own IO thread so that heartbeats keep
+flowing while the herder works). What this module adds is Connect's meaning: the metadata a worker
+joins with and the leader's assignment are encoded and decoded by :mod:`protocol`, and the assignment
+is decided by the herder's callback. Everything learnt is handed to the herder as plain data
+(``Joined``); no decision about connectors or tasks is made here.
 """
 
 from __future__ import annotations
 
-import contextlib
-import queue
 import threading
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka.coordinator.base import BaseCoordinator
-from kafka.net.compat import KafkaNetClient
-from kafka.protocol.admin import DescribeGroupsRequest
-
 from kconnect.runtime import logs
-from kconnect.runtime.group import protocol
+from kconnect.runtime.group import membership, protocol
 from kconnect.runtime.group.protocol import ConnectAssignment, WorkerState
+from kconnect.runtime.group.transport import GroupTransport, TransportError
 
 log = logs.get(__name__)
 
@@ -51,6 +49,8 @@ class GroupMember:
 
 @dataclass(frozen=True, slots=True)
 class GroupDescription:
+    """The group as DescribeGroups reports it: what ``GET /workers`` and the CLI show of other members."""
+
     state: str
     protocol_type: str
     protocol: str
@@ -65,29 +65,35 @@ class MemberError(RuntimeError):
     """The group could not be reached or joined."""
 
 
-class _ConnectCoordinator(BaseCoordinator):  # type: ignore[misc]
-    def __init__(self, owner: WorkerMember, client: Any, **configs: Any) -> None:
-        super().__init__(client, **configs)
-        self._owner = owner
+def leader_assignments(
+    assign: AssignFn, leader_id: str, protocol_name: str, members: Sequence[tuple[str, bytes]]
+) -> dict[str, bytes]:
+    """The leader's SyncGroup payload: every member's JoinGroup metadata decoded (any version a Java or
+    kconnect worker sends), handed to ``assign``, and its answer encoded. Pure, so a test can feed it a
+    Java member's bytes."""
+    decoded = {member_id: protocol.decode_metadata(bytes(data)) for member_id, data in members}
+    return {
+        mid: protocol.encode_assignment(a) for mid, a in assign(leader_id, protocol_name, decoded).items()
+    }
 
-    def protocol_type(self) -> str:
-        return "connect"
 
-    def group_protocols(self) -> list[tuple[str, bytes]]:
-        return self._owner._join_protocols()
-
-    def _perform_assignment(self, leader_id: str, protocol_name: str, members: list[Any]) -> dict[str, bytes]:
-        decoded: dict[str, tuple[int, WorkerState]] = {}
-        for m in members:
-            decoded[m.member_id] = protocol.decode_metadata(bytes(m.metadata))
-        assignments = self._owner._assign(leader_id, protocol_name, decoded)
-        return {mid: protocol.encode_assignment(a) for mid, a in assignments.items()}
-
-    async def _on_join_complete_async(
-        self, generation: int, member_id: str, protocol_name: str, member_assignment_bytes: bytes
-    ) -> None:
-        assignment = protocol.decode_assignment(bytes(member_assignment_bytes))
-        self._owner._joined.put(Joined(generation, member_id, protocol_name, assignment))
+def describe_members(raw_members: Sequence[Any]) -> tuple[GroupMember, ...]:
+    """DescribeGroups members as plain data; metadata that does not decode is left out, not fatal (a
+    member of another protocol type, or a broker that returns none)."""
+    members: list[GroupMember] = []
+    for m in raw_members:
+        version: int | None = None
+        state: WorkerState | None = None
+        assignment: ConnectAssignment | None = None
+        try:
+            if m.member_metadata:
+                version, state = protocol.decode_metadata(bytes(m.member_metadata))
+            if m.member_assignment:
+                assignment = protocol.decode_assignment(bytes(m.member_assignment))
+        except ValueError as exc:
+            log.warning("could not decode a group member's metadata", member=m.member_id, error=str(exc))
+        members.append(GroupMember(m.member_id, m.client_id, m.client_host, version, state, assignment))
+    return tuple(members)
 
 
 class WorkerMember:
@@ -115,129 +121,186 @@ class WorkerMember:
         self.connect_protocol = connect_protocol
         self._metadata = metadata
         self._assign_fn = assign
-        self._joined: queue.Queue[Joined] = queue.Queue()
-        self._client = KafkaNetClient(
-            bootstrap_servers=bootstrap_servers.split(","),
-            client_id=client_id,
+        self._config = membership.MembershipConfig(
+            group_id=group_id,
+            session_timeout_ms=session_timeout_ms,
+            heartbeat_interval_ms=heartbeat_interval_ms,
+            rebalance_timeout_ms=rebalance_timeout_ms,
             request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms,
-            **(client_settings or {}),
         )
-        self._coordinator: _ConnectCoordinator | None = None
-        self._configs = {
-            "group_id": group_id,
-            "session_timeout_ms": session_timeout_ms,
-            "heartbeat_interval_ms": heartbeat_interval_ms,
-            "max_poll_interval_ms": rebalance_timeout_ms,  # kafka-python sends it as the rebalance timeout
-            "request_timeout_ms": request_timeout_ms,
-            "retry_backoff_ms": retry_backoff_ms,
-        }
-        self._lock = threading.Lock()
+        self._bootstrap_servers = bootstrap_servers
+        self._client_id = client_id
+        self._retry_backoff_ms = retry_backoff_ms
+        self._client_settings = dict(client_settings or {})
+        self._transport: GroupTransport | None = None
+        # What the IO thread hands to the herder thread: completed joins, a failed join, the end of a leave.
+        self._cond = threading.Condition()
+        self._joined: list[Joined] = []
+        self._failure: str | None = None
+        self._left = False
         self.last_protocol: str | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
     def connect(self, timeout_ms: int) -> None:
         """Reach the cluster (bootstrap and version probe) or fail with a clear error within the timeout."""
+        machine = membership.Membership(self._config, int(time.monotonic() * 1000))
+        transport = GroupTransport(
+            machine,
+            bootstrap_servers=self._bootstrap_servers,
+            client_id=self._client_id,
+            retry_backoff_ms=self._retry_backoff_ms,
+            on_event=self._on_event,
+            client_settings=self._client_settings,
+        )
+        self._transport = transport  # before its IO thread starts: events may name it
         try:
-            version = self._client.check_version(timeout_ms=timeout_ms)
+            transport.connect(timeout_ms)
         except Exception as exc:
+            self._transport = None
+            transport.close()
             raise MemberError(
                 f"could not reach the Kafka cluster to join group '{self.group_id}': {exc}"
             ) from exc
-        if version is None:
-            raise MemberError(f"could not reach the Kafka cluster to join group '{self.group_id}'")
-        self._client._net.start()  # the IO thread: heartbeats keep flowing while the herder works
-        self._coordinator = _ConnectCoordinator(self, self._client, api_version=version, **self._configs)
 
     @property
-    def coordinator(self) -> _ConnectCoordinator:
-        if self._coordinator is None:
+    def transport(self) -> GroupTransport:
+        """The connected transport (a clear error before :meth:`connect`)."""
+        if self._transport is None:
             raise MemberError("the member is not connected")
-        return self._coordinator
+        return self._transport
 
     def need_rejoin(self) -> bool:
-        return bool(self.coordinator.need_rejoin())
+        """Whether the herder must prepare a rebalance and call :meth:`ensure_active`."""
+        return self.transport.read(lambda m: m.need_rejoin)
 
     def request_rejoin(self) -> None:
-        self.coordinator.request_rejoin()
+        """Ask for a new generation (a config change, a scheduled rebalance)."""
+        self.transport.call(lambda m, _now: m.request_rejoin("the worker asked to rejoin"))
 
     def ensure_active(self, timeout_ms: int) -> Joined | None:
-        """Join or rejoin if needed; returns the assignment of a rebalance that completed, if any."""
-        coord = self.coordinator
-        coord.ensure_active_group(timeout_ms=timeout_ms)
+        """Join or rejoin if needed; returns the assignment of a rebalance that completed, if any.
+        A join that failed for good raises :class:`MemberError` (the next call tries again)."""
+        transport = self.transport
+        with self._cond:
+            failure, self._failure = self._failure, None
+        if failure is not None:
+            raise MemberError(failure)
+        transport.call(lambda m, now: m.join(now))
+        with self._cond:
+            self._cond.wait_for(
+                lambda: bool(self._joined) or self._failure is not None or not transport.read(_joining),
+                timeout_ms / 1000,
+            )
+            failure, self._failure = self._failure, None
+        if failure is not None:
+            raise MemberError(failure)
         return self.poll_joined()
 
     def poll_joined(self) -> Joined | None:
-        try:
-            joined = self._joined.get_nowait()
-        except queue.Empty:
-            return None
+        """The next completed rebalance not yet handed to the herder, if any."""
+        with self._cond:
+            if not self._joined:
+                return None
+            joined = self._joined.pop(0)
         self.last_protocol = joined.protocol
         return joined
 
     def poll_heartbeat(self) -> None:
         """Tell the heartbeat loop the herder is alive (else it leaves after the rebalance timeout)."""
-        self.coordinator.poll_heartbeat()
+        self.transport.call(lambda m, now: m.poll(now))
 
     def generation(self) -> tuple[int, str]:
-        gen = self.coordinator._generation
-        return int(gen.generation_id), str(gen.member_id)
+        """(generation id, member id); a generation below 0 means the worker holds none."""
+        gen = self.transport.read(lambda m: m.generation)
+        return gen.generation_id, gen.member_id
 
     def member_id(self) -> str:
+        """This worker's member id in the group ('' before its first JoinGroup)."""
         return self.generation()[1]
 
     def leave(self, timeout_ms: int = 5000) -> None:
         """Send LeaveGroup so the others rebalance now instead of after the session timeout."""
-        if self._coordinator is not None:
-            try:
-                self._coordinator.close(timeout_ms=timeout_ms)
-            except Exception as exc:
-                log.warning("leaving the group failed", error=str(exc))
+        transport = self._transport
+        if transport is None:
+            return
+        try:
+            transport.call(lambda m, now: m.leave(now))
+            with self._cond:
+                if not self._cond.wait_for(lambda: self._left, timeout_ms / 1000):
+                    log.warning("leaving the group got no answer in time", timeout_ms=timeout_ms)
+        except Exception as exc:
+            log.warning("leaving the group failed", error=str(exc))
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self._client._net.stop(timeout_ms=2000)
-        with contextlib.suppress(Exception):
-            self._client.close()
+        """Stop the IO thread and close the connections."""
+        transport = self._transport
+        if transport is None:
+            return
+        try:
+            transport.stop(timeout_s=2.0)
+        finally:
+            transport.close()
 
     # -- group description (any member) ---------------------------------------------------------------------
 
     def describe(self, timeout_ms: int = 5000) -> GroupDescription:
-        coord = self.coordinator
-        node = coord.coordinator()
-        if node is None:
-            raise MemberError("the group coordinator is not known yet")
-        request = DescribeGroupsRequest(groups=[self.group_id], include_authorized_operations=False)
-        manager = coord._manager
+        """DescribeGroups at the coordinator: every member's id, host, metadata and assignment."""
+        try:
+            group = self.transport.describe_group(timeout_ms)
+        except TransportError as exc:
+            raise MemberError(str(exc)) from exc
+        return GroupDescription(
+            group.group_state, group.protocol_type, group.protocol_data, describe_members(group.members)
+        )
 
-        async def send() -> Any:
-            # Requests must go through the IO thread's event loop; polling from here would race it.
-            return await manager.wait_for(manager.send(request, node_id=node), timeout_ms)
+    # -- the machine's events (IO thread, no lock held) --------------------------------------------------
 
-        response = self._client._net.run(send)
-        group = response.groups[0]
-        members: list[GroupMember] = []
-        for m in group.members:
-            version: int | None = None
-            state: WorkerState | None = None
-            assignment: ConnectAssignment | None = None
+    def _on_event(self, event: membership.Event) -> None:
+        transport = self.transport
+        if isinstance(event, membership.MetadataNeeded):
+            protocols = protocol.join_protocols(self.connect_protocol, self._metadata())
+            transport.call(lambda m, now: m.metadata(event.attempt, protocols, now))
+        elif isinstance(event, membership.AssignmentNeeded):
+            log.info("elected group leader", generation=event.generation_id, protocol=event.protocol)
             try:
-                if m.member_metadata:
-                    version, state = protocol.decode_metadata(bytes(m.member_metadata))
-                if m.member_assignment:
-                    assignment = protocol.decode_assignment(bytes(m.member_assignment))
-            except ValueError as exc:
-                log.warning("could not decode a group member's metadata", member=m.member_id, error=str(exc))
-            members.append(GroupMember(m.member_id, m.client_id, m.client_host, version, state, assignment))
-        return GroupDescription(group.group_state, group.protocol_type, group.protocol_data, tuple(members))
+                payload = leader_assignments(self._assign_fn, event.leader_id, event.protocol, event.members)
+            except Exception as exc:
+                log.error("the leader's assignment failed", error=repr(exc))
+                message = repr(exc)
+                transport.call(lambda m, now: m.assignment_failed(event.generation_id, message, now))
+                return
+            transport.call(lambda m, now: m.assignments(event.generation_id, payload, now))
+        elif isinstance(event, membership.Joined):
+            self._on_joined(event)
+        elif isinstance(event, membership.Lost):
+            log.warning("lost the group generation", generation=event.generation_id, reason=event.reason)
+        elif isinstance(event, membership.RejoinRequested):
+            log.info("rejoining the group", reason=event.reason)
+        elif isinstance(event, membership.Failed):
+            log.error("joining the group failed", error=event.message, code=event.error_code)
+            with self._cond:
+                self._failure = f"joining group '{self.group_id}' failed: {event.message}"
+                self._cond.notify_all()
+        else:  # Left
+            with self._cond:
+                self._left = True
+                self._cond.notify_all()
 
-    # -- callbacks from the coordinator (IO thread) ----------------------------------------------------
+    def _on_joined(self, event: membership.Joined) -> None:
+        try:
+            assignment = protocol.decode_assignment(event.assignment)
+        except ValueError as exc:
+            # An assignment this worker cannot read: run nothing of it and ask for another round.
+            log.error("could not decode the group assignment", error=str(exc))
+            self.transport.call(lambda m, _now: m.request_rejoin("the assignment did not decode"))
+            return
+        log.info("joined the group", generation=event.generation_id, member=event.member_id)
+        with self._cond:
+            self._joined.append(Joined(event.generation_id, event.member_id, event.protocol, assignment))
+            self._cond.notify_all()
 
-    def _join_protocols(self) -> list[tuple[str, bytes]]:
-        return protocol.join_protocols(self.connect_protocol, self._metadata())
 
-    def _assign(
-        self, leader_id: str, protocol_name: str, members: Mapping[str, tuple[int, WorkerState]]
-    ) -> dict[str, ConnectAssignment]:
-        return self._assign_fn(leader_id, protocol_name, members)
+def _joining(machine: membership.Membership) -> bool:
+    return machine.joining
