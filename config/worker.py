@@ -25,6 +25,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from kconnect.runtime.plugins.config_def import java_trim
+
 from .classes import (
     CONVERTERS,
     HEADER_CONVERTERS,
@@ -98,23 +100,13 @@ class _Rejected(Exception):
         self.detail = detail
 
 
-def _java_trim(text: str) -> str:
-    """Java's String.trim: strips every char up to U+0020 and nothing else, unlike str.strip."""
-    start, end = 0, len(text)
-    while start < end and text[start] <= " ":
-        start += 1
-    while end > start and text[end - 1] <= " ":
-        end -= 1
-    return text[start:end]
-
-
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _LIST_SEPARATOR = re.compile(r"[ \t\n\x0b\f\r]*,[ \t\n\x0b\f\r]*")
 
 
 def _parse_type(kind: ConfigType, raw: str) -> Any:
     """Parse a raw string as ConfigDef does for ``kind``; the validator refines it afterwards."""
-    value = _java_trim(raw)
+    value = java_trim(raw)
     if kind is ConfigType.BOOLEAN:
         if value.lower() == "true":
             return True
