@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any
 
+from kconnect.runtime.plugins.config_def import java_trim
+
 from .classes import MAC_ALGORITHMS, canonical_mac_algorithm, resolve_alias
 
 #: The bounds of Java's short, int and long: a value Java could not hold is refused, as ConfigDef does.
@@ -43,23 +45,13 @@ class Rejected(Exception):
         self.detail = detail
 
 
-def _java_trim(text: str) -> str:
-    """Java's String.trim: strips every char up to U+0020 and nothing else, unlike str.strip."""
-    start, end = 0, len(text)
-    while start < end and text[start] <= " ":
-        start += 1
-    while end > start and text[end - 1] <= " ":
-        end -= 1
-    return text[start:end]
-
-
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _LIST_SEPARATOR = re.compile(r"[ \t\n\x0b\f\r]*,[ \t\n\x0b\f\r]*")
 
 
 def parse_type(kind: ConfigType, raw: str) -> Any:
     """Parse a raw string as ConfigDef does for ``kind``; the validator refines it afterwards."""
-    value = _java_trim(raw)
+    value = java_trim(raw)
     if kind is ConfigType.BOOLEAN:
         if value.lower() == "true":
             return True

@@ -13,7 +13,7 @@ from fastapi import APIRouter
 from fastapi.responses import PlainTextResponse
 
 from kconnect.runtime.errors import NotFoundError
-from kconnect.runtime.group import group_records, leader_memory
+from kconnect.runtime.group import group_view, leader_memory
 from kconnect.runtime.shell import metrics
 from kconnect.runtime.shell.worker import Worker
 
@@ -30,7 +30,7 @@ def router(worker: Worker) -> APIRouter:
                 f"No group records for group '{worker.config.group_id}' yet: they are written by the "
                 "leader once it has assigned the first generation"
             )
-        body = group_records.describe(state, now_ms=int(time.time() * 1000))
+        body = group_view.describe(state, now_ms=int(time.time() * 1000))
         held = leader_memory.held_back(state)
         body["held_back"] = {
             "connectors": sorted(held.connectors),

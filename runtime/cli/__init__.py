@@ -1,5 +1,4 @@
-"""The ``kconnect`` command line."""
+"""The ``kconnect`` command line (``main``), its REST client, ``group describe`` and the embedded broker.
 
-from kconnect.runtime.cli.main import main
-
-__all__ = ["main"]
+``main`` is not imported here: ``python -m kconnect.runtime.cli.main`` would then find it already loaded.
+"""

@@ -23,7 +23,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kconnect.config.worker import GROUP_RECORDS_TOPIC_SUFFIX
-from kconnect.runtime.group.group_records import GroupRecords, apply, describe
+from kconnect.runtime.group.group_records import GroupRecords, apply
+from kconnect.runtime.group.group_view import describe
 
 EXIT_UNREACHABLE = 1
 EXIT_UNKNOWN = 2

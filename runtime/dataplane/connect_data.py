@@ -4,7 +4,9 @@ Connector configs written for Apache Kafka Connect exchange records with Java wo
 so the JSON that kconnect writes must be the JSON Java's ``JsonConverter`` writes, byte for byte: the
 schema object's key order (``type``, then ``fields``/``items``/``keys``+``values``, ``optional``,
 ``default``, ``name``, ``version``, ``doc``, ``parameters``, ``field``), Java's number formatting
-(``1.0E10``) and Jackson's string escapes. ``tests/golden/converters.txt`` holds Java's own output.
+(``1.0E10``) and Jackson's string escapes. This module builds the JSON tree (:func:`to_json_value`,
+:func:`schema_to_json`); ``runtime/storage/java_json`` writes it as Jackson does and reads it back.
+``tests/golden/converters.txt`` holds Java's own output.
 
 Python values per Connect type: int for int8..int64, float for float32/float64, bool, str, bytes,
 list, dict (struct fields in schema order; maps), ``decimal.Decimal`` for Decimal, ``datetime.date`` for
@@ -17,13 +19,12 @@ import base64
 import datetime as dt
 import decimal
 import json
-import math
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kconnect.runtime.plugins.config_def import java_double_str
+from kconnect.runtime.storage.java_json import Float32
 
 __all__ = [
     "DATE",
@@ -36,10 +37,7 @@ __all__ = [
     "ConnectSchema",
     "SchemaAndValue",
     "decimal_schema",
-    "dumps_java",
     "from_json_value",
-    "java_float_str",
-    "loads_java",
     "schema_from_json",
     "schema_to_json",
     "to_json_value",
@@ -55,6 +53,10 @@ _ALL_TYPES: Final = (*PRIMITIVE_TYPES, "array", "map", "struct")
 _INT_BITS: Final = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
 _EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _EPOCH_DAY: Final = dt.date(1970, 1, 1)
+_NON_FINITE_TEXT: Final = frozenset({"NaN", "Infinity", "-Infinity"})
+# Java's BigDecimal has no precision limit; the default context's 28 digits would round (or refuse) the
+# decimals of Decimal schemas with more digits, so their scaling runs exactly.
+_EXACT: Final = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
 
 
 class ConnectDataError(ValueError):
@@ -227,7 +229,7 @@ def _json_kind(node: Any) -> str:
 
 
 def _unscaled_bytes(value: decimal.Decimal, scale: int) -> bytes:
-    shifted = value.scaleb(scale)
+    shifted = value.scaleb(scale, context=_EXACT)
     if shifted != shifted.to_integral_value():
         raise ConnectDataError(f"BigDecimal has mismatching scale value for given Decimal schema: {value}")
     unscaled = int(shifted)
@@ -259,7 +261,7 @@ def to_json_value(
             raise ConnectDataError(f"Invalid type for Decimal: {type(value).__name__}")
         number = decimal.Decimal(value)
         if decimal_numeric:
-            return number.quantize(decimal.Decimal(1).scaleb(-schema.scale))
+            return number.quantize(decimal.Decimal(1).scaleb(-schema.scale), context=_EXACT)
         return base64.b64encode(_unscaled_bytes(number, schema.scale)).decode("ascii")
     if schema.name == DATE:
         if not isinstance(value, dt.date) or isinstance(value, dt.datetime):
@@ -286,7 +288,7 @@ def to_json_value(
     if t in ("float", "double"):
         if not isinstance(value, int | float) or isinstance(value, bool):
             raise ConnectDataError(f"Invalid Java object for schema type {t.upper()}: {type(value).__name__}")
-        return _Float32(float(value)) if t == "float" else float(value)
+        return Float32(float(value)) if t == "float" else float(value)
     if t == "boolean":
         if not isinstance(value, bool):
             raise ConnectDataError(f"Invalid Java object for schema type BOOLEAN: {type(value).__name__}")
@@ -363,11 +365,11 @@ def from_json_value(
 
     if schema.name == DECIMAL:
         if kind == "number":
-            return decimal.Decimal(node).quantize(decimal.Decimal(1).scaleb(-schema.scale))
+            return decimal.Decimal(node).quantize(decimal.Decimal(1).scaleb(-schema.scale), context=_EXACT)
         if kind != "string":
             raise mismatch()
         raw = _b64decode(node)
-        return decimal.Decimal(int.from_bytes(raw, "big", signed=True)).scaleb(-schema.scale)
+        return decimal.Decimal(int.from_bytes(raw, "big", signed=True)).scaleb(-schema.scale, context=_EXACT)
     if schema.name in (DATE, TIME, TIMESTAMP):
         if kind != "number" or not isinstance(node, int) or isinstance(node, bool):
             raise mismatch()
@@ -388,7 +390,9 @@ def from_json_value(
             raise ConnectDataError(f"Value {node} is out of range for schema type {t.upper()}")
         return node
     if t in ("float", "double"):
-        if kind != "number" or isinstance(node, bool):
+        if isinstance(node, str) and node in _NON_FINITE_TEXT:
+            node = float(node)  # Jackson writes a NaN or an infinity as a string; read it back as one
+        elif kind != "number" or isinstance(node, bool):
             raise mismatch()
         if t == "float":  # Java's floatValue(): the nearest float32
             return struct.unpack(">f", struct.pack(">f", float(node)))[0]
@@ -442,73 +446,3 @@ def _schemaless_from_json(node: Any) -> Any:
     if isinstance(node, dict):
         return {k: _schemaless_from_json(v) for k, v in node.items()}
     return node
-
-
-# ------------------------------------------------------------------------------------- Java's JSON text
-
-
-class _Float32(float):
-    """A FLOAT32 value: Jackson writes it with ``Float.toString``, whose digits differ from a double's."""
-
-
-def _shortest_float32_digits(value: float) -> str:
-    packed = struct.pack(">f", value)
-    for precision in range(1, 10):
-        text = f"{value:.{precision}g}"
-        try:
-            if struct.pack(">f", float(text)) == packed:
-                return text
-        except OverflowError:
-            continue  # rounded past the largest float32 (e.g. 3.4025e38 to 4 digits is 3.403e38)
-    return repr(value)  # pragma: no cover - nine significant digits always round-trip a float32
-
-
-def java_float_str(value: float) -> str:
-    """Java's ``Float.toString`` (shortest digits that identify the float32, Java's layout)."""
-    if math.isnan(value) or math.isinf(value) or value == 0:
-        return java_double_str(value)
-    digits = _shortest_float32_digits(value)
-    return java_double_str(float(digits)) if 1e-3 <= abs(value) < 1e7 else _sci(digits)
-
-
-def _sci(digits: str) -> str:
-    sign, ds, exponent = decimal.Decimal(digits).as_tuple()
-    assert isinstance(exponent, int)
-    mantissa = "".join(str(d) for d in ds).rstrip("0") or "0"
-    point = len(ds) - 1 + exponent
-    return f"{'-' if sign else ''}{mantissa[0]}.{mantissa[1:] or '0'}E{point}"
-
-
-def dumps_java(node: Any) -> str:
-    """Compact JSON text as Jackson writes it: Java number formats, non-ASCII kept, control chars escaped."""
-    if node is None:
-        return "null"
-    if node is True:
-        return "true"
-    if node is False:
-        return "false"
-    if isinstance(node, _Float32):
-        return java_float_str(node)
-    if isinstance(node, float):
-        return java_double_str(node)
-    if isinstance(node, int):
-        return str(node)
-    if isinstance(node, decimal.Decimal):
-        # Jackson writes BigDecimal with toString(): plain unless the exponent is large.
-        return str(node)
-    if isinstance(node, str):
-        return json.dumps(node, ensure_ascii=False)
-    if isinstance(node, Mapping):
-        return (
-            "{"
-            + ",".join(json.dumps(str(k), ensure_ascii=False) + ":" + dumps_java(v) for k, v in node.items())
-            + "}"
-        )
-    if isinstance(node, list | tuple):
-        return "[" + ",".join(dumps_java(v) for v in node) + "]"
-    raise ConnectDataError(f"Cannot write {type(node).__name__} as JSON")
-
-
-def loads_java(text: str | bytes) -> Any:
-    """Parse JSON keeping non-integral numbers exact (Decimal), so NUMERIC decimals lose nothing."""
-    return json.loads(text, parse_float=decimal.Decimal)

@@ -55,16 +55,15 @@ from kconnect.runtime.dataplane.connect_data import (
     ConnectSchema,
     SchemaAndValue,
     decimal_schema,
-    dumps_java,
     from_json_value,
-    java_float_str,
-    loads_java,
     schema_from_json,
     schema_to_json,
     to_json_value,
 )
 from kconnect.runtime.plugins.config_def import ConfigDef, ConfigValidationError
 from kconnect.runtime.plugins.converter_configs import converter_config_def
+from kconnect.runtime.storage import java_json
+from kconnect.runtime.storage.java_json import java_double_str, java_float_str
 
 __all__ = [
     "ENVELOPE_ERROR",
@@ -227,7 +226,7 @@ def _same_shape(a: DataType, b: DataType) -> bool:
 
 
 def schema_metadata(schema: ConnectSchema | None) -> dict[str, str]:
-    return {} if schema is None else {SCHEMA_METADATA_KEY: dumps_java(schema_to_json(schema))}
+    return {} if schema is None else {SCHEMA_METADATA_KEY: java_json.write(schema_to_json(schema))}
 
 
 def with_schema(column: Column, name: str, schema: ConnectSchema | None) -> Column:
@@ -243,7 +242,7 @@ def connect_schema_of(df: DataFrame, column: str) -> ConnectSchema | None:
     struct_field = df.schema[column]
     raw = struct_field.metadata.get(SCHEMA_METADATA_KEY)
     if raw is not None:
-        schema = schema_from_json(json.loads(raw))
+        schema = schema_from_json(java_json.read(raw))
         if schema is not None and _same_shape(spark_type(schema), struct_field.dataType):
             return schema
     if struct_field.metadata.get("connect.schemaless"):
@@ -379,8 +378,29 @@ def _no_default(schema: ConnectSchema) -> ConnectSchema:
 
 def _json_text(c: Column) -> Column:
     """Any column as compact JSON text, nulls inside structs kept (Java writes them)."""
-    wrapped = F.to_json(F.array(c), {"ignoreNullFields": "false"})
+    wrapped = _escape_non_bmp(F.to_json(F.array(c), {"ignoreNullFields": "false"}))
     return wrapped.substr(F.lit(2), F.length(wrapped) - 2)
+
+
+def _escape_non_bmp(text: Column) -> Column:
+    """JSON text with each character outside the BMP as its two escaped surrogates (``\\uD83D\\uDE00``).
+
+    Why: Java's JsonConverter (Jackson's UTF-8 generator) escapes them, as ``runtime/storage/java_json``
+    does, while Spark's ``to_json`` writes them raw. Without a code-point function in Spark SQL, the
+    text's UTF-16 code units go through hex: each surrogate unit ``DXYZ`` becomes the hex of the six
+    characters ``\\uDXYZ`` (a digit ``d`` is ``003d``, a letter ``004n``), marked with ``G`` (never a hex
+    digit) between the two steps. ``\\G`` keeps the match on 4-digit unit boundaries. Only texts that
+    hold such a character pay for it.
+    """
+    units = F.hex(F.encode(text, "UTF-16BE"))
+    marked = F.regexp_replace(
+        units, r"\G((?:[0-9A-F]{4})*?)D([89A-F])([0-9A-F])([0-9A-F])", "$1005C00750044G$2G$3G$4"
+    )
+    marked = F.regexp_replace(marked, "G([0-9])", "003$1")
+    for n, letter in enumerate("ABCDEF", 1):
+        marked = F.regexp_replace(marked, "G" + letter, f"004{n}")
+    escaped = F.decode(F.unhex(marked), "UTF-16BE")
+    return F.when(text.rlike("[\\x{10000}-\\x{10FFFF}]"), escaped).otherwise(text)
 
 
 # ----------------------------------------------------------------------------------------- converters
@@ -499,9 +519,12 @@ class StringConverter(Converter):
         if isinstance(value, str):
             text = value
         elif isinstance(value, bool | int | float):
-            text = (
-                java_float_str(value) if schema is not None and schema.type == "float" else dumps_java(value)
-            )
+            if schema is not None and schema.type == "float":
+                text = java_float_str(value)
+            elif isinstance(value, float):
+                text = java_double_str(value)
+            else:
+                text = java_json.write(value)
         else:
             text = str(value)
         return text.encode(self.encoding)
@@ -549,7 +572,7 @@ class JsonConverter(Converter):
         if data is None or len(data) == 0:
             return SchemaAndValue(None, None)
         try:
-            node = loads_java(data)
+            node = java_json.read(data, exact=True)
         except (ValueError, UnicodeDecodeError) as exc:
             raise ConnectDataError(
                 f"Converting byte[] to Kafka Connect data failed due to serialization error: {exc}"
@@ -574,9 +597,9 @@ class JsonConverter(Converter):
             replace_null_with_default=self.replace_null_with_default,
         )
         if not self.schemas_enable:
-            return dumps_java(payload).encode("utf-8")
+            return java_json.write(payload).encode("utf-8")
         envelope = {"schema": schema_to_json(schema), "payload": payload}
-        return dumps_java(envelope).encode("utf-8")
+        return java_json.write(envelope).encode("utf-8")
 
     # -- Spark frames
 
@@ -599,7 +622,7 @@ class JsonConverter(Converter):
         parsed: list[tuple[str, ConnectSchema]] = []
         for text in [row[0], *row[1]]:
             try:
-                found = schema_from_json(json.loads(text))
+                found = schema_from_json(java_json.read(text))
             except (ValueError, ConnectDataError):
                 continue
             if found is not None:
@@ -681,7 +704,7 @@ class JsonConverter(Converter):
         if self.schemas_enable:
             wrapped = text
             keys_ok = F.array_sort(F.json_object_keys(text)) == F.array(F.lit("payload"), F.lit("schema"))
-            expected = dumps_java(schema_to_json(schema))
+            expected = java_json.write(schema_to_json(schema))
             # A schemaless envelope ("schema": null) is read with the given schema too.
             record_schema = F.get_json_object(text, "$.schema")
             schema_ok = record_schema.isNull() | record_schema.isin(sorted(spellings | {expected}))
@@ -731,7 +754,9 @@ class JsonConverter(Converter):
         payload = _json_text(_encode(c, schema, self.decimal_numeric))
         if self.schemas_enable:
             out = F.concat(
-                F.lit('{"schema":' + dumps_java(schema_to_json(schema)) + ',"payload":'), payload, F.lit("}")
+                F.lit('{"schema":' + java_json.write(schema_to_json(schema)) + ',"payload":'),
+                payload,
+                F.lit("}"),
             )
         else:
             out = payload

@@ -26,7 +26,6 @@ from kconnect.runtime.dataplane.connect_data import (
     TIMESTAMP,
     ConnectSchema,
     from_json_value,
-    loads_java,
 )
 from kconnect.runtime.dataplane.converters import (
     Converter,
@@ -45,6 +44,7 @@ from kconnect.runtime.dataplane.errors_policy import (
 )
 from kconnect.runtime.dataplane.transforms import TransformChain, transform_chain
 from kconnect.runtime.plugins.api import Header, SinkRecord, frozen_record
+from kconnect.runtime.storage import java_json
 
 __all__ = [
     "FAILURE_COLUMNS",
@@ -133,7 +133,7 @@ def python_value(value: Any, schema: ConnectSchema | None) -> Any:
         if isinstance(value, bytes | bytearray):
             return bytes(value)
         if isinstance(value, str):
-            return from_json_value(None, loads_java(value))
+            return from_json_value(None, java_json.read(value, exact=True))
         return value
     if schema.name == TIME and isinstance(value, int):
         millis = value % 86_400_000

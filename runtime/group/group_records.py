@@ -1,4 +1,4 @@
-"""The KIP-848 seed's compacted group records: codecs, the fold over the topic, and the described view.
+"""The KIP-848 seed's compacted group records: their types and codecs, and the fold over the topic.
 
 A Connect group on the seed's new rebalance protocol is stored as compacted records in the
 group-records topic (``group.records.storage.topic``): one record per group-level entity (epoch,
@@ -38,6 +38,9 @@ Where the seed is broken, kconnect decides:
   entry, beside ``MemberId``, ``Error`` and ``ConnectorsTasks``.
 * The seed's TargetAssignment key lists its field under version 5; the key's version is 6.
 
+Kafka's types themselves are ``runtime/storage/wire``'s; what a person reads of the folded state (``GET
+/group``, ``kconnect group describe``) is ``group_view``'s.
+
 The golden bytes in ``tests/golden/group_records.txt`` were written by Kafka's own serialization
 library (``tests/golden/GoldenGroupRecords.java``) from these schemas.
 """
@@ -45,14 +48,14 @@ library (``tests/golden/GoldenGroupRecords.java``) from these schemas.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
 from kconnect.runtime import logs
-from kconnect.runtime.group import protocol
 from kconnect.runtime.ids import TaskId
+from kconnect.runtime.storage import wire
 
 __all__ = [
     "Assigned",
@@ -79,7 +82,6 @@ __all__ = [
     "changed_records",
     "decode_key",
     "decode_value",
-    "describe",
     "encode_key",
     "encode_value",
     "partition_for",
@@ -89,11 +91,6 @@ log = logs.get(__name__)
 
 #: The only value version the seed defines; a later one is skipped by readers that do not know it.
 VALUE_VERSION = 0
-
-_I8 = struct.Struct(">b")
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_MAX_STRING = 0x7FFF  # Kafka's limit for a (compact) string's UTF-8 length
 
 
 class GroupRecordError(ValueError):
@@ -280,68 +277,23 @@ _VALUE_FOR_KEY: Mapping[type[Any], type[Any]] = MappingProxyType(
 # Encoding
 
 
-def _int(value: int, packer: struct.Struct, bits: int, what: str) -> bytes:
-    limit = 1 << (bits - 1)
-    if not isinstance(value, int) or not -limit <= value < limit:
-        raise GroupRecordError(f"{what} must be a signed {bits}-bit integer, got {value!r}")
-    return packer.pack(value)
-
-
-def _utf8(value: str, what: str) -> bytes:
-    if not isinstance(value, str):
-        raise GroupRecordError(f"{what} must be a string, got {value!r}")
-    raw = value.encode("utf-8")
-    if len(raw) > _MAX_STRING:
-        raise GroupRecordError(
-            f"{what} is {len(raw)} bytes of UTF-8; Kafka strings hold at most {_MAX_STRING}"
-        )
-    return raw
-
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _compact_string(value: str, what: str) -> bytes:
-    raw = _utf8(value, what)
-    return _uvarint(len(raw) + 1) + raw
-
-
-def _compact_bytes(value: bytes, what: str) -> bytes:
-    if not isinstance(value, bytes | bytearray):
-        raise GroupRecordError(f"{what} must be bytes, got {type(value).__name__}")
-    return _uvarint(len(value) + 1) + bytes(value)
-
-
-def _compact_array(items: Sequence[bytes]) -> bytes:
-    return _uvarint(len(items) + 1) + b"".join(items)
-
-
-_NO_TAGS = _uvarint(0)
-
-
 def _connectors_tasks(assigned: Assigned, what: str) -> bytes:
     """One ConnectorsTasks element (see the module docstring), as a compact array of one."""
     by_connector: dict[str, list[int]] = {}
     for t in assigned.tasks:
         by_connector.setdefault(t.connector, []).append(t.task)
-    connectors = _compact_array(
-        [_compact_string(c, f"{what} connector name") for c in sorted(assigned.connectors)]
+    connectors = wire.compact_array(
+        [wire.compact_string(c, f"{what} connector name") for c in sorted(assigned.connectors)]
     )
-    tasks = _compact_array(
+    tasks = wire.compact_array(
         [
-            _compact_string(name, f"{what} task connector name")
-            + _compact_array([_int(n, _I32, 32, f"{what} task id of {name!r}") for n in sorted(ids)])
-            + _NO_TAGS
+            wire.compact_string(name, f"{what} task connector name")
+            + wire.compact_array([wire.int32(n, f"{what} task id of {name!r}") for n in sorted(ids)])
+            + wire.NO_TAGS
             for name, ids in sorted(by_connector.items())
         ]
     )
-    return _compact_array([connectors + tasks + _NO_TAGS])
+    return wire.compact_array([connectors + tasks + wire.NO_TAGS])
 
 
 def encode_key(key: RecordKey) -> bytes:
@@ -349,70 +301,70 @@ def encode_key(key: RecordKey) -> bytes:
     version = KEY_VERSIONS.get(type(key))
     if version is None:
         raise GroupRecordError(f"not a group record key: {key!r}")
-    parts = [_I16.pack(version)]
-    for name in ("group_id", "member_id"):
-        if hasattr(key, name):
-            raw = _utf8(getattr(key, name), name)
-            parts += [_I16.pack(len(raw)), raw]
+    try:
+        parts = [wire.int16(version, "key version")]
+        parts += [wire.string(getattr(key, n), n) for n in ("group_id", "member_id") if hasattr(key, n)]
+    except wire.WireError as exc:
+        raise GroupRecordError(str(exc)) from None
     return b"".join(parts)
 
 
 def _encode_body(value: RecordValue) -> bytes:
     if isinstance(value, GroupMetadataValue):
-        return _int(value.epoch, _I32, 32, "epoch")
+        return wire.int32(value.epoch, "epoch")
     if isinstance(value, ConnectorsTasksValue):
-        return _int(value.epoch, _I32, 32, "epoch") + _connectors_tasks(value.assigned, "ConnectorsTasks")
+        return wire.int32(value.epoch, "epoch") + _connectors_tasks(value.assigned, "ConnectorsTasks")
     if isinstance(value, MemberMetadataValue):
         assignors = [
-            _compact_string(a.name, "assignor name")
-            + _int(a.minimum_version, _I16, 16, f"minimum_version of assignor {a.name!r}")
-            + _int(a.maximum_version, _I16, 16, f"maximum_version of assignor {a.name!r}")
-            + _int(a.reason, _I8, 8, f"reason of assignor {a.name!r}")
-            + _int(a.version, _I16, 16, f"version of assignor {a.name!r}")
-            + _compact_bytes(a.metadata, f"metadata of assignor {a.name!r}")
-            + _NO_TAGS
+            wire.compact_string(a.name, "assignor name")
+            + wire.int16(a.minimum_version, f"minimum_version of assignor {a.name!r}")
+            + wire.int16(a.maximum_version, f"maximum_version of assignor {a.name!r}")
+            + wire.int8(a.reason, f"reason of assignor {a.name!r}")
+            + wire.int16(a.version, f"version of assignor {a.name!r}")
+            + wire.compact_bytes(a.metadata, f"metadata of assignor {a.name!r}")
+            + wire.NO_TAGS
             for a in value.assignors
         ]
         return b"".join(
             (
-                _int(value.group_epoch, _I32, 32, "group_epoch"),
-                _compact_string(value.instance_id, "instance_id"),
-                _compact_string(value.client_id, "client_id"),
-                _compact_string(value.client_host, "client_host"),
-                _compact_array(
-                    [_compact_string(t, "subscribed topic name") for t in value.subscribed_topic_names]
+                wire.int32(value.group_epoch, "group_epoch"),
+                wire.compact_string(value.instance_id, "instance_id"),
+                wire.compact_string(value.client_id, "client_id"),
+                wire.compact_string(value.client_host, "client_host"),
+                wire.compact_array(
+                    [wire.compact_string(t, "subscribed topic name") for t in value.subscribed_topic_names]
                 ),
-                _compact_string(value.subscribed_topic_regex, "subscribed_topic_regex"),
-                _compact_array(assignors),
+                wire.compact_string(value.subscribed_topic_regex, "subscribed_topic_regex"),
+                wire.compact_array(assignors),
             )
         )
     if isinstance(value, TargetAssignmentValue):
         members = [
-            _compact_string(m.member_id, "target member id")
-            + _int(m.error, _I8, 8, f"error of target member {m.member_id!r}")
+            wire.compact_string(m.member_id, "target member id")
+            + wire.int8(m.error, f"error of target member {m.member_id!r}")
             + _connectors_tasks(m.assigned, f"target of member {m.member_id!r}")
-            + _int(m.version, _I16, 16, f"version of target member {m.member_id!r}")
-            + _compact_bytes(m.metadata, f"metadata of target member {m.member_id!r}")
-            + _NO_TAGS
+            + wire.int16(m.version, f"version of target member {m.member_id!r}")
+            + wire.compact_bytes(m.metadata, f"metadata of target member {m.member_id!r}")
+            + wire.NO_TAGS
             for m in value.members
         ]
-        return _int(value.assignment_epoch, _I32, 32, "assignment_epoch") + _compact_array(members)
+        return wire.int32(value.assignment_epoch, "assignment_epoch") + wire.compact_array(members)
     if isinstance(value, CurrentMemberAssignmentValue):
         return b"".join(
             (
-                _int(value.member_epoch, _I32, 32, "member_epoch"),
-                _int(value.error, _I8, 8, "error"),
+                wire.int32(value.member_epoch, "member_epoch"),
+                wire.int8(value.error, "error"),
                 _connectors_tasks(value.assigned, "current assignment"),
-                _int(value.version, _I16, 16, "version"),
-                _compact_bytes(value.metadata, "metadata"),
+                wire.int16(value.version, "version"),
+                wire.compact_bytes(value.metadata, "metadata"),
             )
         )
     if isinstance(value, GroupConfigurationValue):
-        return _compact_array(
+        return wire.compact_array(
             [
-                _compact_string(name, "configuration name")
-                + _compact_string(v, f"value of configuration {name!r}")
-                + _NO_TAGS
+                wire.compact_string(name, "configuration name")
+                + wire.compact_string(v, f"value of configuration {name!r}")
+                + wire.NO_TAGS
                 for name, v in value.configurations
             ]
         )
@@ -421,124 +373,29 @@ def _encode_body(value: RecordValue) -> bytes:
 
 def encode_value(value: RecordValue) -> bytes:
     """The record value: INT16 version 0, the fields in the flexible encoding, an empty tag section."""
-    return _I16.pack(VALUE_VERSION) + _encode_body(value) + _NO_TAGS
+    try:
+        return wire.int16(VALUE_VERSION, "value version") + _encode_body(value) + wire.NO_TAGS
+    except wire.WireError as exc:
+        raise GroupRecordError(str(exc)) from None
 
 
 # ---------------------------------------------------------------------------------------------------
 # Decoding
 
 
-class _Reader:
-    """A bounds-checked cursor: every failure names the field and the byte offset it starts at."""
-
-    __slots__ = ("_data", "_what", "pos")
-
-    def __init__(self, data: bytes, what: str) -> None:
-        self._data = data
-        self._what = what
-        self.pos = 0
-
-    def fail(self, message: str) -> GroupRecordError:
-        return GroupRecordError(f"invalid {self._what}: {message}")
-
-    def _take(self, n: int, what: str) -> bytes:
-        left = len(self._data) - self.pos
-        if n > left:
-            raise GroupRecordError(
-                f"truncated {self._what}: {what} at byte offset {self.pos} needs {n} bytes, "
-                f"only {max(left, 0)} left"
-            )
-        start = self.pos
-        self.pos += n
-        return self._data[start : self.pos]
-
-    def int8(self, what: str) -> int:
-        return int(_I8.unpack(self._take(1, what))[0])
-
-    def int16(self, what: str) -> int:
-        return int(_I16.unpack(self._take(2, what))[0])
-
-    def int32(self, what: str) -> int:
-        return int(_I32.unpack(self._take(4, what))[0])
-
-    def uvarint(self, what: str) -> int:
-        at = self.pos
-        value = 0
-        for i in range(5):  # Kafka's unsigned varints of 32 bits take at most 5 bytes
-            b = self._take(1, what)[0]
-            value |= (b & 0x7F) << (7 * i)
-            if not b & 0x80:
-                if value > 0xFFFFFFFF:
-                    break
-                return value
-        raise self.fail(f"{what} at byte offset {at} is not a valid unsigned varint")
-
-    def _length(self, what: str) -> int:
-        """A compact length (stored + 1); zero means null, which no field of these records allows."""
-        at = self.pos
-        n = self.uvarint(f"the length of {what}")
-        if n == 0:
-            raise self.fail(f"{what} at byte offset {at} is null; the field is not nullable")
-        return n - 1
-
-    def string(self, what: str) -> str:
-        at = self.pos
-        n = self._length(what)
-        if n > _MAX_STRING:
-            raise self.fail(f"{what} at byte offset {at} has length {n}, more than {_MAX_STRING}")
-        raw = self._take(n, what)
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise self.fail(f"{what} at byte offset {at} is not UTF-8 ({exc.reason})") from None
-
-    def classic_string(self, what: str) -> str:
-        at = self.pos
-        n = self.int16(f"the length of {what}")
-        if n < 0:
-            raise self.fail(f"{what} at byte offset {at} has length {n}; the field is not nullable")
-        raw = self._take(n, what)
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise self.fail(f"{what} at byte offset {at} is not UTF-8 ({exc.reason})") from None
-
-    def bytes_(self, what: str) -> bytes:
-        return bytes(self._take(self._length(what), what))
-
-    def count(self, what: str, min_size: int) -> int:
-        """A compact array's element count, checked against the bytes left (each at least ``min_size``)."""
-        at = self.pos
-        n = self._length(f"the {what} array")
-        if n * min_size > len(self._data) - self.pos:
-            raise GroupRecordError(
-                f"truncated {self._what}: the {what} array at byte offset {at} claims {n} elements, "
-                f"more than the {len(self._data) - self.pos} bytes left can hold"
-            )
-        return n
-
-    def tags(self, where: str) -> None:
-        """Skip a tagged-fields section: fields a later revision added that this reader does not know."""
-        count = self.uvarint(f"the tagged-field count of {where}")
-        for _ in range(count):
-            tag = self.uvarint(f"a tag of {where}")
-            size = self.uvarint(f"the size of tag {tag} of {where}")
-            self._take(size, f"tag {tag} of {where}")
-
-    def end(self) -> None:
-        if self.pos != len(self._data):
-            raise self.fail(f"{len(self._data) - self.pos} trailing bytes after byte offset {self.pos}")
+def _reader(data: bytes, kind: str) -> wire.Reader:
+    return wire.Reader(bytes(data), kind, error=GroupRecordError, reading=False)
 
 
-def _read_assigned(r: _Reader, what: str) -> Assigned:
+def _read_assigned(r: wire.Reader, what: str) -> Assigned:
     connectors: set[str] = set()
     tasks: set[TaskId] = set()
-    for _ in range(r.count(f"{what} ConnectorsTasks", 3)):
-        for _ in range(r.count(f"{what} connectors", 1)):
-            connectors.add(r.string(f"a {what} connector name"))
-        for _ in range(r.count(f"{what} tasks", 3)):
-            name = r.string(f"a {what} task connector name")
-            for _ in range(r.count(f"task ids of {what} connector {name!r}", 4)):
+    for _ in range(r.compact_count(f"{what} ConnectorsTasks", 3)):
+        for _ in range(r.compact_count(f"{what} connectors", 1)):
+            connectors.add(r.compact_string(f"a {what} connector name"))
+        for _ in range(r.compact_count(f"{what} tasks", 3)):
+            name = r.compact_string(f"a {what} task connector name")
+            for _ in range(r.compact_count(f"task ids of {what} connector {name!r}", 4)):
                 tasks.add(TaskId(name, r.int32(f"a task id of {what} connector {name!r}")))
             r.tags(f"a {what} task entry")
         r.tags(f"a {what} ConnectorsTasks element")
@@ -547,44 +404,45 @@ def _read_assigned(r: _Reader, what: str) -> Assigned:
 
 def decode_key(data: bytes) -> RecordKey:
     """Decode a record key; raises GroupRecordError for an unknown key version or malformed bytes."""
-    r = _Reader(bytes(data), "group record key")
+    r = _reader(data, "group record key")
     version = r.int16("the key version")
     key: RecordKey
     if version == 3:
-        key = GroupMetadataKey(r.classic_string("the group id"))
+        key = GroupMetadataKey(r.string("the group id"))
     elif version == 4:
-        key = ConnectorsTasksKey(r.classic_string("the group id"))
+        key = ConnectorsTasksKey(r.string("the group id"))
     elif version == 5:
-        key = MemberMetadataKey(r.classic_string("the group id"), r.classic_string("the member id"))
+        key = MemberMetadataKey(r.string("the group id"), r.string("the member id"))
     elif version == 6:
-        key = TargetAssignmentKey(r.classic_string("the group id"))
+        key = TargetAssignmentKey(r.string("the group id"))
     elif version == 7:
-        key = CurrentMemberAssignmentKey(r.classic_string("the group id"), r.classic_string("the member id"))
+        key = CurrentMemberAssignmentKey(r.string("the group id"), r.string("the member id"))
     elif version == 8:
-        key = GroupConfigurationKey(r.classic_string("the group id"))
+        key = GroupConfigurationKey(r.string("the group id"))
     else:
         raise GroupRecordError(f"unknown group record key version {version} (known: 3 to 8)")
     r.end()
     return key
 
 
-def _decode_body(key: RecordKey, r: _Reader) -> RecordValue:
+def _decode_body(key: RecordKey, r: wire.Reader) -> RecordValue:
     if isinstance(key, GroupMetadataKey):
         return GroupMetadataValue(r.int32("the epoch"))
     if isinstance(key, ConnectorsTasksKey):
         return ConnectorsTasksValue(r.int32("the epoch"), _read_assigned(r, "group"))
     if isinstance(key, MemberMetadataKey):
         group_epoch = r.int32("the group epoch")
-        instance_id = r.string("the instance id")
-        client_id = r.string("the client id")
-        client_host = r.string("the client host")
+        instance_id = r.compact_string("the instance id")
+        client_id = r.compact_string("the client id")
+        client_host = r.compact_string("the client host")
         topics = tuple(
-            r.string("a subscribed topic name") for _ in range(r.count("subscribed topic names", 1))
+            r.compact_string("a subscribed topic name")
+            for _ in range(r.compact_count("subscribed topic names", 1))
         )
-        regex = r.string("the subscribed topic regex")
+        regex = r.compact_string("the subscribed topic regex")
         assignors = []
-        for _ in range(r.count("assignors", 10)):
-            name = r.string("an assignor name")
+        for _ in range(r.compact_count("assignors", 10)):
+            name = r.compact_string("an assignor name")
             assignors.append(
                 Assignor(
                     name,
@@ -592,7 +450,7 @@ def _decode_body(key: RecordKey, r: _Reader) -> RecordValue:
                     r.int16(f"the maximum version of assignor {name!r}"),
                     r.int8(f"the reason of assignor {name!r}"),
                     r.int16(f"the version of assignor {name!r}"),
-                    r.bytes_(f"the metadata of assignor {name!r}"),
+                    r.compact_bytes(f"the metadata of assignor {name!r}"),
                 )
             )
             r.tags(f"assignor {name!r}")
@@ -602,15 +460,15 @@ def _decode_body(key: RecordKey, r: _Reader) -> RecordValue:
     if isinstance(key, TargetAssignmentKey):
         epoch = r.int32("the assignment epoch")
         members = []
-        for _ in range(r.count("target members", 7)):
-            member_id = r.string("a target member id")
+        for _ in range(r.compact_count("target members", 7)):
+            member_id = r.compact_string("a target member id")
             members.append(
                 TargetMember(
                     member_id,
                     r.int8(f"the error of target member {member_id!r}"),
                     _read_assigned(r, f"target member {member_id!r}"),
                     r.int16(f"the version of target member {member_id!r}"),
-                    r.bytes_(f"the metadata of target member {member_id!r}"),
+                    r.compact_bytes(f"the metadata of target member {member_id!r}"),
                 )
             )
             r.tags(f"target member {member_id!r}")
@@ -621,13 +479,13 @@ def _decode_body(key: RecordKey, r: _Reader) -> RecordValue:
             r.int8("the error"),
             _read_assigned(r, "current"),
             r.int16("the version"),
-            r.bytes_("the metadata"),
+            r.compact_bytes("the metadata"),
         )
     if isinstance(key, GroupConfigurationKey):
         configurations = []
-        for _ in range(r.count("configurations", 3)):
-            name = r.string("a configuration name")
-            configurations.append((name, r.string(f"the value of configuration {name!r}")))
+        for _ in range(r.compact_count("configurations", 3)):
+            name = r.compact_string("a configuration name")
+            configurations.append((name, r.compact_string(f"the value of configuration {name!r}")))
             r.tags(f"configuration {name!r}")
         return GroupConfigurationValue(tuple(configurations))
     raise GroupRecordError(f"not a group record key: {key!r}")
@@ -636,7 +494,7 @@ def _decode_body(key: RecordKey, r: _Reader) -> RecordValue:
 def decode_value(key: RecordKey, data: bytes) -> RecordValue:
     """Decode the value of the record ``key`` names; raises GroupRecordError for an unknown value version
     or malformed bytes (truncated, trailing bytes, null where the field is not nullable, bad UTF-8)."""
-    r = _Reader(bytes(data), f"value of {type(key).__name__}")
+    r = _reader(data, f"value of {type(key).__name__}")
     version = r.int16("the value version")
     if version != VALUE_VERSION:
         raise GroupRecordError(
@@ -814,154 +672,3 @@ def changed_records(
         elif held != value:
             out.append((encode_key(key), encode_value(value)))
     return out
-
-
-# ---------------------------------------------------------------------------------------------------
-# The described view (GET /group and `kconnect group describe --json`)
-
-
-def _assigned_json(assigned: Assigned) -> dict[str, list[str]]:
-    return {
-        "connectors": sorted(assigned.connectors),
-        "tasks": [str(t) for t in sorted(assigned.tasks)],
-    }
-
-
-def _tasks(items: Iterable[TaskId]) -> list[str]:
-    return [str(t) for t in sorted(items)]
-
-
-def _worker_metadata(data: bytes) -> dict[str, Any] | None:
-    """Connect's worker metadata inside an assignor entry, when it decodes as such."""
-    if not data:
-        return None
-    try:
-        version, state = protocol.decode_metadata(data)
-    except ValueError:
-        return None
-    allocation = state.allocation
-    return {
-        "version": version,
-        "url": state.url,
-        "config_offset": state.config_offset,
-        "leaving": state.leaving,
-        "worker_id": state.worker_id,
-        "static_connectors": list(state.static_connectors),
-        "static_tasks": _tasks(state.static_tasks),
-        "allocation": None
-        if allocation is None
-        else {"connectors": list(allocation.connectors), "tasks": _tasks(allocation.tasks)},
-    }
-
-
-def _connect_assignment(data: bytes) -> dict[str, Any] | None:
-    """Connect's assignment inside a target member's Metadata, when it decodes as such."""
-    if not data:
-        return None
-    try:
-        a = protocol.decode_assignment(data)
-    except ValueError:
-        return None
-    return {
-        "version": a.version,
-        "error": a.error,
-        "leader": a.leader,
-        "leader_url": a.leader_url,
-        "config_offset": a.config_offset,
-        "connectors": list(a.connectors),
-        "tasks": _tasks(a.tasks),
-        "revoked": {"connectors": list(a.revoked_connectors), "tasks": _tasks(a.revoked_tasks)},
-        "delay_ms": a.delay_ms,
-    }
-
-
-def scheduled_rebalance(state: GroupState) -> tuple[int, int] | None:
-    """(due time in ms since the epoch, the delay the target assignment sent) when the last target
-    assignment scheduled a rebalance: the target record's timestamp plus the longest delay in its
-    members' Connect assignments. None when no delay runs (or no member's metadata decodes)."""
-    if state.target is None or state.target_timestamp_ms is None:
-        return None
-    delay = 0
-    for member in state.target.members:
-        if not member.metadata:
-            continue
-        try:
-            delay = max(delay, protocol.decode_assignment(member.metadata).delay_ms)
-        except ValueError:
-            continue  # a member entry we cannot read tells nothing about the delay
-    if delay <= 0:
-        return None
-    return state.target_timestamp_ms + delay, delay
-
-
-def describe(state: GroupState, *, now_ms: int) -> dict[str, Any]:
-    """The group as JSON-ready data, shared by ``GET /group`` and ``kconnect group describe --json``.
-
-    ``scheduled_rebalance`` says when the work of vanished members will be spread if they do not come
-    back: the target record's timestamp plus the longest delay in its members' Connect assignments.
-    """
-    ct = state.connectors_tasks
-    members = [
-        {
-            "member_id": member_id,
-            "group_epoch": m.group_epoch,
-            "instance_id": m.instance_id,
-            "client_id": m.client_id,
-            "client_host": m.client_host,
-            "subscribed_topic_names": list(m.subscribed_topic_names),
-            "subscribed_topic_regex": m.subscribed_topic_regex,
-            "assignors": [
-                {
-                    "name": a.name,
-                    "version": a.version,
-                    "minimum_version": a.minimum_version,
-                    "maximum_version": a.maximum_version,
-                    "reason": a.reason,
-                    "metadata": _worker_metadata(a.metadata),
-                }
-                for a in m.assignors
-            ],
-        }
-        for member_id, m in sorted(state.members.items())
-    ]
-    target: dict[str, Any] | None = None
-    vanished: list[str] = []
-    if state.target is not None:
-        target_members = []
-        for tm in sorted(state.target.members, key=lambda t: t.member_id):
-            assignment = _connect_assignment(tm.metadata)
-            target_members.append(
-                {
-                    "member_id": tm.member_id,
-                    **_assigned_json(tm.assigned),
-                    "error": tm.error,
-                    "version": tm.version,
-                    "assignment": assignment,
-                }
-            )
-            if tm.member_id not in state.members:
-                vanished.append(tm.member_id)
-        target = {"assignment_epoch": state.target.assignment_epoch, "members": target_members}
-    scheduled: dict[str, int] | None = None
-    if (due := scheduled_rebalance(state)) is not None:
-        scheduled = {"due_ms": due[0], "remaining_ms": max(0, due[0] - now_ms)}
-    return {
-        "group": state.group_id,
-        "epoch": state.epoch,
-        "connectors_tasks": None if ct is None else {"epoch": ct.epoch, **_assigned_json(ct.assigned)},
-        "members": members,
-        "target": target,
-        "current": [
-            {
-                "member_id": member_id,
-                "member_epoch": c.member_epoch,
-                **_assigned_json(c.assigned),
-                "error": c.error,
-            }
-            for member_id, c in sorted(state.current.items())
-        ],
-        "configuration": None if state.configuration is None else dict(state.configuration.configurations),
-        "scheduled_rebalance": scheduled,
-        "vanished": sorted(vanished),
-        "last_offset": state.last_offset,
-    }

@@ -46,8 +46,8 @@ from kconnect.runtime.group.group_records import (
     TargetAssignmentKey,
     TargetAssignmentValue,
     TargetMember,
-    scheduled_rebalance,
 )
+from kconnect.runtime.group.group_view import scheduled_rebalance
 from kconnect.runtime.group.protocol import ConnectAssignment, WorkerState
 from kconnect.runtime.ids import TaskId
 

@@ -46,19 +46,23 @@ and ignores bytes after the static tasks (a later version's fields). The static 
 "static": the same worker's v2/v1/v0 metadata (for "sessioned", "compatible", "default") never carries them,
 as the seed wants static assignments ignored unless every member speaks ``static``.
 
+The types are written and read by ``runtime/storage/wire`` (shared with the group records), whose reader
+names the field and the byte offset of every fault.
+
 Assignment version 3 has exactly the v1/v2 layout (the static protocol changes who gets what, not how it is
 sent), so a Java worker, which reads every assignment with the v1 schema, decodes it too.
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from operator import attrgetter
 
 from kconnect.runtime.ids import CONNECTOR_TASK, TaskId
+from kconnect.runtime.storage import wire
+from kconnect.runtime.storage.wire import NULL as _NULL
 
 __all__ = [
     "COMPATIBLE",
@@ -117,13 +121,7 @@ _LADDERS: dict[str, tuple[str, ...]] = {
 CONNECT_PROTOCOLS: tuple[str, ...] = tuple(_LADDERS)
 
 _KNOWN_VERSIONS = frozenset(_VERSION_BY_NAME.values())
-_NULL = -1
-_MAX_STRING_BYTES = 0x7FFF  # INT16 length prefix
-
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
-_NULL_I32 = _I32.pack(_NULL)
+_NULL_I32 = wire.int32(_NULL, "null")
 _task_key = attrgetter("connector", "task")
 
 
@@ -223,22 +221,6 @@ FLAG_LEAVING = 0x0001
 # Encoding
 
 
-def _check_range(value: int, bits: int, what: str) -> int:
-    limit = 1 << (bits - 1)
-    if not -limit <= value < limit:
-        raise ValueError(f"{what} {value} does not fit in a signed {bits}-bit integer")
-    return value
-
-
-def _string(value: str, what: str) -> bytes:
-    data = value.encode("utf-8")
-    if len(data) > _MAX_STRING_BYTES:
-        raise ValueError(
-            f"{what} is {len(data)} bytes of UTF-8; the protocol allows at most {_MAX_STRING_BYTES}"
-        )
-    return _I16.pack(len(data)) + data
-
-
 def _entries(connectors: Sequence[str], tasks: Sequence[TaskId], what: str) -> bytes:
     """An ARRAY of (connector, [task numbers]) entries, -1 standing for the connector itself, as Java groups
     them; sorted by connector so that the bytes are a function of the assignment alone."""
@@ -249,17 +231,10 @@ def _entries(connectors: Sequence[str], tasks: Sequence[TaskId], what: str) -> b
             grouped[task.connector] = [task.task]
         else:
             numbers.append(task.task)
-    parts = [_I32.pack(len(grouped))]
+    parts = [wire.int32(len(grouped), f"the {what} entry count")]
     for name in sorted(grouped):
-        numbers = grouped[name]
-        parts.append(_string(name, f"{what} connector name"))
-        try:
-            parts.append(struct.pack(f">i{len(numbers)}i", len(numbers), *numbers))
-        except struct.error:
-            bad = next(n for n in numbers if not -(1 << 31) <= n < (1 << 31))
-            raise ValueError(
-                f"{what} task number {bad} of connector {name!r} does not fit in INT32"
-            ) from None
+        parts.append(wire.string(name, f"{what} connector name"))
+        parts.append(wire.int32_array(grouped[name], f"{what} task number of connector {name!r}"))
     return b"".join(parts)
 
 
@@ -268,11 +243,11 @@ def _encode_assignment(a: ConnectAssignment, version: int) -> bytes:
         raise ValueError(f"cannot encode an assignment of unknown protocol version {version}")
     head = b"".join(
         (
-            _I16.pack(version),
-            _I16.pack(_check_range(a.error, 16, "error code")),
-            _string(a.leader, "leader id"),
-            _string(a.leader_url, "leader url"),
-            _I64.pack(_check_range(a.config_offset, 64, "config offset")),
+            wire.int16(version, "version"),
+            wire.int16(a.error, "error code"),
+            wire.string(a.leader, "leader id"),
+            wire.string(a.leader_url, "leader url"),
+            wire.int64(a.config_offset, "config offset"),
             _entries(a.connectors, a.tasks, "assigned"),
         )
     )
@@ -285,7 +260,7 @@ def _encode_assignment(a: ConnectAssignment, version: int) -> bytes:
         (
             head,
             _entries(a.revoked_connectors, a.revoked_tasks, "revoked"),
-            _I32.pack(_check_range(a.delay_ms, 32, "scheduled delay")),
+            wire.int32(a.delay_ms, "scheduled delay"),
         )
     )
 
@@ -295,17 +270,16 @@ def encode_assignment(a: ConnectAssignment) -> bytes:
     return _encode_assignment(a, a.version)
 
 
-def _nullable_string(value: str | None, what: str) -> bytes:
-    return _I16.pack(_NULL) if value is None else _string(value, what)
-
-
 def _static_fields(state: WorkerState) -> bytes:
     """The v3 fields after the flags: worker id, static connectors, static tasks (module docstring)."""
     for task in state.static_tasks:
         if task.task < 0:
             raise ValueError(f"static task {task} has a negative task number")
-    parts = [_nullable_string(state.worker_id, "worker id"), _I32.pack(len(state.static_connectors))]
-    parts += [_string(name, "static connector name") for name in state.static_connectors]
+    parts = [
+        wire.nullable_string(state.worker_id, "worker id"),
+        wire.int32(len(state.static_connectors), "the static connectors count"),
+    ]
+    parts += [wire.string(name, "static connector name") for name in state.static_connectors]
     parts.append(_entries((), state.static_tasks, "static"))
     return b"".join(parts)
 
@@ -322,153 +296,67 @@ def encode_metadata(state: WorkerState, version: int) -> bytes:
         raise ValueError(f"cannot encode metadata of unknown protocol version {version}")
     head = b"".join(
         (
-            _I16.pack(version),
-            _string(state.url, "worker url"),
-            _I64.pack(_check_range(state.config_offset, 64, "config offset")),
+            wire.int16(version, "version"),
+            wire.string(state.url, "worker url"),
+            wire.int64(state.config_offset, "config offset"),
         )
     )
     if version == V0:
         return head
     flags = FLAG_LEAVING if state.leaving else 0
     # v1/v2: the flags only when set, so that the bytes are Java's; v3: always, the static fields follow.
-    tail = _I16.pack(flags) if flags else b""
+    tail = wire.int16(flags, "flags") if flags else b""
     if version >= V3:
-        tail = _I16.pack(flags) + _static_fields(state)
+        tail = wire.int16(flags, "flags") + _static_fields(state)
     if state.allocation is None:
         return head + _NULL_I32 + tail
     allocation = _encode_assignment(state.allocation, version)
-    return b"".join((head, _I32.pack(len(allocation)), allocation, tail))
+    return b"".join((head, wire.int32(len(allocation), "the allocation length"), allocation, tail))
 
 
 # ---------------------------------------------------------------------------------------------------
 # Decoding
 
 
-class _Reader:
-    """A bounds-checked cursor, so that every truncation reports the field and the absolute offset."""
+def _reader(data: bytes, kind: str, start: int = 0, end: int | None = None) -> wire.Reader:
+    return wire.Reader(data, kind, start=start, end=end, error=ProtocolError)
 
-    __slots__ = ("_data", "_end", "_kind", "pos")
 
-    def __init__(self, data: bytes, pos: int, end: int, kind: str) -> None:
-        self._data = data
-        self.pos = pos
-        self._end = end
-        self._kind = kind
+def _strings(r: wire.Reader, what: str) -> list[str]:
+    """An ARRAY of STRING; null reads as empty."""
+    count = r.array_count(what, 2, what)  # each is at least its INT16 length
+    return [r.string(f"one of the {what}") for _ in range(count)]
 
-    def at_end(self) -> bool:
-        return self.pos >= self._end
 
-    def remaining(self) -> int:
-        return max(0, self._end - self.pos)
-
-    def _need(self, n: int, what: str) -> None:
-        left = self._end - self.pos
-        if n > left:
-            raise ProtocolError(
-                f"truncated {self._kind}: reading {what} at byte offset {self.pos} needs {n} bytes, "
-                f"only {max(left, 0)} left"
-            )
-
-    def skip(self, n: int, what: str) -> int:
-        """Step over ``n`` bytes; where they start."""
-        self._need(n, what)
-        start = self.pos
-        self.pos += n
-        return start
-
-    def int16(self, what: str) -> int:
-        self._need(2, what)
-        (v,) = _I16.unpack_from(self._data, self.pos)
-        self.pos += 2
-        return int(v)
-
-    def int32(self, what: str) -> int:
-        self._need(4, what)
-        (v,) = _I32.unpack_from(self._data, self.pos)
-        self.pos += 4
-        return int(v)
-
-    def int64(self, what: str) -> int:
-        self._need(8, what)
-        (v,) = _I64.unpack_from(self._data, self.pos)
-        self.pos += 8
-        return int(v)
-
-    def string(self, what: str) -> str:
-        at = self.pos
-        n = self.int16(f"the length of {what}")
+def _read_entries(r: wire.Reader, what: str) -> tuple[list[str], list[TaskId]]:
+    """A nullable ARRAY of connector entries; null reads as empty, as Java reads it."""
+    count = r.array_count(f"{what} entry", 6, f"{what} entries")  # each at least INT16 + INT32
+    connectors: list[str] = []
+    tasks: list[TaskId] = []
+    for _ in range(count):
+        name = r.string(f"a {what} connector name")
+        at = r.pos
+        n = r.int32(f"the task count of {what} connector {name!r}")
         if n < 0:
-            raise ProtocolError(f"invalid {self._kind}: {what} at byte offset {at} has negative length {n}")
-        self._need(n, what)
-        raw = self._data[self.pos : self.pos + n]
-        try:
-            value = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise ProtocolError(
-                f"invalid {self._kind}: {what} at byte offset {at} is not UTF-8: {e}"
-            ) from None
-        self.pos += n
-        return value
-
-    def nullable_string(self, what: str) -> str | None:
-        at = self.pos
-        n = self.int16(f"the length of {what}")
-        if n == _NULL:
-            return None
-        self.pos = at
-        return self.string(what)
-
-    def strings(self, what: str) -> list[str]:
-        """An ARRAY of STRING; null reads as empty."""
-        at = self.pos
-        count = self.int32(f"the {what} count")
-        if count == _NULL:
-            return []
-        if count < 0:
-            raise ProtocolError(f"invalid {self._kind}: {what} count at byte offset {at} is {count}")
-        self._need(count * 2, f"{count} {what}")  # each is at least its INT16 length
-        return [self.string(f"one of the {what}") for _ in range(count)]
-
-    def entries(self, what: str) -> tuple[list[str], list[TaskId]]:
-        """A nullable ARRAY of connector entries; null reads as empty, as Java reads it."""
-        at = self.pos
-        count = self.int32(f"the {what} entry count")
-        if count == _NULL:
-            return [], []
-        if count < 0:
-            raise ProtocolError(f"invalid {self._kind}: {what} entry count at byte offset {at} is {count}")
-        self._need(count * 6, f"{count} {what} entries")  # each entry is at least INT16 + INT32
-        connectors: list[str] = []
-        tasks: list[TaskId] = []
-        for _ in range(count):
-            name = self.string(f"a {what} connector name")
-            at = self.pos
-            n = self.int32(f"the task count of {what} connector {name!r}")
-            if n < 0:
-                raise ProtocolError(
-                    f"invalid {self._kind}: task count of {what} connector {name!r} "
-                    f"at byte offset {at} is {n}"
-                )
-            self._need(4 * n, f"{n} task numbers of {what} connector {name!r}")
-            numbers = struct.unpack_from(f">{n}i", self._data, self.pos)
-            self.pos += 4 * n
-            for number in numbers:
-                if number == CONNECTOR_TASK:
-                    connectors.append(name)
-                else:
-                    tasks.append(TaskId(name, number))
-        return connectors, tasks
-
-    def version(self) -> int:
-        at = self.pos
-        v = self.int16("the version")
-        if v < 0:
-            raise ProtocolError(f"unsupported {self._kind} version {v} at byte offset {at}")
-        return v
+            raise r.fail(f"task count of {what} connector {name!r} at byte offset {at} is {n}")
+        for number in r.int32s(n, f"{n} task numbers of {what} connector {name!r}"):
+            if number == CONNECTOR_TASK:
+                connectors.append(name)
+            else:
+                tasks.append(TaskId(name, number))
+    return connectors, tasks
 
 
-def _decode_assignment(r: _Reader) -> ConnectAssignment:
-    version = r.version()
+def _version(r: wire.Reader, kind: str) -> int:
+    at = r.pos
+    v = r.int16("the version")
+    if v < 0:
+        raise ProtocolError(f"unsupported {kind} version {v} at byte offset {at}")
+    return v
+
+
+def _decode_assignment(r: wire.Reader, kind: str) -> ConnectAssignment:
+    version = _version(r, kind)
     error = r.int16("the error code")
     leader = r.string("the leader id")
     leader_url = r.string("the leader url")
@@ -480,9 +368,9 @@ def _decode_assignment(r: _Reader) -> ConnectAssignment:
     revoked_tasks: list[TaskId] = []
     delay = 0
     if not r.at_end():
-        connectors, tasks = r.entries("assigned")
+        connectors, tasks = _read_entries(r, "assigned")
     if not r.at_end():
-        revoked_connectors, revoked_tasks = r.entries("revoked")
+        revoked_connectors, revoked_tasks = _read_entries(r, "revoked")
     if not r.at_end():
         delay = r.int32("the scheduled delay")
     # Anything after is a newer version's field: ignored.
@@ -506,7 +394,7 @@ def decode_assignment(data: bytes) -> ConnectAssignment:
     Raises ProtocolError for a negative version or malformed data.
     """
     data = bytes(data)
-    return _decode_assignment(_Reader(data, 0, len(data), "assignment"))
+    return _decode_assignment(_reader(data, "assignment"), "assignment")
 
 
 def decode_metadata(data: bytes) -> tuple[int, WorkerState]:
@@ -515,8 +403,8 @@ def decode_metadata(data: bytes) -> tuple[int, WorkerState]:
     Raises ProtocolError for a negative version or malformed data.
     """
     data = bytes(data)
-    r = _Reader(data, 0, len(data), "worker metadata")
-    version = r.version()
+    r = _reader(data, "worker metadata")
+    version = _version(r, "worker metadata")
     url = r.string("the worker url")
     config_offset = r.int64("the config offset")
     allocation = None
@@ -528,7 +416,8 @@ def decode_metadata(data: bytes) -> tuple[int, WorkerState]:
         if size != _NULL:
             start = r.skip(size, "the allocation")
             allocation = _decode_assignment(
-                _Reader(data, start, start + size, "allocation in worker metadata")
+                _reader(data, "allocation in worker metadata", start, start + size),
+                "allocation in worker metadata",
             )
     flags = 0
     if version < V3:
@@ -545,10 +434,10 @@ def decode_metadata(data: bytes) -> tuple[int, WorkerState]:
     if not r.at_end():
         worker_id = r.nullable_string("the worker id")
     if not r.at_end():
-        static_connectors = r.strings("static connectors")
+        static_connectors = _strings(r, "static connectors")
     if not r.at_end():
         at = r.pos
-        listed, static_tasks = r.entries("static task")
+        listed, static_tasks = _read_entries(r, "static task")
         bad = [t for t in static_tasks if t.task < 0] + [TaskId(c, CONNECTOR_TASK) for c in listed]
         if bad:
             raise ProtocolError(

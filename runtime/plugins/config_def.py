@@ -8,14 +8,14 @@ module is pure: no I/O, no knowledge of connectors.
 
 from __future__ import annotations
 
-import decimal
 import enum
 import importlib
-import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
+
+from kconnect.runtime.storage.java_json import java_double_str
 
 
 class Type(enum.Enum):
@@ -103,33 +103,17 @@ class Password:
 
 
 def java_trim(text: str) -> str:
-    """Java's ``String.trim``: strips code points up to U+0020 only, unlike ``str.strip``."""
+    """Java's ``String.trim``: strips code points up to U+0020 only, unlike ``str.strip``.
+
+    Why: Java trims config values, names and messages this way; ``str.strip`` also strips no-break and
+    other Unicode spaces, so a value Java keeps would change. The one copy: ``config/worker.py`` calls it.
+    """
     start, end = 0, len(text)
     while start < end and ord(text[start]) <= 0x20:
         start += 1
     while end > start and ord(text[end - 1]) <= 0x20:
         end -= 1
     return text[start:end]
-
-
-def java_double_str(value: float) -> str:
-    """Java's ``Double.toString`` (``1.0``, ``1.0E7``, ``NaN``), so messages and defaults match Java's."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    if value == 0:
-        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
-    magnitude = abs(value)
-    if 1e-3 <= magnitude < 1e7:
-        text = repr(value)
-        return text if "." in text or "e" in text else text + ".0"
-    sign, digits, exponent = decimal.Decimal(repr(value)).as_tuple()
-    assert isinstance(exponent, int)
-    mantissa = "".join(str(d) for d in digits).rstrip("0") or "0"
-    point_exponent = len(digits) - 1 + exponent
-    fraction = mantissa[1:] or "0"
-    return f"{'-' if sign else ''}{mantissa[0]}.{fraction}E{point_exponent}"
 
 
 def java_str(value: Any) -> str:

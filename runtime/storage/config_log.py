@@ -3,8 +3,8 @@
 The config topic is shared with Apache Kafka Connect: a Java worker and a kconnect worker in one group read
 and write the same records, so keys and values here are byte-compatible with what Connect 3.9 writes
 (``KafkaConfigBackingStore`` serialising Connect structs through its internal ``JsonConverter`` with
-``schemas.enable=false``; Jackson 2.16 underneath). The JSON writer and reader that make that true live
-here too, and the status and offset codecs reuse them.
+``schemas.enable=false``; Jackson 2.16 underneath). The JSON writer and reader that make that true are
+:mod:`kconnect.runtime.storage.java_json`'s, shared with the status and offset codecs and the converters.
 
 Everything in this module is pure: decoding never touches Kafka, and the fold :func:`apply` maps an
 immutable :class:`ConfigState` and one record to a new state. The I/O edge reads the topic, calls
@@ -16,17 +16,15 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from decimal import Decimal
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, TypeAlias, TypeVar
 
 from kconnect.runtime.ids import TaskId
+from kconnect.runtime.storage import java_json
 
 __all__ = [
     "COMMIT_PREFIX",
@@ -61,7 +59,6 @@ __all__ = [
     "apply_raw",
     "decode",
     "encode",
-    "java_json_bytes",
     "parse_json",
     "parse_task_key",
 ]
@@ -113,107 +110,8 @@ class CorruptRecord(ValueError):
 
 
 # ---------------------------------------------------------------------------------------------------
-# JSON exactly as Connect's JsonConverter writes it
+# Reading record values (the JSON itself is runtime/storage/java_json's, byte for byte Java's)
 # ---------------------------------------------------------------------------------------------------
-
-_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
-# Jackson 2.16's UTF-8 generator escapes control characters (upper-case hex), '"' and '\', writes other
-# BMP characters raw, and writes each half of a surrogate pair as its own \uXXXX escape. Lone
-# surrogates (possible in a Python str) get the same escape, which also keeps the output valid UTF-8.
-_NEEDS_ESCAPE = re.compile('[\x00-\x1f"\\\\\ud800-\udfff\U00010000-\U0010ffff]')
-
-
-def _escape(match: re.Match[str]) -> str:
-    ch = match.group()
-    short = _SHORT_ESCAPES.get(ch)
-    if short is not None:
-        return short
-    cp = ord(ch)
-    if cp >= 0x10000:
-        cp -= 0x10000
-        return f"\\u{0xD800 + (cp >> 10):04X}\\u{0xDC00 + (cp & 0x3FF):04X}"
-    return f"\\u{cp:04X}"
-
-
-def _quote(text: str) -> str:
-    return '"' + _NEEDS_ESCAPE.sub(_escape, text) + '"'
-
-
-def _java_double(value: float) -> str:
-    """Format a double as ``Double.toString`` does, since Jackson writes doubles with it.
-
-    The digits are Python's shortest round-trip digits, which is what ``Double.toString`` produces from
-    JDK 19 on; JDK 17 and older occasionally print a longer digit string (1e23 as 9.999999999999999E22).
-    """
-    if not math.isfinite(value):
-        raise ValueError(f"{value!r} cannot be written: JSON has no representation for it")
-    if value == 0.0:
-        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
-    sign = "-" if value < 0 else ""
-    parsed = Decimal(repr(abs(value))).normalize().as_tuple()
-    digits = "".join(map(str, parsed.digits))
-    assert isinstance(parsed.exponent, int)
-    exponent = len(digits) - 1 + parsed.exponent
-    if 1e-3 <= abs(value) < 1e7:
-        if exponent >= 0:
-            whole = digits[: exponent + 1].ljust(exponent + 1, "0")
-            fraction = digits[exponent + 1 :] or "0"
-            return f"{sign}{whole}.{fraction}"
-        return f"{sign}0.{'0' * (-exponent - 1)}{digits}"
-    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exponent}"
-
-
-def _write(value: object, out: list[str]) -> None:
-    if value is None:
-        out.append("null")
-    elif value is True:
-        out.append("true")
-    elif value is False:
-        out.append("false")
-    elif isinstance(value, int):
-        if not INT64_MIN <= value <= INT64_MAX:
-            raise ValueError(f"integer {value} does not fit in a Java long")
-        out.append(str(value))
-    elif isinstance(value, float):
-        out.append(_java_double(value))
-    elif isinstance(value, str):
-        out.append(_quote(value))
-    elif isinstance(value, Mapping):
-        out.append("{")
-        for i, (k, v) in enumerate(value.items()):
-            if not isinstance(k, str):
-                raise ValueError(f"JSON object keys must be strings, not {type(k).__name__}")
-            if i:
-                out.append(",")
-            out.append(_quote(k))
-            out.append(":")
-            _write(v, out)
-        out.append("}")
-    elif isinstance(value, list | tuple):
-        out.append("[")
-        for i, item in enumerate(value):
-            if i:
-                out.append(",")
-            _write(item, out)
-        out.append("]")
-    else:
-        raise ValueError(f"a {type(value).__name__} cannot be written as JSON")
-
-
-def java_json_bytes(value: object) -> bytes:
-    """Serialise as Connect's schemaless JsonConverter would: compact, keys in the mapping's order.
-
-    ``json.dumps(separators=(",", ":"), ensure_ascii=False)`` comes close but differs from Jackson in
-    how it escapes control characters (lower-case hex) and characters outside the BMP (raw instead of
-    escaped surrogate pairs), so a record written by it would not be byte-identical to Java's.
-    """
-    out: list[str] = []
-    _write(value, out)
-    return "".join(out).encode("utf-8")
-
-
-def _reject_constant(name: str) -> object:
-    raise ValueError(f"{name} is not valid JSON")
 
 
 def parse_json(key: str, raw: bytes) -> object:
@@ -225,8 +123,8 @@ def parse_json(key: str, raw: bytes) -> object:
     if not raw:
         return None
     try:
-        return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
-    except (UnicodeDecodeError, ValueError) as exc:
+        return java_json.read(raw)
+    except ValueError as exc:
         raise CorruptRecord(key, f"value is not valid JSON ({exc})", advances_offset=False) from exc
 
 
@@ -483,7 +381,7 @@ def encode(record: ConfigRecord) -> tuple[bytes, bytes | None]:
             value = {"connectors": list(connectors), "tasks": list(tasks)}
         case StaticAssignmentDeletion(worker_id):
             key, value = STATIC_ASSIGNMENT_PREFIX + worker_id, None
-    return key.encode("utf-8"), None if value is None else java_json_bytes(value)
+    return key.encode("utf-8"), None if value is None else java_json.write_record(value)
 
 
 def _java_split_dashes(text: str) -> list[str]:

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, TypeAlias
 
+from kconnect.runtime.storage import java_json
 from kconnect.runtime.storage.config_log import (
     INT64_MAX,
     INT64_MIN,
     CorruptRecord,
-    java_json_bytes,
     parse_json,
 )
 
@@ -96,14 +96,14 @@ def partition_json(partition: OffsetMap | None) -> str:
     """The canonical spelling of a partition (keys sorted, Java-style compact JSON) used as an index."""
     if partition is None:
         return "null"
-    canonical: bytes = java_json_bytes(dict(sorted(partition.items())))
+    canonical: bytes = java_json.write_record(dict(sorted(partition.items())))
     return canonical.decode("utf-8")
 
 
 def encode(record: SourceOffset) -> tuple[bytes, bytes | None]:
     """The (key, value) bytes Java's OffsetStorageWriter writes for this offset, maps in their given order."""
-    key = java_json_bytes([record.connector, record.partition])
-    return key, None if record.offset is None else java_json_bytes(record.offset)
+    key = java_json.write_record([record.connector, record.partition])
+    return key, None if record.offset is None else java_json.write_record(record.offset)
 
 
 def _primitives(key: str, what: str, value: dict[str, object]) -> OffsetMap:

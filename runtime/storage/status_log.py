@@ -22,13 +22,13 @@ from types import MappingProxyType
 from typing import Any, TypeAlias
 
 from kconnect.runtime.ids import TaskId
+from kconnect.runtime.storage import java_json
 from kconnect.runtime.storage.config_log import (
     INT32_MAX,
     INT32_MIN,
     INT64_MAX,
     INT64_MIN,
     CorruptRecord,
-    java_json_bytes,
     parse_json,
     parse_task_key,
 )
@@ -162,7 +162,7 @@ def _status_value(state: State, trace: str | None, worker_id: str, generation: i
         return None
     _check_int(generation, INT32_MIN, INT32_MAX, "generation")
     fields = {"state": state.value, "trace": trace, "worker_id": worker_id, "generation": generation}
-    encoded: bytes = java_json_bytes(fields)
+    encoded: bytes = java_json.write_record(fields)
     return encoded
 
 
@@ -198,7 +198,7 @@ def encode(record: StatusRecord) -> tuple[bytes, bytes | None]:
             key, value = f"{TASK_STATUS_PREFIX}{task.connector}-{task.task}", None
         case TopicStatus(topic, connector, task, discover_timestamp):
             key = _topic_key(topic, connector)
-            value = java_json_bytes(
+            value = java_json.write_record(
                 {
                     "topic": {
                         "name": topic,

@@ -33,11 +33,11 @@ from kconnect.runtime.plugins.config_def import (
     Width,
     convert_to_string,
     import_class,
-    java_double_str,
     java_str,
     java_trim,
     parse_type,
 )
+from kconnect.runtime.storage.java_json import java_double_str
 
 # ---- parsing
 

@@ -15,7 +15,6 @@ ClusterConfigState (tasks(), taskCount()).
 from __future__ import annotations
 
 import base64
-import json
 from dataclasses import FrozenInstanceError
 
 import pytest
@@ -258,46 +257,6 @@ def test_encode_rejects_values_java_cannot_hold() -> None:
         cl.encode(TaskCountRecord("foo", -1))
     with pytest.raises(ValueError):
         cl.encode(SessionKeyRecord("!!!!", "HmacSHA256", 0))
-
-
-# --- the JSON writer --------------------------------------------------------------------------------------
-
-
-def test_java_json_escapes_keys_like_values() -> None:
-    # Jackson 2.16 output for a key with an emoji and control characters (see module docstring).
-    assert cl.java_json_bytes({"k\U0001f600\x00\x1b": "\u00ff\u0080\u07ff\u0800\uffff"}) == (
-        b'{"k\\uD83D\\uDE00\\u0000\\u001B":"\xc3\xbf\xc2\x80\xdf\xbf\xe0\xa0\x80\xef\xbf\xbf"}'
-    )
-
-
-def test_java_json_rejects_what_json_cannot_carry() -> None:
-    for bad in (float("nan"), float("inf"), 2**63, {1: "a"}, {"a": object()}):
-        with pytest.raises(ValueError):
-            cl.java_json_bytes(bad)
-
-
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(-(2**63), 2**63 - 1)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
-    lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
-    ),
-    max_leaves=20,
-)
-
-
-@given(json_values)
-def test_java_json_is_json_that_round_trips(value: object) -> None:
-    encoded = cl.java_json_bytes(value)
-    assert json.loads(encoded) == value
-    assert cl.parse_json("k", encoded) == value
-
-
-def test_java_json_is_compact() -> None:
-    assert cl.java_json_bytes({"a": [1, {"b": None}], "c": True}) == b'{"a":[1,{"b":null}],"c":true}'
 
 
 # --- round trips -----------------------------------------------------------------------------------------

@@ -43,11 +43,11 @@ from kconnect.runtime.group.group_records import (
     changed_records,
     decode_key,
     decode_value,
-    describe,
     encode_key,
     encode_value,
     partition_for,
 )
+from kconnect.runtime.group.group_view import describe
 from kconnect.runtime.group.protocol import (
     V2,
     ConnectAssignment,

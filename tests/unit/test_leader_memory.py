@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kconnect.runtime.group import group_records, leader_memory
+from kconnect.runtime.group import group_records, group_view, leader_memory
 from kconnect.runtime.group.cooperative_assignor import CooperativeState, cooperative_assign
 from kconnect.runtime.group.protocol import V2, ConnectAssignment
 from kconnect.runtime.ids import TaskId
@@ -102,7 +102,7 @@ def test_records_describe_the_group_after_the_seed_start() -> None:
     assert current == whole
     assert state.connectors_tasks is not None
     assert state.connectors_tasks.assigned.connectors == {"A", "B"}
-    assert group_records.scheduled_rebalance(state) is None
+    assert group_view.scheduled_rebalance(state) is None
 
 
 def test_leader_leaves_without_records_assigns_the_lost_work_at_once() -> None:

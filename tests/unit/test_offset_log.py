@@ -17,7 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kconnect.runtime.storage import offset_log as ol
-from kconnect.runtime.storage.config_log import CorruptRecord, java_json_bytes
+from kconnect.runtime.storage.config_log import CorruptRecord
+from kconnect.runtime.storage.java_json import write_record
 from kconnect.runtime.storage.offset_log import OffsetState, SourceOffset
 
 MIXED_OFFSET = {
@@ -86,7 +87,7 @@ def test_doubles_are_written_as_java_double_to_string() -> None:
         "neg0": -0.0,
         "lmin": -(2**63),
     }
-    assert java_json_bytes(values) == (
+    assert write_record(values) == (
         b'{"d2":0.002,"d3":1.23456789E8,"d4":0.30000000000000004,"d5":1.0E16,"d6":12345.678,'
         b'"d7":9999999.999,"d8":0.001,"d9":9.9E-4,"d10":1.7976931348623157E308,"d11":4.35,'
         b'"d12":33.333333333333336,"d14":1.0E22,"neg0":-0.0,"lmin":-9223372036854775808}'
