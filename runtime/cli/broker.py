@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import socket
 import subprocess
 import time
@@ -53,12 +52,16 @@ def tansu_binary() -> Path:
 
 
 def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on now, chosen by the OS (a bind to port 0), for a broker or a REST
+    listener; another process could take it before it is used, which tests and development accept."""
     with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
 
 
 def wait_for_port(host: str, port: int, timeout_s: float) -> bool:
+    """Whether ``host:port`` accepts a TCP connection within ``timeout_s``: Tansu gives no readiness
+    signal, so a successful connection is the sign that it serves clients."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.5):
@@ -77,9 +80,13 @@ class EmbeddedBroker:
 
     @property
     def bootstrap(self) -> str:
+        """The ``host:port`` for ``bootstrap.servers``; the broker advertises that same address, so clients
+        stay on loopback."""
         return f"{self.host}:{self.port}"
 
     def stop(self) -> None:
+        """Terminate the broker and reap it, killing it after 10 s, so that a test session's teardown never
+        hangs on it."""
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -90,6 +97,12 @@ class EmbeddedBroker:
 
 
 def command(port: int, host: str = "127.0.0.1", storage: str | None = None) -> list[str]:
+    """The Tansu command line for a broker on ``host:port``.
+
+    The listener and the advertised listener are one URL, so clients reconnect where they first connected;
+    ``storage`` (a Tansu storage URL) keeps the data elsewhere than in memory. Raises BrokerError with the
+    install hint when the binary is missing.
+    """
     url = f"tcp://{host}:{port}"
     cmd = [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url]
     if storage:
@@ -115,12 +128,10 @@ def start(
 
 @contextlib.contextmanager
 def running(port: int | None = None, log_path: Path | None = None) -> Iterator[EmbeddedBroker]:
+    """A broker for the length of a ``with`` block, stopped even when the block fails; the tests' session
+    fixtures start theirs with it."""
     broker = start(port, log_path=log_path)
     try:
         yield broker
     finally:
         broker.stop()
-
-
-def java_available() -> bool:
-    return shutil.which("java") is not None

@@ -37,6 +37,11 @@ def _fail(code: int, message: str) -> int:
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
+    """``kconnect broker``: Tansu in the foreground until SIGTERM or SIGINT, which it forwards as a
+    terminate so the broker exits cleanly; the broker's exit status is the command's.
+
+    Exits 1 with the install hint when the dev extra (which carries the binary) is not installed.
+    """
     from kconnect.runtime.cli import broker
 
     try:
@@ -69,6 +74,13 @@ def cmd_broker(args: argparse.Namespace) -> int:
 
 
 def load_worker_config(path: str) -> Any:
+    """Read a worker properties file into a WorkerConfig, ``${env:...}`` and ``${file:...}`` references
+    resolved.
+
+    Everything wrong with the file raises ConfigError here, before anything connects (exit 2): unreadable
+    or malformed text, invalid values, Kafka client settings that cannot be translated. Unknown keys only
+    warn, as Java's worker only warns.
+    """
     from kconnect.config.errors import ConfigError
     from kconnect.config.properties import PropertiesSyntaxError, load_properties, substitute
     from kconnect.config.worker import WorkerConfig, unknown_keys
@@ -356,6 +368,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The whole command line. The ``cmd_*`` functions import what they run, so building the parser (for
+    ``--help`` or the REST client) does not load the worker or Spark."""
     parser = argparse.ArgumentParser(
         prog="kconnect", description="A Kafka-native, Connect-style worker runtime"
     )
@@ -391,6 +405,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``kconnect`` console script (pyproject's entry point), returning the exit status rather than
+    exiting so tests can call it in-process; a bad command line is EXIT_CONFIG, ``--help`` is 0."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

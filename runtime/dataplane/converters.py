@@ -226,6 +226,8 @@ def _same_shape(a: DataType, b: DataType) -> bool:
 
 
 def schema_metadata(schema: ConnectSchema | None) -> dict[str, str]:
+    """The column metadata that carries ``schema`` as Java's JSON schema text: a Spark type cannot hold all
+    a Connect schema says (name, version, doc, default, parameters), so it travels beside."""
     return {} if schema is None else {SCHEMA_METADATA_KEY: java_json.write(schema_to_json(schema))}
 
 
@@ -415,7 +417,10 @@ class Converter(ABC):
         self.is_key = False
 
     @abstractmethod
-    def config_def(self) -> ConfigDef: ...
+    def config_def(self) -> ConfigDef:
+        """The keys this converter accepts, as Apache Kafka Connect's converter of the same class defines
+        them, so that ``configure``, validation and the plugin listing use Java's keys."""
+        ...
 
     def configure(self, props: Mapping[str, Any], is_key: bool) -> None:
         """Parse ``props`` (Java's keys); ConfigValidationError names the key, value and what is allowed."""
@@ -426,10 +431,16 @@ class Converter(ABC):
         pass
 
     @abstractmethod
-    def to_connect(self, data: bytes | None) -> SchemaAndValue: ...
+    def to_connect(self, data: bytes | None) -> SchemaAndValue:
+        """Java's ``toConnectData`` for one record's bytes: the record-by-record reference of what a key or
+        value means, which the tests hold the column path (``to_columns``) to."""
+        ...
 
     @abstractmethod
-    def from_connect(self, value: Any, schema: ConnectSchema | None = None) -> bytes | None: ...
+    def from_connect(self, value: Any, schema: ConnectSchema | None = None) -> bytes | None:
+        """Java's ``fromConnectData`` for one value: how a source record's key or value is serialized in
+        Python, one record at a time, before it is produced."""
+        ...
 
     @abstractmethod
     def to_columns(self, df: DataFrame, column: str, schema: ConnectSchema | None = None) -> DataFrame:
@@ -445,16 +456,23 @@ class Converter(ABC):
 
 
 class ByteArrayConverter(Converter):
+    """Apache Kafka Connect's ByteArrayConverter: bytes passed through unchanged under an optional bytes
+    schema, for payloads that a connector handles as opaque."""
+
     java_class = "org.apache.kafka.connect.converters.ByteArrayConverter"
     SCHEMA: Final = ConnectSchema("bytes", optional=True)
 
     def config_def(self) -> ConfigDef:
+        """Java's keys for this converter: ``converter.type`` only."""
         return converter_config_def(self.java_class)
 
     def to_connect(self, data: bytes | None) -> SchemaAndValue:
+        """The bytes as they are, under the optional bytes schema; null stays null (a tombstone)."""
         return SchemaAndValue(self.SCHEMA, None if data is None else bytes(data))
 
     def from_connect(self, value: Any, schema: ConnectSchema | None = None) -> bytes | None:
+        """The value's bytes; a value that is not bytes, or a schema other than bytes, is refused with
+        Java's message rather than coerced."""
         if schema is not None and schema.type != "bytes":
             raise ConnectDataError(f"Invalid schema type for ByteArrayConverter: {schema.type.upper()}")
         if value is not None and not isinstance(value, bytes | bytearray | memoryview):
@@ -464,17 +482,25 @@ class ByteArrayConverter(Converter):
         return None if value is None else bytes(value)
 
     def to_columns(self, df: DataFrame, column: str, schema: ConnectSchema | None = None) -> DataFrame:
+        """The BINARY column unchanged, tagged with the bytes schema; its error column is always null,
+        since raw bytes cannot fail to convert."""
         return df.withColumn(column, with_schema(F.col(column), column, self.SCHEMA)).withColumn(
             error_column(column), F.lit(None).cast("string")
         )
 
     def from_column(self, c: Column, schema: ConnectSchema | None) -> Column:
+        """The column as it is, after Java's check that its schema is bytes, which fails while the plan is
+        built rather than row by row."""
         if schema is not None and schema.type != "bytes":
             raise ConnectDataError(f"Invalid schema type for ByteArrayConverter: {schema.type.upper()}")
         return c
 
 
 class StringConverter(Converter):
+    """Apache Kafka Connect's StringConverter: text in the configured charset (``converter.encoding``)
+    under an optional string schema; only the charsets that both Spark and Python know are accepted, so
+    that both faces agree."""
+
     java_class = "org.apache.kafka.connect.storage.StringConverter"
     SCHEMA: Final = ConnectSchema("string", optional=True)
     #: Java charset names Spark's encode/decode know, and Python's codec for each.
@@ -493,6 +519,7 @@ class StringConverter(Converter):
         self.encoding = "UTF-8"
 
     def config_def(self) -> ConfigDef:
+        """Java's keys for this converter: ``converter.encoding`` and ``converter.type``."""
         return converter_config_def(self.java_class)
 
     def _configure(self, parsed: Mapping[str, Any]) -> None:
@@ -507,12 +534,16 @@ class StringConverter(Converter):
         self.encoding = charset
 
     def to_connect(self, data: bytes | None) -> SchemaAndValue:
+        """The bytes as text in the configured charset, a malformed sequence replaced by U+FFFD as Java
+        does, so that one bad record does not fail the task."""
         # Java's StringDeserializer replaces malformed input rather than failing.
         return SchemaAndValue(
             self.SCHEMA, None if data is None else codecs.decode(data, self.encoding, "replace")
         )
 
     def from_connect(self, value: Any, schema: ConnectSchema | None = None) -> bytes | None:
+        """``value.toString()`` encoded as Java writes it (``true``, ``1.0E10``, float32 text under a float
+        schema), so that a source record's bytes equal Java's."""
         if value is None:
             return None
         # Java writes value.toString(): numbers and booleans as Java prints them (1.0E10, true).
@@ -530,11 +561,15 @@ class StringConverter(Converter):
         return text.encode(self.encoding)
 
     def to_columns(self, df: DataFrame, column: str, schema: ConnectSchema | None = None) -> DataFrame:
+        """The column decoded in the JVM with the configured charset; its error column stays null, since
+        this converter refuses no row."""
         return df.withColumn(
             column, with_schema(F.decode(F.col(column), self.encoding), column, self.SCHEMA)
         ).withColumn(error_column(column), F.lit(None).cast("string"))
 
     def from_column(self, c: Column, schema: ConnectSchema | None) -> Column:
+        """The column's string form encoded with the configured charset: Java writes ``toString()`` of
+        whatever value it is given."""
         return F.encode(c.cast("string"), self.encoding)
 
 
@@ -543,6 +578,10 @@ _SCHEMA_SPELLINGS = 16
 
 
 class JsonConverter(Converter):
+    """Apache Kafka Connect's JsonConverter: the ``{"schema", "payload"}`` envelope (or the bare payload
+    with ``schemas.enable=false``) in Java's exact bytes, so that Java and kconnect workers can share
+    topics."""
+
     java_class = "org.apache.kafka.connect.json.JsonConverter"
 
     def __init__(self) -> None:
@@ -552,6 +591,8 @@ class JsonConverter(Converter):
         self.replace_null_with_default = True
 
     def config_def(self) -> ConfigDef:
+        """Java's JsonConverter keys: ``schemas.enable``, ``schemas.cache.size``, ``decimal.format``,
+        ``replace.null.with.default`` and ``converter.type``."""
         return converter_config_def(self.java_class)
 
     def _configure(self, parsed: Mapping[str, Any]) -> None:
@@ -569,6 +610,8 @@ class JsonConverter(Converter):
     # -- record by record
 
     def to_connect(self, data: bytes | None) -> SchemaAndValue:
+        """One record's JSON read as Java reads it: null or empty bytes are a tombstone, and malformed text
+        or an envelope with other fields fails with Java's message."""
         if data is None or len(data) == 0:
             return SchemaAndValue(None, None)
         try:
@@ -588,6 +631,8 @@ class JsonConverter(Converter):
         return SchemaAndValue(schema, value)
 
     def from_connect(self, value: Any, schema: ConnectSchema | None = None) -> bytes | None:
+        """One value written as Java's JsonConverter writes it: a null value without a schema is a
+        tombstone (null bytes), anything else the envelope or bare payload in Java's JSON text."""
         if schema is None and value is None:
             return None
         payload = to_json_value(
@@ -742,6 +787,8 @@ class JsonConverter(Converter):
         return staged.withColumn(column, with_schema(typed, column, schema)).drop(tmp)
 
     def from_column(self, c: Column, schema: ConnectSchema | None) -> Column:
+        """A typed column as Java's JSON bytes, from column expressions only: the schema text is computed
+        once for the batch and concatenated, and a null value stays null (a tombstone)."""
         if schema is None:
             # Schemaless: the column holds JSON text already.
             body = c.cast("string")

@@ -17,6 +17,12 @@ from kconnect.runtime.ids import TaskId
 
 @dataclass(frozen=True, slots=True)
 class TaskState:
+    """What starting or transitioning a task came to, in the terms the status topic records.
+
+    The worker writes it as the task's status as it is, so ``state`` is one of Connect's task states and
+    ``trace`` is the stack trace that a FAILED status carries (None otherwise).
+    """
+
     state: str  # Apache Kafka Connect's task states: UNASSIGNED, RUNNING, PAUSED, FAILED, RESTARTING
     trace: str | None = None
 
@@ -32,6 +38,8 @@ class TaskCounters:
 
     @property
     def offset_commit_avg_ms(self) -> float:
+        """Java's ``offset-commit-avg-time-ms`` task metric, derived here so that a task thread only ever
+        adds to plain totals; 0.0 before the first commit."""
         return self.offset_commit_ms_total / self.offset_commits if self.offset_commits else 0.0
 
 
@@ -40,9 +48,27 @@ FailureListener = Callable[[TaskId, str], None]
 
 
 class Executor(Protocol):
-    def start_task(self, task: TaskId, config: Mapping[str, str], target_state: str) -> TaskState: ...
+    """What the worker needs from whatever runs its tasks (see the module docstring).
 
-    def stop_task(self, task: TaskId, timeout_s: float) -> None: ...
+    A Protocol rather than a base class, so that the Spark data plane and the tests' held-task executor
+    need share nothing but these methods.
+    """
+
+    def start_task(self, task: TaskId, config: Mapping[str, str], target_state: str) -> TaskState:
+        """Start ``task`` in ``target_state`` and answer at once with the state to report.
+
+        Called on the herder's thread, which must keep heartbeating: only quick work belongs here, and a
+        task that fails later reports through the failure listener instead.
+        """
+        ...
+
+    def stop_task(self, task: TaskId, timeout_s: float) -> None:
+        """Stop ``task`` and forget it, waiting at most ``timeout_s``.
+
+        The bound is the worker's ``task.shutdown.graceful.timeout.ms``: a task that does not stop in time
+        is abandoned, not waited for, so that one stuck task cannot stall a rebalance.
+        """
+        ...
 
     def transition_task(self, task: TaskId, target_state: str) -> TaskState:
         """Pause (PAUSED or STOPPED) or resume (STARTED) a task held here, keeping it assigned.
@@ -52,13 +78,21 @@ class Executor(Protocol):
         """
         ...
 
-    def held(self) -> set[TaskId]: ...
+    def held(self) -> set[TaskId]:
+        """The tasks started here and not stopped since: this executor's own view of its assignment, which
+        ``close`` stops and the tests compare with the herder's."""
+        ...
 
     def counters(self) -> dict[str, int]:
         """Totals since start (``task_starts``, ``task_stops``): what a rebalance cost this worker."""
         ...
 
-    def close(self, timeout_s: float) -> None: ...
+    def close(self, timeout_s: float) -> None:
+        """Stop every held task (each within ``timeout_s``) and release what the executor holds.
+
+        The worker calls it once, at shutdown, after the herder has revoked everything it owned.
+        """
+        ...
 
     def set_failure_listener(self, listener: FailureListener) -> None:
         """Where to report a task that fails on its own thread; the worker writes its FAILED status."""

@@ -74,9 +74,16 @@ class SparkSessionHolder:
 
     @property
     def started(self) -> bool:
+        """Whether the SparkSession exists yet: the lazy start is a promise (a worker that only takes part
+        in the group holds no JVM), and this is how the tests check it."""
         return self._session is not None
 
     def get(self) -> Any:
+        """The session, created by the first caller; the lock makes tasks that start together share one.
+
+        It runs on the calling task's thread, never the herder's, because creation takes seconds. It sets
+        ``PYSPARK_PYTHON`` first, since a SparkContext created in-process reads only that variable.
+        """
         with self._lock:
             if self._session is None:
                 # Spark's Python workers must import kconnect: by default they run this interpreter.
@@ -99,6 +106,11 @@ class SparkSessionHolder:
             return self._session
 
     def stop(self) -> None:
+        """Stop the session if one was created (at worker shutdown, once every task stopped).
+
+        The session is taken under the lock but stopped outside it, so a slow stop does not block a thread
+        that calls ``get`` meanwhile; such a call would create a new session.
+        """
         with self._lock:
             session, self._session = self._session, None
         if session is not None:
@@ -148,6 +160,8 @@ class SparkExecutor:
     # ------------------------------------------------------------------------- Executor protocol
 
     def set_failure_listener(self, listener: FailureListener) -> None:
+        """Where to report a task that fails on its own thread after ``start_task`` answered: the worker
+        sets it to write the FAILED status, which only the worker can write."""
         self._listener = listener
 
     def _failed(self, task: TaskId, trace: str) -> None:
@@ -156,6 +170,11 @@ class SparkExecutor:
             listener(task, trace)
 
     def start_task(self, task: TaskId, config: Mapping[str, str], target_state: str) -> TaskState:
+        """Instantiate and start the plugin task on the herder's thread and answer RUNNING, PAUSED or
+        FAILED with its trace; the long work happens on the runner's own thread.
+
+        A task already held here is stopped first: a restart without a stop must never run one task twice.
+        """
         with self._lock:
             self.starts[task] += 1
             previous = self._runners.pop(task, None)
@@ -228,6 +247,9 @@ class SparkExecutor:
         raise ConnectorError(f"{type(task).__name__} is neither a SourceTask nor a SinkTask")
 
     def stop_task(self, task: TaskId, timeout_s: float) -> None:
+        """Stop and forget ``task``; a runner still running after ``timeout_s`` is abandoned with a
+        warning, as Java gives up on a task past ``task.shutdown.graceful.timeout.ms``, so that one stuck
+        task cannot stall a rebalance."""
         with self._lock:
             runner = self._runners.pop(task, None)
             if runner is not None:
@@ -240,6 +262,11 @@ class SparkExecutor:
             )
 
     def transition_task(self, task: TaskId, target_state: str) -> TaskState:
+        """Pause or resume a held task in place, keeping its thread, query and position.
+
+        Answers UNASSIGNED for a task not held here and FAILED with the trace for one that already failed,
+        so the status written is what the task is, not what it was asked to be.
+        """
         with self._lock:
             runner = self._runners.get(task)
         if runner is None:
@@ -251,14 +278,19 @@ class SparkExecutor:
         return TaskState("PAUSED" if paused else "RUNNING", None)
 
     def held(self) -> set[TaskId]:
+        """The tasks whose runners are held here: started and not yet stopped."""
         with self._lock:
             return set(self._runners)
 
     def counters(self) -> dict[str, int]:
+        """Task starts and stops since this worker started, summed over tasks; ``GET /workers`` shows them
+        so that what a rebalance cost in restarts is measured, not inferred."""
         with self._lock:
             return {"task_starts": sum(self.starts.values()), "task_stops": sum(self.stops.values())}
 
     def task_figures(self) -> Mapping[TaskId, TaskCounters]:
+        """Each held runner's counters, for the worker's per-task metrics; a stopped task drops out, as
+        Java removes a task's metrics when the task stops."""
         with self._lock:
             runners = dict(self._runners)
         return {
@@ -272,6 +304,8 @@ class SparkExecutor:
         }
 
     def close(self, timeout_s: float) -> None:
+        """Stop every held task, in a stable order, then the SparkSession, which goes last because the sink
+        tasks' queries run in it."""
         for task in sorted(self.held()):
             self.stop_task(task, timeout_s)
         self.spark.stop()

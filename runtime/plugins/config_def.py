@@ -33,6 +33,9 @@ class Type(enum.Enum):
 
 
 class Importance(enum.Enum):
+    """Java's ``ConfigDef.Importance``; kept so that ``importance`` in REST answers (validate, plugin
+    config) says what Apache Kafka Connect says."""
+
     HIGH = "HIGH"
     MEDIUM = "MEDIUM"
     LOW = "LOW"
@@ -87,6 +90,8 @@ class Password:
 
     @property
     def value(self) -> str:
+        """The secret itself, for the code that must use it (a client's settings): only this explicit read
+        reveals it, never ``str`` or ``repr``."""
         return self._value
 
     def __str__(self) -> str:
@@ -177,6 +182,12 @@ class Validator:
     """Checks one parsed value; ``str()`` says what is allowed, as Java's validators' ``toString``."""
 
     def ensure_valid(self, name: str, value: Any) -> None:
+        """Raise ConfigValidationError for a value this rule rejects, in Java's words, since the message
+        reaches users verbatim through the validate endpoint.
+
+        Subclasses implement it. ``None`` reaches it too: an unset optional key, or a value that failed to
+        parse.
+        """
         raise NotImplementedError
 
     def __call__(self, name: str, value: Any) -> None:
@@ -199,13 +210,17 @@ class Range(Validator):
 
     @classmethod
     def at_least(cls, minimum: float) -> Range:
+        """Java's ``Range.atLeast``, under its name, so definitions read as the Java ones they mirror."""
         return cls(minimum, None)
 
     @classmethod
     def between(cls, minimum: float, maximum: float) -> Range:
+        """Java's ``Range.between``, under its name, so definitions read as the Java ones they mirror."""
         return cls(minimum, maximum)
 
     def ensure_valid(self, name: str, value: Any) -> None:
+        """Reject null and values outside the bounds with Java's messages, bounds printed as Java prints
+        numbers (``1.0`` for a double)."""
         if value is None:
             raise self._fail(name, None, "Value must be non-null")
         if self.minimum is not None and value < self.minimum:
@@ -233,9 +248,12 @@ class ValidString(Validator):
 
     @classmethod
     def in_(cls, *valid: str) -> ValidString:
+        """Java's ``ValidString.in`` (``in`` is a Python keyword, hence the underscore)."""
         return cls(valid)
 
     def ensure_valid(self, name: str, value: Any) -> None:
+        """Reject anything outside the set, compared case-sensitively, with Java's message listing the
+        allowed strings."""
         if value not in self.valid:
             raise self._fail(name, value, "String must be one of: " + ", ".join(self.valid))
 
@@ -255,9 +273,12 @@ class CaseInsensitiveValidString(Validator):
 
     @classmethod
     def in_(cls, *valid: str) -> CaseInsensitiveValidString:
+        """Java's ``CaseInsensitiveValidString.in`` (``in`` is a Python keyword)."""
         return cls(valid)
 
     def ensure_valid(self, name: str, value: Any) -> None:
+        """Reject a non-string, or a string whose upper-case form is not in the set, with Java's "(case
+        insensitive)" message."""
         if not isinstance(value, str) or value.upper() not in self.valid:
             allowed = ", ".join(self.valid)
             raise self._fail(name, value, f"String must be one of (case insensitive): {allowed}")
@@ -274,9 +295,12 @@ class ValidList(Validator):
 
     @classmethod
     def in_(cls, *valid: str) -> ValidList:
+        """Java's ``ValidList.in`` (``in`` is a Python keyword)."""
         return cls(valid)
 
     def ensure_valid(self, name: str, value: Any) -> None:
+        """Check each element against the set, so that the error names the first bad element as Java's
+        does, not the whole list; an unset list passes."""
         for element in value or ():
             self.valid_string.ensure_valid(name, element)
 
@@ -288,6 +312,7 @@ class NonEmptyString(Validator):
     """Rejects the empty string but lets null through, so optional keys can still be left unset."""
 
     def ensure_valid(self, name: str, value: Any) -> None:
+        """Reject ``""`` with Java's message; null passes (see the class)."""
         if value is not None and value == "":
             raise self._fail(name, value, "String must be non-empty")
 
@@ -303,6 +328,8 @@ class NonEmptyStringWithoutControlChars(Validator):
     """What Apache Kafka Connect demands of connector names: non-empty, no ISO control characters."""
 
     def ensure_valid(self, name: str, value: Any) -> None:
+        """Reject an empty string, or one holding ISO control characters (their code points listed), in
+        Java's words; null passes, left to the required-key check."""
         if value is None:
             return
         if value == "":
@@ -321,7 +348,11 @@ class NonEmptyStringWithoutControlChars(Validator):
 
 
 class NonNullValidator(Validator):
+    """Java's ``NonNullValidator``: rejects null only. The connector config composes it with the alias
+    checks of ``transforms`` and ``predicates``, where an explicit null must be an error."""
+
     def ensure_valid(self, name: str, value: Any) -> None:
+        """Reject null with Java's message, which quotes the value as the string ``null``."""
         if value is None:
             # Java passes the literal string "null" as the value here; the message is the same.
             raise self._fail(name, "null", "entry must be non null")
@@ -331,14 +362,18 @@ class NonNullValidator(Validator):
 
 
 class ListSize(Validator):
+    """Java's ``ListSize``: caps how many elements a list key may hold, with Java's message."""
+
     def __init__(self, max_size: int) -> None:
         self.max_size = max_size
 
     @classmethod
     def at_most_of_size(cls, max_size: int) -> ListSize:
+        """Java's ``ListSize.atMostOfSize``, under its name."""
         return cls(max_size)
 
     def ensure_valid(self, name: str, value: Any) -> None:
+        """Reject a list longer than the cap; null passes."""
         if value is not None and len(value) > self.max_size:
             raise self._fail(name, value, f"exceeds maximum list size of [{self.max_size}].")
 
@@ -354,9 +389,12 @@ class CompositeValidator(Validator):
 
     @classmethod
     def of(cls, *validators: Validator) -> CompositeValidator:
+        """Java's ``CompositeValidator.of``, under its name."""
         return cls(validators)
 
     def ensure_valid(self, name: str, value: Any) -> None:
+        """Run each validator in order; the first failure propagates with ``allowed`` set to the whole
+        rule, since the key's answer says what is allowed for it, not for one part."""
         try:
             for v in self.validators:
                 v.ensure_valid(name, value)
@@ -377,9 +415,11 @@ class LambdaValidator(Validator):
 
     @classmethod
     def with_(cls, check: Callable[[str, Any], None], description: str) -> LambdaValidator:
+        """Java's ``LambdaValidator.with`` (``with`` is a Python keyword)."""
         return cls(check, description)
 
     def ensure_valid(self, name: str, value: Any) -> None:
+        """Call the function, which raises ConfigValidationError itself and so chooses its own message."""
         self.check(name, value)
 
     def __str__(self) -> str:
@@ -389,9 +429,15 @@ class LambdaValidator(Validator):
 class Recommender(Protocol):
     """Suggests values for a key and says whether it applies, given the other parsed values."""
 
-    def valid_values(self, name: str, parsed: Mapping[str, Any]) -> list[Any]: ...
+    def valid_values(self, name: str, parsed: Mapping[str, Any]) -> list[Any]:
+        """The values to offer for ``name`` given the other keys' parsed values (Java's ``validValues``);
+        the validate endpoint reports them as ``recommended_values``."""
+        ...
 
-    def visible(self, name: str, parsed: Mapping[str, Any]) -> bool: ...
+    def visible(self, name: str, parsed: Mapping[str, Any]) -> bool:
+        """Whether ``name`` applies given the other parsed values (Java's ``visible``), reported so that a
+        UI can hide keys that do not apply."""
+        ...
 
 
 ClassResolver = Callable[[str], object]
@@ -536,10 +582,14 @@ class ConfigKey:
 
     @property
     def has_default(self) -> bool:
+        """Whether the key has a default and so may be left unset; ``None`` is a real default, which is why
+        NO_DEFAULT exists."""
         return self.default is not NO_DEFAULT
 
     @property
     def required(self) -> bool:
+        """The opposite of ``has_default``: a required key left unset is Java's "Missing required
+        configuration" error."""
         return not self.has_default
 
 
@@ -558,6 +608,8 @@ class ConfigValue:
     visible: bool = True
 
     def add_error(self, message: str) -> None:
+        """Record one more problem with this key: validation goes on after an error so that every problem
+        is reported at once, as Java's ``addErrorMessage`` does."""
         self.errors.append(message)
 
 
@@ -585,6 +637,9 @@ class ConfigDef:
         recommender: Recommender | None = None,
         internal: bool = False,
     ) -> ConfigDef:
+        """Add a key from its parts: Java's ``define`` overloads as one signature with keyword arguments.
+        Returns ``self`` so definitions chain as in Java; a bad default or a key defined twice raises here,
+        at definition time."""
         return self.define_key(
             ConfigKey(
                 name=name,
@@ -604,6 +659,8 @@ class ConfigDef:
         )
 
     def define_key(self, key: ConfigKey) -> ConfigDef:
+        """Add a ready-made ConfigKey (how the connector config copies a transformation's keys under its
+        prefix); a name already defined is an error, as in Java."""
         if key.name in self._keys:
             raise ConfigValidationError(message=f"Configuration {key.name} is defined twice.")
         return self._put(key)
@@ -623,16 +680,23 @@ class ConfigDef:
 
     @property
     def config_keys(self) -> Mapping[str, ConfigKey]:
+        """The keys by name in definition order, typed read-only so that keys are only added through
+        ``define``/``define_key`` and their duplicate check."""
         return self._keys
 
     @property
     def groups(self) -> list[str]:
+        """The groups in the order their first key was defined, the order in which the validate endpoint
+        lists them, as Java's does."""
         return list(self._groups)
 
     def names(self) -> list[str]:
+        """Every key name in definition order (Java's ``ConfigDef.names``)."""
         return list(self._keys)
 
     def default_values(self) -> dict[str, Any]:
+        """The parsed default of every key that has one (Java's ``defaultValues``): a config's values
+        before any property is given."""
         return {k.name: k.default for k in self._keys.values() if k.has_default}
 
     def _undefined_dependents(self) -> list[str]:
@@ -679,6 +743,8 @@ class ConfigDef:
     def validate_all(
         self, props: Mapping[str, Any], *, class_resolver: ClassResolver = import_class
     ) -> dict[str, ConfigValue]:
+        """Java's ``validateAll``: every key's ConfigValue by name, so a caller can add a cross-key problem
+        to the key to blame before answering (the connector validation and JDBC do)."""
         results = {name: ConfigValue(name) for name in self._keys}
         for undefined in self._undefined_dependents():
             message = f"{undefined} is referred in the dependents, but not defined."

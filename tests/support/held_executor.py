@@ -19,7 +19,7 @@ from kconnect.runtime.ids import TaskId
 class HeldTasks:
     """Holds tasks for the herder without running them, and counts how often each was started and stopped.
 
-    The counts are what the rebalancing tests judge a hand-over by (``GET /metrics``' ``task_starts`` and
+    The counts are what the rebalancing tests judge a hand-over by (``GET /workers``' ``task_starts`` and
     ``task_stops``). A held task reports UNASSIGNED, because nothing processes its records, or PAUSED
     while its connector's target state is PAUSED or STOPPED.
     """
