@@ -45,6 +45,8 @@ def parse_level_body(raw: bytes) -> str:
 
 
 def admin_router(worker: Worker) -> APIRouter:
+    """The ``/admin/loggers`` routes, bound to ``worker`` because a cluster-scoped change is written to the
+    config topic through that worker's writes (a worker-scoped one only touches this process's levels)."""
     router = APIRouter()
 
     @router.get("/admin/loggers")

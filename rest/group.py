@@ -19,6 +19,8 @@ from kconnect.runtime.shell.worker import Worker
 
 
 def router(worker: Worker) -> APIRouter:
+    """``/group`` and ``/metrics`` bound to ``worker``: both answer from what this worker already holds (its
+    group records and its figures), never from the leader or another worker."""
     api = APIRouter()
 
     @api.get("/group")

@@ -65,6 +65,9 @@ class ConnectDataError(ValueError):
 
 @dataclass(frozen=True)
 class ConnectField:
+    """Java's ``Field``: a struct's fields are a sequence of these, not a dict, because their order is the
+    order Java's ``JsonConverter`` writes them and the order of the struct's values."""
+
     name: str
     schema: ConnectSchema
 
@@ -93,17 +96,25 @@ class ConnectSchema:
             raise ConnectDataError(f"Unknown schema type: {self.type}")
 
     def field(self, name: str) -> ConnectField | None:
+        """Java's ``Schema.field(name)``: the named struct field or None, for transforms and sinks that
+        address fields by name."""
         return next((f for f in self.fields if f.name == name), None)
 
     @property
     def params(self) -> dict[str, str]:
+        """The parameters as a dict for lookups; the field itself stays a tuple of pairs so that the frozen
+        schema stays hashable and keeps the order the parameters were written in."""
         return dict(self.parameters or ())
 
     @property
     def scale(self) -> int:
+        """The Decimal logical type's ``scale`` parameter: how many digits of the unscaled integer are
+        fractional, when encoding and when reading back; 0 when the parameter is missing."""
         return int(self.params.get(SCALE_PARAMETER, "0"))
 
     def with_optional(self, optional: bool) -> ConnectSchema:
+        """The same schema with only ``optional`` changed, for transforms that decide a field's optionality
+        (InsertField's ``!``/``?`` suffixes, Flatten making fields under an optional struct optional)."""
         return _replace(self, optional=optional)
 
 
@@ -114,6 +125,8 @@ def _replace(schema: ConnectSchema, **changes: Any) -> ConnectSchema:
 
 
 def decimal_schema(scale: int, optional: bool = False) -> ConnectSchema:
+    """Java's ``Decimal.schema(scale)`` (bytes, the Decimal name, version 1, the ``scale`` parameter),
+    built in one place so that every Decimal schema kconnect emits matches Java's envelope."""
     return ConnectSchema(
         "bytes", optional, name=DECIMAL, version=1, parameters=((SCALE_PARAMETER, str(scale)),)
     )
@@ -121,6 +134,9 @@ def decimal_schema(scale: int, optional: bool = False) -> ConnectSchema:
 
 @dataclass(frozen=True)
 class SchemaAndValue:
+    """Java's ``SchemaAndValue``: what a converter's ``to_connect`` returns; the schema is None when the
+    data carries none (schemaless JSON, or a null)."""
+
     schema: ConnectSchema | None
     value: Any
 

@@ -203,33 +203,48 @@ class GroupConfigurationValue:
 
 @dataclass(frozen=True, slots=True)
 class GroupMetadataKey:
+    """Key of record type 3 (the group's epoch): one per group, so the group id is the whole key."""
+
     group_id: str
 
 
 @dataclass(frozen=True, slots=True)
 class ConnectorsTasksKey:
+    """Key of record type 4 (everything the group must run): one per group, so the group id is the key."""
+
     group_id: str
 
 
 @dataclass(frozen=True, slots=True)
 class MemberMetadataKey:
+    """Key of record type 5: the member id is part of the key so that compaction keeps one record per
+    member and a tombstone removes just the member that left."""
+
     group_id: str
     member_id: str
 
 
 @dataclass(frozen=True, slots=True)
 class TargetAssignmentKey:
+    """Key of record type 6: one target for the whole group (every member in one record), so the group id
+    is the whole key."""
+
     group_id: str
 
 
 @dataclass(frozen=True, slots=True)
 class CurrentMemberAssignmentKey:
+    """Key of record type 7: per member, like ``MemberMetadataKey``, so that each member's current
+    assignment compacts and is deleted on its own."""
+
     group_id: str
     member_id: str
 
 
 @dataclass(frozen=True, slots=True)
 class GroupConfigurationKey:
+    """Key of record type 8 (group-level configuration): one per group, so the group id is the whole key."""
+
     group_id: str
 
 
@@ -545,6 +560,8 @@ class GroupState:
     last_offset: int = -1
 
     def is_empty(self) -> bool:
+        """Whether no entity is left (every record tombstoned): ``apply`` then drops the group, so a deleted
+        group is not reported as an empty one."""
         return (
             self.epoch is None
             and self.connectors_tasks is None

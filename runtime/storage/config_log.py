@@ -555,12 +555,18 @@ class ClusterConfigSnapshot:
     static_overrides: Mapping[str, StaticAssignmentRecord] = field(default_factory=_empty)
 
     def connectors(self) -> list[str]:
+        """Sorted, so that what is derived from it (task counts, the assignor's input, listings) is the same
+        on every worker whatever order the records were read in."""
         return sorted(self.connector_configs)
 
     def contains(self, connector: str) -> bool:
+        """Whether the connector has a config: a target state alone does not make a connector exist, since
+        REST may write one just before the config (see ``target_state``)."""
         return connector in self.connector_configs
 
     def connector_config(self, connector: str) -> Properties | None:
+        """The latest config written for the connector, which may be newer than the one its current task
+        configs were generated from (``applied_connector_config``)."""
         return self.connector_configs.get(connector)
 
     def applied_connector_config(self, connector: str) -> Properties | None:
@@ -580,6 +586,8 @@ class ClusterConfigSnapshot:
         return self.committed_task_counts.get(connector, 0)
 
     def is_inconsistent(self, connector: str) -> bool:
+        """Whether the latest commit lacked some of its task records (compaction, or a leader that died
+        mid-write): none of its tasks run until the leader writes a complete set again."""
         return connector in self.inconsistent
 
     def tasks(self, connector: str) -> list[TaskId]:
@@ -589,11 +597,15 @@ class ClusterConfigSnapshot:
         return [TaskId(connector, i) for i in range(self.task_count(connector))]
 
     def task_configs(self, connector: str) -> list[Properties]:
+        """The configs of the tasks that may run, as many as the committed count; none while the connector is
+        inconsistent, so no worker runs a half-updated set."""
         if connector in self.inconsistent:
             return []
         return list(self.committed_task_configs.get(connector, ())[: self.task_count(connector)])
 
     def task_config(self, task: TaskId) -> Properties | None:
+        """One task's config from the last complete commit; unlike ``task_configs`` it ignores inconsistency,
+        so a caller deciding whether the task exists also checks ``task_count``."""
         committed = self.committed_task_configs.get(task.connector, ())
         return committed[task.task] if 0 <= task.task < len(committed) else None
 
@@ -602,6 +614,8 @@ class ClusterConfigSnapshot:
         return {c: len(self.tasks(c)) for c in self.connectors()}
 
     def task_count_record(self, connector: str) -> int | None:
+        """The count in the latest ``tasks-fencing-<connector>`` record (KIP-618), None if none: how many task
+        instances of the previous generation zombie fencing must fence."""
         return self.task_count_records.get(connector)
 
     def is_pending_fencing(self, connector: str) -> bool:
@@ -609,12 +623,18 @@ class ClusterConfigSnapshot:
         return connector in self.pending_fencing
 
     def task_config_generation(self, connector: str) -> int | None:
+        """Java's task-config generation: 0 at the first commit that applied task records, +1 at each later
+        one, None before any; a commit with no task records of its own leaves it unchanged."""
         return self.task_config_generations.get(connector)
 
     def restart_request(self, connector: str) -> PendingRestart | None:
+        """The newest restart request with the offset it was read at: a newer request replaces a pending one,
+        as in Java, and the offset lets the herder act on each request once."""
         return self.restart_requests.get(connector)
 
     def logger_level(self, namespace: str) -> str | None:
+        """The level of the latest ``logger-cluster-<namespace>`` record (``PUT /admin/loggers`` with
+        ``scope=cluster``): a cluster-wide level lives in the config topic so that every worker reads it."""
         return self.logger_levels.get(namespace)
 
 
@@ -628,10 +648,14 @@ class ConfigState:
     deferred: Mapping[str, Mapping[int, Properties]] = field(default_factory=_empty)
 
     def snapshot(self) -> ClusterConfigSnapshot:
+        """The visible part only: deferred task configs are not in force until their commit, so nothing
+        outside the fold may see them."""
         return self.view
 
     @property
     def offset(self) -> int:
+        """The snapshot's offset (the position after the last record folded), which is what a worker reports
+        as its config offset when it joins the group."""
         return self.view.offset
 
 
