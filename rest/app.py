@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import httpx
@@ -34,14 +35,18 @@ from kconnect.runtime.errors import (
     NotLeaderError,
     RebalanceNeededError,
 )
-from kconnect.runtime.group.protocol import ConnectAssignment, WorkerState
+from kconnect.runtime.group.protocol import ConnectAssignment, ProtocolName, WorkerState
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.shell.view import WorkerView
 from kconnect.runtime.shell.worker import Worker
 from kconnect.runtime.storage.config_log import TargetState
 
+#: How long a request forwarded to the leader may take before this worker answers with an error.
 FORWARD_TIMEOUT_S = 90.0
-PROTOCOL_BY_VERSION = {0: "default", 1: "compatible", 2: "sessioned", 3: "static"}
+#: The protocol name that goes with a member's metadata version, for ``GET /workers``.
+PROTOCOL_BY_VERSION: Mapping[int, ProtocolName] = MappingProxyType(
+    {name.version: name for name in ProtocolName}
+)
 
 
 def error(status: int, message: str) -> JSONResponse:

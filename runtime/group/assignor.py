@@ -35,6 +35,7 @@ from kconnect.runtime.group.protocol import (
     V1,
     V3,
     ConnectAssignment,
+    ProtocolName,
     WorkerState,
     version_for_protocol,
 )
@@ -49,7 +50,7 @@ __all__ = ["STATIC_UNASSIGNED_REASON", "CooperativeState", "leader_assign"]
 def leader_assign(
     state: CooperativeState,
     *,
-    selected_protocol: str,
+    selected_protocol: ProtocolName,
     leader_id: str,
     members: Mapping[str, WorkerState],
     leader_config_offset: int,
@@ -59,7 +60,7 @@ def leader_assign(
     generation: int,
     leaving: AbstractSet[str] = frozenset(),
     last_completed_generation: int | None = None,
-    last_protocol: str | None = None,
+    last_protocol: ProtocolName | None = None,
 ) -> tuple[dict[str, ConnectAssignment], CooperativeState]:
     """The leader's assignment for the protocol the group selected, and the leader's next state.
 
@@ -74,7 +75,8 @@ def leader_assign(
     * "static" (v3): :func:`static_assign`. The broker selects it only when every member speaks it; when
       any member does not, it selects "sessioned" and static assignments play no part.
 
-    Raises ValueError for a protocol name kconnect does not know.
+    Raises ValueError (:class:`~kconnect.runtime.group.protocol.ProtocolError`) for a protocol name
+    kconnect does not know.
     """
     version = version_for_protocol(selected_protocol)
     if version >= V3:

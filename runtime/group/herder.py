@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kconnect.runtime.group import protocol
-from kconnect.runtime.group.protocol import ConnectAssignment
+from kconnect.runtime.group.protocol import ConnectAssignment, ProtocolName
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.storage.config_log import ClusterConfigSnapshot, Properties, RestartRequest, TargetState
 from kconnect.runtime.storage.status_log import State, StatusState
@@ -213,7 +213,7 @@ class GroupView:
 
     generation: int = -1
     member_id: str = ""
-    protocol: str | None = None
+    protocol: ProtocolName | None = None
     leader_id: str = ""
     leader_url: str = ""
     config_offset: int = -1
@@ -274,7 +274,7 @@ class Herder:
         if not self.group.known:
             return None
         return ConnectAssignment(
-            version=protocol.version_for_protocol(self.group.protocol or "default"),
+            version=protocol.version_for_protocol(self.group.protocol or protocol.DEFAULT),
             error=protocol.NO_ERROR,
             leader=self.group.leader_id,
             leader_url=self.group.leader_url,
@@ -311,7 +311,7 @@ class Herder:
         """This worker, as leader, computed a round: remember what it implies until the round completes."""
         self.leader_outcome = outcome
 
-    def on_rejoin_preparing(self, member_lost: bool, selected_protocol: str | None) -> list[Action]:
+    def on_rejoin_preparing(self, member_lost: bool, selected_protocol: ProtocolName | None) -> list[Action]:
         """Before (re)joining: eager workers release everything; so does a member that lost its session.
 
         A member whose session expired may have had its work given to others already, so keeping it
@@ -327,7 +327,7 @@ class Herder:
         self,
         generation: int,
         member_id: str,
-        selected_protocol: str,
+        selected_protocol: ProtocolName,
         assignment: ConnectAssignment,
         statuses: StatusState | None = None,
     ) -> list[Action]:
@@ -364,10 +364,11 @@ class Herder:
         return actions
 
     def _apply_assignment(
-        self, generation: int, member_id: str, selected_protocol: str, assignment: ConnectAssignment
+        self, generation: int, member_id: str, selected_protocol: ProtocolName, assignment: ConnectAssignment
     ) -> list[Action]:
         actions: list[Action] = []
-        version = protocol.version_for_protocol(selected_protocol)
+        selected = protocol.parse_protocol_name(selected_protocol)
+        version = selected.version
         # KIP-415's downgrade: the first eager generation after a cooperative one is the leader's empty
         # round; a second rebalance must follow for the real eager assignment.
         downgraded = version == 0 and self.group.known and self.cooperative
@@ -387,7 +388,7 @@ class Herder:
         self.group = GroupView(
             generation=generation,
             member_id=member_id,
-            protocol=selected_protocol,
+            protocol=selected,
             leader_id=assignment.leader,
             leader_url=assignment.leader_url,
             config_offset=assignment.config_offset,

@@ -48,7 +48,7 @@ from kconnect.runtime.group.group_records import (
     TargetMember,
 )
 from kconnect.runtime.group.group_view import scheduled_rebalance
-from kconnect.runtime.group.protocol import ConnectAssignment, WorkerState
+from kconnect.runtime.group.protocol import ConnectAssignment, ProtocolName, WorkerState
 from kconnect.runtime.ids import TaskId
 
 Record = tuple[RecordKey, RecordValue | None]
@@ -78,7 +78,7 @@ def round_records(
     group_id: str,
     *,
     generation: int,
-    protocol_name: str,
+    protocol_name: ProtocolName,
     members: Mapping[str, tuple[int, WorkerState]],
     assignments: Mapping[str, ConnectAssignment],
     state: CooperativeState,

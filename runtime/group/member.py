@@ -17,9 +17,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kconnect.config.worker_keys import ConnectProtocol
 from kconnect.runtime import logs
 from kconnect.runtime.group import membership, protocol
-from kconnect.runtime.group.protocol import ConnectAssignment, WorkerState
+from kconnect.runtime.group.protocol import ConnectAssignment, ProtocolName, WorkerState
 from kconnect.runtime.group.transport import GroupTransport, TransportError
 
 log = logs.get(__name__)
@@ -31,7 +32,7 @@ class Joined:
 
     generation: int
     member_id: str
-    protocol: str
+    protocol: ProtocolName
     assignment: ConnectAssignment
 
 
@@ -58,7 +59,7 @@ class GroupDescription:
 
 
 #: leader callback: (leader member id, selected protocol, {member id: (metadata version, state)})
-AssignFn = Callable[[str, str, Mapping[str, tuple[int, WorkerState]]], dict[str, ConnectAssignment]]
+AssignFn = Callable[[str, ProtocolName, Mapping[str, tuple[int, WorkerState]]], dict[str, ConnectAssignment]]
 
 
 class MemberError(RuntimeError):
@@ -68,13 +69,13 @@ class MemberError(RuntimeError):
 def leader_assignments(
     assign: AssignFn, leader_id: str, protocol_name: str, members: Sequence[tuple[str, bytes]]
 ) -> dict[str, bytes]:
-    """The leader's SyncGroup payload: every member's JoinGroup metadata decoded (any version a Java or
-    kconnect worker sends), handed to ``assign``, and its answer encoded. Pure, so a test can feed it a
-    Java member's bytes."""
+    """The leader's SyncGroup payload: the selected protocol name and every member's JoinGroup metadata
+    decoded (any version a Java or kconnect worker sends), handed to ``assign``, and its answer encoded.
+    Pure, so a test can feed it a Java member's bytes. An unknown protocol name raises
+    :class:`~kconnect.runtime.group.protocol.ProtocolError`."""
+    selected = protocol.parse_protocol_name(protocol_name)
     decoded = {member_id: protocol.decode_metadata(bytes(data)) for member_id, data in members}
-    return {
-        mid: protocol.encode_assignment(a) for mid, a in assign(leader_id, protocol_name, decoded).items()
-    }
+    return {mid: protocol.encode_assignment(a) for mid, a in assign(leader_id, selected, decoded).items()}
 
 
 def describe_members(raw_members: Sequence[Any]) -> tuple[GroupMember, ...]:
@@ -105,7 +106,7 @@ class WorkerMember:
         bootstrap_servers: str,
         group_id: str,
         client_id: str,
-        connect_protocol: str,
+        connect_protocol: ConnectProtocol,
         session_timeout_ms: int,
         heartbeat_interval_ms: int,
         rebalance_timeout_ms: int,
@@ -139,7 +140,7 @@ class WorkerMember:
         self._joined: list[Joined] = []
         self._failure: str | None = None
         self._left = False
-        self.last_protocol: str | None = None
+        self.last_protocol: ProtocolName | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -290,15 +291,17 @@ class WorkerMember:
 
     def _on_joined(self, event: membership.Joined) -> None:
         try:
+            selected = protocol.parse_protocol_name(event.protocol)
             assignment = protocol.decode_assignment(event.assignment)
         except ValueError as exc:
-            # An assignment this worker cannot read: run nothing of it and ask for another round.
+            # An assignment (or a protocol) this worker cannot read: run nothing of it and ask for another
+            # round.
             log.error("could not decode the group assignment", error=str(exc))
             self.transport.call(lambda m, _now: m.request_rejoin("the assignment did not decode"))
             return
         log.info("joined the group", generation=event.generation_id, member=event.member_id)
         with self._cond:
-            self._joined.append(Joined(event.generation_id, event.member_id, event.protocol, assignment))
+            self._joined.append(Joined(event.generation_id, event.member_id, selected, assignment))
             self._cond.notify_all()
 
 

@@ -57,8 +57,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from itertools import pairwise
 from operator import attrgetter
+from typing import Final
 
 from kconnect.runtime.ids import CONNECTOR_TASK, TaskId
 from kconnect.runtime.storage import wire
@@ -78,12 +80,14 @@ __all__ = [
     "V3",
     "ConnectAssignment",
     "ProtocolError",
+    "ProtocolName",
     "WorkerState",
     "decode_assignment",
     "decode_metadata",
     "encode_assignment",
     "encode_metadata",
     "join_protocols",
+    "parse_protocol_name",
     "protocol_names",
     "version_for_protocol",
 ]
@@ -99,18 +103,39 @@ V1 = 1  # incremental cooperative, "compatible"
 V2 = 2  # incremental cooperative with session keys (KIP-507), "sessioned"
 V3 = 3  # sessioned plus worker id and static assignment (KIP-987, kconnect's), "static"
 
-#: Protocol names as advertised in JoinGroup.
-DEFAULT = "default"
-COMPATIBLE = "compatible"
-SESSIONED = "sessioned"
-STATIC = "static"
 
-_VERSION_BY_NAME: dict[str, int] = {DEFAULT: V0, COMPATIBLE: V1, SESSIONED: V2, STATIC: V3}
+class ProtocolName(StrEnum):
+    """A protocol name as advertised in JoinGroup and selected by the broker for the whole group.
+
+    Why a type: the selected name decides the metadata and assignment version every member reads and
+    writes, and it travels from the member through the herder, the assignor, the group records and the
+    metrics; a plain string there could be a ``connect.protocol`` value (``eager``) by mistake. A StrEnum
+    so that it compares, hashes, encodes and serializes exactly as the name itself.
+    """
+
+    DEFAULT = "default"
+    COMPATIBLE = "compatible"
+    SESSIONED = "sessioned"
+    STATIC = "static"
+
+    @property
+    def version(self) -> int:
+        """The metadata and assignment version that goes with this name (``V0`` .. ``V3``)."""
+        return _VERSION_BY_NAME[self]
+
+
+#: The protocol names as module constants, for callers that name one protocol.
+DEFAULT: Final = ProtocolName.DEFAULT
+COMPATIBLE: Final = ProtocolName.COMPATIBLE
+SESSIONED: Final = ProtocolName.SESSIONED
+STATIC: Final = ProtocolName.STATIC
+
+_VERSION_BY_NAME: dict[ProtocolName, int] = {DEFAULT: V0, COMPATIBLE: V1, SESSIONED: V2, STATIC: V3}
 
 # `connect.protocol` value -> protocol names it advertises, most preferred first. A worker offers every
 # older protocol too so that a rolling upgrade (or downgrade) keeps one group: the broker picks a name
 # that all members list.
-_LADDERS: dict[str, tuple[str, ...]] = {
+_LADDERS: dict[str, tuple[ProtocolName, ...]] = {
     "eager": (DEFAULT,),
     "compatible": (COMPATIBLE, DEFAULT),
     "sessioned": (SESSIONED, COMPATIBLE, DEFAULT),
@@ -126,7 +151,8 @@ _task_key = attrgetter("connector", "task")
 
 
 class ProtocolError(ValueError):
-    """Bytes from the group that cannot be decoded; the message names the field and its byte offset."""
+    """Bytes or a protocol name from the group that cannot be decoded; for bytes the message names the field
+    and its byte offset. A ValueError, so callers that guard a decode catch both."""
 
 
 def _normalized(items: Iterable[str]) -> tuple[str, ...]:
@@ -459,7 +485,7 @@ def decode_metadata(data: bytes) -> tuple[int, WorkerState]:
 # Protocol negotiation
 
 
-def _ladder(connect_protocol: str) -> tuple[str, ...]:
+def _ladder(connect_protocol: str) -> tuple[ProtocolName, ...]:
     # Java matches `connect.protocol` case-insensitively (ConnectProtocolCompatibility.compatibility).
     ladder = _LADDERS.get(connect_protocol.lower())
     if ladder is None:
@@ -469,20 +495,30 @@ def _ladder(connect_protocol: str) -> tuple[str, ...]:
     return ladder
 
 
-def protocol_names(connect_protocol: str) -> list[str]:
+def protocol_names(connect_protocol: str) -> list[ProtocolName]:
     """The protocol names a worker with this ``connect.protocol`` advertises, most preferred first."""
     return list(_ladder(connect_protocol))
 
 
+def parse_protocol_name(name: str) -> ProtocolName:
+    """The protocol name the group selected, read off the wire (JoinGroup, SyncGroup) or from a caller.
+
+    Matched exactly, as the broker echoes one of the names the members advertised. An unknown name is a
+    :class:`ProtocolError` naming it: kconnect cannot tell which version of the metadata and assignment
+    goes with it.
+    """
+    try:
+        return ProtocolName(name)
+    except ValueError:
+        raise ProtocolError(f"unknown Connect group protocol name {name!r}") from None
+
+
 def version_for_protocol(name: str) -> int:
     """The metadata and assignment version that goes with a protocol name the group selected."""
-    try:
-        return _VERSION_BY_NAME[name]
-    except KeyError:
-        raise ValueError(f"unknown Connect group protocol name {name!r}") from None
+    return parse_protocol_name(name).version
 
 
-def join_protocols(connect_protocol: str, state: WorkerState) -> list[tuple[str, bytes]]:
+def join_protocols(connect_protocol: str, state: WorkerState) -> list[tuple[ProtocolName, bytes]]:
     """The (name, metadata) pairs of a JoinGroup request, as WorkerCoordinator.metadata() builds them.
 
     Each name carries the metadata of its own version, so whichever protocol the broker selects, the
@@ -490,4 +526,4 @@ def join_protocols(connect_protocol: str, state: WorkerState) -> list[tuple[str,
     "compatible" (both with its allocation), and plain v0 (url and offset, no allocation) under "default".
     A static worker adds v3 under "static" (with its worker id and static assignment) in front of those.
     """
-    return [(name, encode_metadata(state, _VERSION_BY_NAME[name])) for name in _ladder(connect_protocol)]
+    return [(name, encode_metadata(state, name.version)) for name in _ladder(connect_protocol)]

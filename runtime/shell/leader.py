@@ -23,7 +23,7 @@ from kconnect.runtime import logs
 from kconnect.runtime.group import assignor, group_records, leader_memory, protocol
 from kconnect.runtime.group.herder import Herder, LeaderOutcome
 from kconnect.runtime.group.member import WorkerMember
-from kconnect.runtime.group.protocol import ConnectAssignment, WorkerState
+from kconnect.runtime.group.protocol import ConnectAssignment, ProtocolName, WorkerState
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.shell.stores import InternalTopics
 from kconnect.runtime.shell.view import LeaderView
@@ -115,7 +115,7 @@ class LeaderRound:
             )
 
     def assign(
-        self, leader_id: str, protocol_name: str, members: Mapping[str, tuple[int, WorkerState]]
+        self, leader_id: str, protocol_name: ProtocolName, members: Mapping[str, tuple[int, WorkerState]]
     ) -> dict[str, ConnectAssignment]:
         """The member's assign callback: every member's assignment for the round this worker leads."""
         states = {mid: state for mid, (_v, state) in members.items()}

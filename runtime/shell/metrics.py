@@ -14,6 +14,10 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from kconnect.config.worker_keys import ConnectProtocol
+from kconnect.runtime.group.protocol import ProtocolName
+from kconnect.runtime.storage.status_log import State
+
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 #: Java's task states that its per-connector task counts distinguish (ConnectMetricsRegistry).
@@ -47,7 +51,7 @@ class TaskFigures:
 
     connector: str
     task: int
-    state: str
+    state: State
     source_record_poll_total: int = 0
     sink_record_read_total: int = 0
     offset_commit_avg_time_ms: float = 0.0
@@ -59,7 +63,8 @@ class WorkerFigures:
     :func:`worker_families` is a pure function of it."""
 
     worker: str
-    protocol: str
+    #: The protocol the group selected, or before the first rebalance the worker's ``connect.protocol``.
+    protocol: ProtocolName | ConnectProtocol
     epoch: int
     leader: str
     rebalancing: bool
@@ -67,7 +72,9 @@ class WorkerFigures:
     rebalance_time_ms_total: float
     rebalance_time_ms_max: float
     time_since_last_rebalance_ms: float | None
-    connectors: Mapping[str, str] = field(default_factory=dict)  # connector -> state, those this worker runs
+    connectors: Mapping[str, State] = field(
+        default_factory=dict
+    )  # connector -> state, those this worker runs
     tasks: Sequence[TaskFigures] = ()
     connector_startup_attempts: int = 0
     connector_startup_successes: int = 0

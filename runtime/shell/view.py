@@ -11,9 +11,10 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from kconnect.config.worker_keys import ConnectProtocol
 from kconnect.runtime.dataplane.executor import TaskCounters
 from kconnect.runtime.group.herder import Herder
-from kconnect.runtime.group.protocol import ConnectAssignment, WorkerState
+from kconnect.runtime.group.protocol import ConnectAssignment, ProtocolName, WorkerState
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.shell import metrics
 from kconnect.runtime.storage import status_log
@@ -60,7 +61,7 @@ class LeaderView:
     """What the leader saw and decided in the last rebalance it led: the source of ``GET /workers``."""
 
     leader_id: str
-    protocol: str
+    protocol: ProtocolName
     members: Mapping[str, tuple[int, WorkerState]]
     assignments: Mapping[str, ConnectAssignment]
 
@@ -77,7 +78,7 @@ class WorkerView:
     url: str
     member_id: str
     generation: int
-    protocol: str | None
+    protocol: ProtocolName | None
     leader_id: str
     leader_url: str
     #: This worker completed a rebalance (it knows the group's generation and leader).
@@ -158,16 +159,18 @@ def figures(
     m: WorkerMetrics,
     status: status_log.StatusState,
     running: Mapping[TaskId, TaskCounters],
-    default_protocol: str,
+    default_protocol: ConnectProtocol,
 ) -> metrics.WorkerFigures:
     """What ``GET /metrics`` reports, from one reading of the worker (``view``) and its statuses.
 
     Pure, so the mapping from the worker's state to Java's metric names is checked without a worker.
+    ``default_protocol`` (the worker's ``connect.protocol``) is the protocol shown before the first
+    rebalance selects one.
     """
-    connector_states = {}
+    connector_states: dict[str, status_log.State] = {}
     for name in view.owned_connectors:
         cs = status.connector_status(name)
-        connector_states[name] = cs.state.value if cs is not None else "UNASSIGNED"
+        connector_states[name] = cs.state if cs is not None else status_log.State.UNASSIGNED
     task_figures = []
     for task in view.owned_tasks:
         ts = status.task_status(task)
@@ -177,7 +180,7 @@ def figures(
             metrics.TaskFigures(
                 task.connector,
                 task.task,
-                ts.state.value if ts is not None else "UNASSIGNED",
+                ts.state if ts is not None else status_log.State.UNASSIGNED,
                 source_record_poll_total=counts.records if counts is not None and is_source else 0,
                 sink_record_read_total=counts.records if counts is not None and not is_source else 0,
                 offset_commit_avg_time_ms=counts.offset_commit_avg_ms if counts is not None else 0.0,

@@ -539,6 +539,25 @@ def test_the_leader_decodes_a_java_members_golden_metadata() -> None:
     assert sent["java-1"][:2] == b"\x00\x02"  # the v2 header a Java worker reads
 
 
+def test_the_leader_hands_the_assignor_a_typed_protocol_name_and_refuses_an_unknown_one() -> None:
+    """The selected name read off JoinGroup reaches the assign callback as a ProtocolName; a name kconnect
+    does not know is a clear error (the member then reports the round failed) before anything is assigned."""
+    md = dict(protocol.join_protocols("static", WorkerState("http://kc:8083/", 1)))
+    names: list[object] = []
+
+    def assign(
+        leader: str, protocol_name: protocol.ProtocolName, members: Mapping[str, tuple[int, WorkerState]]
+    ) -> dict[str, ConnectAssignment]:
+        names.append(protocol_name)
+        return {}
+
+    leader_assignments(assign, "kc-1", "static", [("kc-1", md["static"])])
+    assert names == [protocol.ProtocolName.STATIC] and type(names[0]) is protocol.ProtocolName
+    with pytest.raises(protocol.ProtocolError, match="unknown Connect group protocol name 'range'"):
+        leader_assignments(assign, "kc-1", "range", [("kc-1", md["static"])])
+    assert len(names) == 1
+
+
 # ------------------------------------------------------------------------------ transport codec
 
 

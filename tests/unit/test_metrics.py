@@ -5,11 +5,14 @@ from __future__ import annotations
 import math
 import re
 
+from kconnect.config.worker_keys import ConnectProtocol
+from kconnect.runtime.group.protocol import ProtocolName
 from kconnect.runtime.shell.metrics import Family, Sample, TaskFigures, WorkerFigures, render, worker_families
+from kconnect.runtime.storage.status_log import State
 
 FIGURES = WorkerFigures(
     worker="127.0.0.1:8083",
-    protocol="sessioned",
+    protocol=ProtocolName.SESSIONED,
     epoch=7,
     leader="http://127.0.0.1:8083/",
     rebalancing=False,
@@ -17,11 +20,11 @@ FIGURES = WorkerFigures(
     rebalance_time_ms_total=400.0,
     rebalance_time_ms_max=250.5,
     time_since_last_rebalance_ms=1200.0,
-    connectors={"sink": "RUNNING"},
+    connectors={"sink": State.RUNNING},
     tasks=(
-        TaskFigures("sink", 0, "RUNNING", sink_record_read_total=12),
-        TaskFigures("sink", 1, "PAUSED"),
-        TaskFigures("src", 0, "FAILED", source_record_poll_total=3, offset_commit_avg_time_ms=2.5),
+        TaskFigures("sink", 0, State.RUNNING, sink_record_read_total=12),
+        TaskFigures("sink", 1, State.PAUSED),
+        TaskFigures("src", 0, State.FAILED, source_record_poll_total=3, offset_commit_avg_time_ms=2.5),
     ),
     connector_startup_attempts=2,
     connector_startup_successes=1,
@@ -72,7 +75,7 @@ def test_every_family_has_help_and_type_once() -> None:
 
 
 def test_no_rebalance_yet_reports_nan_average_and_negative_time_since() -> None:
-    fresh = WorkerFigures("w", "static", -1, "", True, 0, 0.0, 0.0, None)
+    fresh = WorkerFigures("w", ConnectProtocol.STATIC, -1, "", True, 0, 0.0, 0.0, None)
     got = samples(render(worker_families(fresh)))
     assert math.isnan(got['connect_worker_rebalance_rebalance_avg_time_ms{worker="w"}'])
     assert got['connect_worker_rebalance_time_since_last_rebalance_ms{worker="w"}'] == -1

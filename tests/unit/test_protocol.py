@@ -30,12 +30,14 @@ from kconnect.runtime.group.protocol import (
     V2,
     ConnectAssignment,
     ProtocolError,
+    ProtocolName,
     WorkerState,
     decode_assignment,
     decode_metadata,
     encode_assignment,
     encode_metadata,
     join_protocols,
+    parse_protocol_name,
     protocol_names,
     version_for_protocol,
 )
@@ -284,6 +286,19 @@ def test_version_for_protocol() -> None:
     assert [version_for_protocol(n) for n in ("default", "compatible", "sessioned")] == [V0, V1, V2]
     with pytest.raises(ValueError):
         version_for_protocol("eager")
+
+
+def test_protocol_names_are_typed_and_read_exactly() -> None:
+    assert [parse_protocol_name(n) for n in ("default", "compatible", "sessioned", "static")] == list(
+        ProtocolName
+    )
+    assert [n.version for n in ProtocolName] == [V0, V1, V2, 3]
+    assert all(type(n) is ProtocolName for n in protocol_names("static"))
+    # A StrEnum: it is the name on the wire, in JSON and in f-strings.
+    assert ProtocolName.SESSIONED == "sessioned" and f"{ProtocolName.STATIC}" == "static"
+    for unknown in ("eager", "SESSIONED", "", "dynamic"):
+        with pytest.raises(ProtocolError, match=f"unknown Connect group protocol name {unknown!r}"):
+            parse_protocol_name(unknown)
 
 
 def test_join_protocols_versions_follow_names() -> None:
