@@ -37,6 +37,7 @@ from .worker_keys import (
     ConnectProtocol,
     Definition,
     ExactlyOnceSourceSupport,
+    GroupProtocol,
     Importance,
     definitions,
     is_passthrough,
@@ -53,6 +54,7 @@ __all__ = [
     "ConnectProtocol",
     "Definition",
     "ExactlyOnceSourceSupport",
+    "GroupProtocol",
     "Importance",
     "RestListener",
     "WorkerConfig",
@@ -82,6 +84,7 @@ class WorkerConfig:
     worker_sync_timeout_ms: int
     worker_unsync_backoff_ms: int
     connect_protocol: ConnectProtocol
+    group_protocol: GroupProtocol
     scheduled_rebalance_max_delay_ms: int
     exactly_once_source_support: ExactlyOnceSourceSupport
     inter_worker_key_generation_algorithm: str

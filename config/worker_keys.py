@@ -59,6 +59,18 @@ class ConnectProtocol(StrEnum):
     STATIC = "static"
 
 
+class GroupProtocol(StrEnum):
+    """``group.protocol`` (the KIP-848 seed's name): how configuration changes reach the group's workers.
+
+    ``classic``: every change of the work set is a JoinGroup/SyncGroup round, as in Apache Kafka Connect.
+    ``connect``: the leader reconciles changes through the group records with no round
+    (``runtime/group/coordinator``); rounds happen only when membership changes.
+    """
+
+    CLASSIC = "classic"
+    CONNECT = "connect"
+
+
 class ExactlyOnceSourceSupport(StrEnum):
     """``exactly.once.source.support``: KIP-618's rollout steps (preparing on every worker, then enabled)."""
 
@@ -235,6 +247,19 @@ DEFINITIONS: tuple[Definition, ...] = (
         "3.9 defaults to sessioned and has no static). Set sessioned where Apache Kafka Connect workers "
         "share the group: the broker then settles on sessioned anyway.",
         Choice([p.value for p in ConnectProtocol], case_insensitive=True, convert=ConnectProtocol),
+    ),
+    Definition(
+        "group.protocol",
+        ConfigType.STRING,
+        "connect",
+        "How configuration changes reach the workers (the KIP-848 seed's name). classic: every "
+        "connector created, deleted or re-tasked is a JoinGroup/SyncGroup round of the whole group, as in "
+        "Apache Kafka Connect. connect (the default): the leader computes a target assignment and the "
+        "workers reconcile to it through the group-records topic, with no round; rounds happen only when "
+        "a worker joins or leaves. A group falls back to classic rounds by itself while any member does "
+        "not reconcile (an Apache Kafka Connect worker, an older kconnect, a worker with classic, or "
+        "connect.protocol=eager), so the default is safe in mixed groups and rolling upgrades.",
+        Choice([p.value for p in GroupProtocol], case_insensitive=True, convert=GroupProtocol),
     ),
     Definition(
         "scheduled.rebalance.max.delay.ms",

@@ -19,10 +19,13 @@ read at is remembered), with :func:`restart_plan` deciding what ``onlyFailed``/`
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from kconnect.runtime.group import protocol
-from kconnect.runtime.group.protocol import ConnectAssignment, ProtocolName
+from kconnect.runtime.group import coordinator, group_records, protocol, reconciler
+from kconnect.runtime.group.coordinator import CoordinatorInput
+from kconnect.runtime.group.group_records import Assigned, CurrentMemberAssignmentValue, GroupState
+from kconnect.runtime.group.protocol import ConnectAssignment, ProtocolName, WorkerState
+from kconnect.runtime.group.static_assignor import STATIC_UNASSIGNED_REASON
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.storage.config_log import ClusterConfigSnapshot, Properties, RestartRequest, TargetState
 from kconnect.runtime.storage.status_log import State, StatusState
@@ -133,6 +136,16 @@ class ReportRestarting:
     task: TaskId | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class WriteGroupRecords:
+    """Write group records (``group.protocol=connect``): a member's acknowledgement and claims, or the
+    coordinating leader's epochs, target and fencing tombstones. ``epoch`` is the group epoch the leader
+    wrote (-1 for a member's own record)."""
+
+    records: tuple[tuple[group_records.RecordKey, group_records.RecordValue | None], ...]
+    epoch: int = -1
+
+
 Action = (
     StartConnector
     | StopConnector
@@ -146,6 +159,7 @@ Action = (
     | TransitionTask
     | ReportRestarting
     | ReportUnassigned
+    | WriteGroupRecords
 )
 
 
@@ -167,6 +181,40 @@ class LeaderOutcome:
     unassigned_tasks: frozenset[TaskId] = frozenset()
     #: Why the unassigned static work is not running (the status trace).
     reason: str = ""
+    #: ``group.protocol=connect``: the leader runs the generation by reconciliation; it coordinates
+    #: these members (member id -> (metadata version, metadata)) once the round completes.
+    reconcile: bool = False
+    members: Mapping[str, tuple[int, WorkerState]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorSettings:
+    """The worker settings the coordinating leader computes with (``coordinator.CoordinatorInput``)."""
+
+    group_id: str = ""
+    max_delay_ms: int = 0
+    rebalance_timeout_ms: int = 60000
+    configuration: tuple[tuple[str, str], ...] = ()
+
+
+def with_overrides(
+    members: Mapping[str, tuple[int, WorkerState]], snapshot: ClusterConfigSnapshot
+) -> dict[str, tuple[int, WorkerState]]:
+    """Members' metadata with the static-assignment overrides written over REST (KIP-987) applied, so a
+    changed override reaches the coordinator from the config topic rather than through a JoinGroup round."""
+    out: dict[str, tuple[int, WorkerState]] = {}
+    for member_id, (version, state) in members.items():
+        override = snapshot.static_overrides.get(state.worker_id or "")
+        if override is not None:
+            tasks = []
+            for text in override.tasks:
+                try:
+                    tasks.append(TaskId.parse(text))
+                except ValueError:
+                    continue
+            state = replace(state, static_connectors=tuple(override.connectors), static_tasks=tuple(tasks))
+        out[member_id] = (version, state)
+    return out
 
 
 # --------------------------------------------------------------------------------------------- restarts
@@ -217,6 +265,8 @@ class GroupView:
     leader_id: str = ""
     leader_url: str = ""
     config_offset: int = -1
+    #: The generation runs by declarative reconciliation (``group.protocol=connect`` on every member).
+    reconciling: bool = False
 
     @property
     def known(self) -> bool:
@@ -248,6 +298,23 @@ class Herder:
     statuses: StatusState = field(default_factory=StatusState)
     #: What this worker decided as the leader of the round now completing (``on_leader_assigned``).
     leader_outcome: LeaderOutcome | None = None
+    #: ``group.protocol=connect`` (see ``coordinator`` and ``reconciler``): the coordinator's settings,
+    #: the live members of the generation this worker leads, and the member's reconciliation state.
+    coordinator_settings: CoordinatorSettings = field(default_factory=CoordinatorSettings)
+    live_members: Mapping[str, tuple[int, WorkerState]] = field(default_factory=dict)
+    #: The last record this member wrote, and whether its own record has been read back since.
+    written: CurrentMemberAssignmentValue | None = None
+    acknowledged: bool = False
+    #: The target epoch this member last reconciled to (-1: none), and what it still waits for.
+    member_epoch: int = -1
+    pending: Assigned = field(default_factory=Assigned)
+    #: The leader wrote this group epoch and waits to read it back before coordinating again.
+    awaiting_epoch: int = -1
+    awaiting_since_ms: int = 0
+    #: When the coordinating leader must look again (a delay or revocation deadline); None: no need.
+    wake_at_ms: int | None = None
+    #: The coordinator's last judgement of each member (``GET /group``, metrics).
+    last_decision: coordinator.Decision | None = None
 
     def __post_init__(self) -> None:
         self._mark_restarts_seen(self.snapshot)
@@ -350,7 +417,9 @@ class Herder:
         """What the round this worker led (if it did) asks of it now that the round completed."""
         outcome, self.leader_outcome = self.leader_outcome, None
         if outcome is None:
+            self.live_members = {}
             return []
+        self.live_members = dict(outcome.members) if outcome.reconcile else {}
         actions: list[Action] = []
         if outcome.unassigned_connectors or outcome.unassigned_tasks:
             actions.append(
@@ -392,11 +461,16 @@ class Herder:
             leader_id=assignment.leader,
             leader_url=assignment.leader_url,
             config_offset=assignment.config_offset,
+            reconciling=assignment.reconcile and version >= 1,
         )
         self.rebalancing = False
         self.rebalances_completed += 1
-        if self.leaving:
+        if not self.group.reconciling:
+            self._reset_reconciliation()
+        if self.leaving and not self.group.reconciling:
             return actions + self._leave_step(version, assignment)
+        if self.leaving:
+            return actions  # the leader's next target gives this worker nothing: see on_group_records
         actions += self._converge()
         actions += self._process_restarts()
         if downgraded:
@@ -434,9 +508,12 @@ class Herder:
             old.task_configs(c) != snapshot.task_configs(c) for c in snapshot.connectors() if old.contains(c)
         )
         # Tasks whose committed configs changed stop now; the rebalance that follows hands them out again.
+        # Reconciling, a task keeps its owner: converging restarts it with its new config, and the
+        # coordinator's next target moves only what the new task count moves.
         for task in sorted(self.owned_tasks):
             if not snapshot.contains(task.connector) or (
-                old.task_configs(task.connector) != snapshot.task_configs(task.connector)
+                not self.group.reconciling
+                and old.task_configs(task.connector) != snapshot.task_configs(task.connector)
             ):
                 actions += self._release(set(), {task})
         for name in sorted(self.owned_connectors):
@@ -445,6 +522,9 @@ class Herder:
         if not self.rebalancing:
             actions += self._converge()
             actions += self._process_restarts()
+        if self.group.reconciling and not self.rebalancing:
+            # The coordinator (the leader) turns the change into a target; no round.
+            return actions
         if work_changed:
             actions.append(RequestRejoin("connectors or task configs changed"))
         if old.static_overrides.get(self.worker_id) != snapshot.static_overrides.get(self.worker_id):
@@ -483,6 +563,108 @@ class Herder:
         if list(self.snapshot.task_configs(connector)) == [dict(c) for c in configs]:
             return []
         return [PublishTaskConfigs(connector, tuple(dict(c) for c in configs))]
+
+    # -- group.protocol=connect: reconciliation ----------------------------------------------------
+
+    def on_group_records(self, group: GroupState | None, now_ms: int) -> list[Action]:
+        """The group records moved on (or the wake-up time passed): as the coordinating leader, bump
+        epochs and install targets; as a member, reconcile toward this worker's target share.
+
+        Only while the generation reconciles; under classic rounds the records are a history only.
+        """
+        if not self.group.reconciling or self.rebalancing:
+            return []
+        actions: list[Action] = []
+        if self.is_leader:
+            actions += self._coordinate(group, now_ms)
+        actions += self._reconcile(group)
+        return actions
+
+    def on_group_write_failed(self) -> None:
+        """A group-records write failed: say it again at the next step (and let the leader recompute)."""
+        self.written = None
+        self.awaiting_epoch = -1
+
+    def _coordinate(self, group: GroupState | None, now_ms: int) -> list[Action]:
+        settings = self.coordinator_settings
+        held_epoch = group.epoch if group is not None and group.epoch is not None else -1
+        waited_ms = now_ms - self.awaiting_since_ms
+        if self.awaiting_epoch > held_epoch and waited_ms < settings.rebalance_timeout_ms:
+            return []  # its own last records are not read back yet: computing now would bump twice
+        self.awaiting_epoch = -1
+        if not self.live_members:
+            return []
+        inp = CoordinatorInput(
+            group_id=settings.group_id,
+            generation=self.group.generation,
+            protocol=self.group.protocol or protocol.SESSIONED,
+            leader_id=self.group.member_id,
+            leader_url=self.group.leader_url,
+            members=with_overrides(self.live_members, self.snapshot),
+            work=self.snapshot.task_counts(),
+            config_offset=self.snapshot.offset,
+            now_ms=now_ms,
+            max_delay_ms=settings.max_delay_ms,
+            rebalance_timeout_ms=settings.rebalance_timeout_ms,
+            configuration=settings.configuration,
+        )
+        decision = coordinator.coordinate(group, inp)
+        self.last_decision = decision
+        self.wake_at_ms = decision.wake_at_ms
+        actions: list[Action] = []
+        if decision.records:
+            epoch = decision.group_epoch if decision.bumped else -1
+            actions.append(WriteGroupRecords(decision.records, epoch))
+        if decision.bumped:
+            self.awaiting_epoch, self.awaiting_since_ms = decision.group_epoch, now_ms
+            if decision.unassigned_connectors or decision.unassigned_tasks:
+                actions.append(
+                    ReportUnassigned(
+                        decision.unassigned_connectors,
+                        decision.unassigned_tasks,
+                        STATIC_UNASSIGNED_REASON,
+                        self.group.generation,
+                    )
+                )
+        return actions
+
+    def _reconcile(self, group: GroupState | None) -> list[Action]:
+        held = Assigned(frozenset(self.owned_connectors), frozenset(self.owned_tasks))
+        mine = group.current.get(self.group.member_id) if group is not None else None
+        if mine is not None and mine == self.written:
+            self.acknowledged = True
+        step = reconciler.reconcile(
+            group, self.group.member_id, held, self.written, acknowledged=self.acknowledged
+        )
+        actions: list[Action] = []
+        if step.fenced:
+            # FENCED_MEMBER_EPOCH: stop everything, then start over at epoch 0 from the same records.
+            actions += self._release(set(self.owned_connectors), set(self.owned_tasks))
+            self._reset_reconciliation()
+            return actions + self._reconcile(group)
+        actions += self._release(set(step.revoke.connectors), set(step.revoke.tasks))
+        if step.record is not None:
+            self.written = step.record
+            gid = self.coordinator_settings.group_id
+            key = group_records.CurrentMemberAssignmentKey(gid, self.group.member_id)
+            actions.append(WriteGroupRecords(((key, step.record),)))
+        if step.start.connectors or step.start.tasks:
+            self.owned_connectors |= step.start.connectors
+            self.owned_tasks |= step.start.tasks
+            actions += self._converge()
+        if step.epoch >= 0:
+            self.member_epoch = step.epoch
+        self.pending = step.pending
+        released = mine is not None and not mine.assigned.connectors and not mine.assigned.tasks
+        if self.leaving and released and not self.owned_connectors and not self.owned_tasks:
+            actions.append(ReadyToLeave())
+        return actions
+
+    def _reset_reconciliation(self) -> None:
+        self.written = None
+        self.acknowledged = False
+        self.member_epoch = -1
+        self.pending = Assigned()
 
     # -- internals ---------------------------------------------------------------------------------
 

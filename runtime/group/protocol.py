@@ -192,6 +192,11 @@ class ConnectAssignment:
     revoked_connectors: tuple[str, ...] = ()
     revoked_tasks: tuple[TaskId, ...] = ()
     delay_ms: int = 0
+    #: kconnect's ``group.protocol=connect``: the leader runs this generation by declarative
+    #: reconciliation (``runtime/group/coordinator``), so the assignment moves nothing and members follow
+    #: the target assignment in the group records. A trailing flags field (v1+) written only when set:
+    #: Java ignores it, and a classic assignment stays byte for byte Java's.
+    reconcile: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "connectors", _normalized(self.connectors))
@@ -226,6 +231,10 @@ class WorkerState:
     #: unique. Both empty: a wildcard worker.
     static_connectors: tuple[str, ...] = ()
     static_tasks: tuple[TaskId, ...] = ()
+    #: ``group.protocol=connect``: the worker can reconcile from the group records, so the leader may run
+    #: the group without JoinGroup rounds for configuration changes once every member says so. A bit of
+    #: the trailing flags field, written only when set (v1/v2); Java ignores it.
+    reconciles: bool = False
 
     def __post_init__(self) -> None:
         if self.static_connectors:
@@ -241,6 +250,9 @@ class WorkerState:
 
 #: Bits of kconnect's trailing INT16 flags field in v1+ metadata.
 FLAG_LEAVING = 0x0001
+FLAG_RECONCILES = 0x0002
+#: Bits of kconnect's trailing INT16 flags field after the delay of a v1+ assignment.
+ASSIGNMENT_FLAG_RECONCILE = 0x0001
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -287,6 +299,7 @@ def _encode_assignment(a: ConnectAssignment, version: int) -> bytes:
             head,
             _entries(a.revoked_connectors, a.revoked_tasks, "revoked"),
             wire.int32(a.delay_ms, "scheduled delay"),
+            wire.int16(ASSIGNMENT_FLAG_RECONCILE, "assignment flags") if a.reconcile else b"",
         )
     )
 
@@ -329,7 +342,7 @@ def encode_metadata(state: WorkerState, version: int) -> bytes:
     )
     if version == V0:
         return head
-    flags = FLAG_LEAVING if state.leaving else 0
+    flags = (FLAG_LEAVING if state.leaving else 0) | (FLAG_RECONCILES if state.reconciles else 0)
     # v1/v2: the flags only when set, so that the bytes are Java's; v3: always, the static fields follow.
     tail = wire.int16(flags, "flags") if flags else b""
     if version >= V3:
@@ -393,12 +406,15 @@ def _decode_assignment(r: wire.Reader, kind: str) -> ConnectAssignment:
     revoked_connectors: list[str] = []
     revoked_tasks: list[TaskId] = []
     delay = 0
+    flags = 0
     if not r.at_end():
         connectors, tasks = _read_entries(r, "assigned")
     if not r.at_end():
         revoked_connectors, revoked_tasks = _read_entries(r, "revoked")
     if not r.at_end():
         delay = r.int32("the scheduled delay")
+    if r.remaining() >= 2:
+        flags = r.int16("kconnect's assignment flags")
     # Anything after is a newer version's field: ignored.
     return ConnectAssignment(
         version,
@@ -411,6 +427,7 @@ def _decode_assignment(r: wire.Reader, kind: str) -> ConnectAssignment:
         tuple(revoked_connectors),
         tuple(revoked_tasks),
         delay,
+        reconcile=bool(flags & ASSIGNMENT_FLAG_RECONCILE),
     )
 
 
@@ -449,7 +466,13 @@ def decode_metadata(data: bytes) -> tuple[int, WorkerState]:
     if version < V3:
         if version >= V1 and r.remaining() >= 2:
             flags = r.int16("kconnect's flags")
-        return version, WorkerState(url, config_offset, allocation, leaving=bool(flags & FLAG_LEAVING))
+        return version, WorkerState(
+            url,
+            config_offset,
+            allocation,
+            leaving=bool(flags & FLAG_LEAVING),
+            reconciles=bool(flags & FLAG_RECONCILES),
+        )
     # v3: each field the buffer ends before takes its default; anything after the last is a later
     # version's and ignored.
     worker_id: str | None = None
@@ -475,6 +498,7 @@ def decode_metadata(data: bytes) -> tuple[int, WorkerState]:
         config_offset,
         allocation,
         leaving=bool(flags & FLAG_LEAVING),
+        reconciles=bool(flags & FLAG_RECONCILES),
         worker_id=worker_id,
         static_connectors=tuple(static_connectors),
         static_tasks=tuple(static_tasks),

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kconnect.config.worker import WorkerConfig
+from kconnect.config.worker import ConnectProtocol, GroupProtocol, WorkerConfig
 from kconnect.runtime import logs
 from kconnect.runtime.group import assignor, group_records, leader_memory, protocol
 from kconnect.runtime.group.herder import Herder, LeaderOutcome
@@ -47,10 +47,17 @@ def static_assignment(
     return (), (), "properties"
 
 
+def reconciles(cfg: WorkerConfig) -> bool:
+    """Whether this worker offers declarative reconciliation: ``group.protocol=connect`` with a cooperative
+    ``connect.protocol`` (eager members stop everything before every round, so they cannot)."""
+    return cfg.group_protocol is GroupProtocol.CONNECT and cfg.connect_protocol is not ConnectProtocol.EAGER
+
+
 def group_configuration(cfg: WorkerConfig) -> list[tuple[str, str]]:
     """The worker settings a round was computed under, recorded with it (the group records show them)."""
     return [
         ("connect.protocol", cfg.connect_protocol),
+        ("group.protocol", cfg.group_protocol),
         ("scheduled.rebalance.max.delay.ms", str(cfg.scheduled_rebalance_max_delay_ms)),
         ("session.timeout.ms", str(cfg.session_timeout_ms)),
         ("heartbeat.interval.ms", str(cfg.heartbeat_interval_ms)),
@@ -109,6 +116,7 @@ class LeaderRound:
                 config_offset=self.stores.config_offset(),
                 allocation=self.herder.current_allocation(),
                 leaving=self.herder.leaving,
+                reconciles=reconciles(self.config),
                 worker_id=self.worker_id,
                 static_connectors=tuple(connectors),
                 static_tasks=tuple(static_tasks),
@@ -123,6 +131,12 @@ class LeaderRound:
         if self.stores.config_offset() < max_offset:
             self.stores.read_config_to_end()
         snap = self.stores.snapshot()
+        if (
+            reconciles(self.config)
+            and protocol_name.version >= protocol.V1
+            and all(s.reconciles for s in states.values())
+        ):
+            return self._reconciling_round(leader_id, protocol_name, members, max(snap.offset, max_offset))
         counts = snap.task_counts()
         with self._lock:
             last_generation = self.herder.group.generation
@@ -177,6 +191,28 @@ class LeaderRound:
         self.leader_view = LeaderView(leader_id, protocol_name, dict(members), result)
         return result
 
+    def _reconciling_round(
+        self,
+        leader_id: str,
+        protocol_name: ProtocolName,
+        members: Mapping[str, tuple[int, WorkerState]],
+        config_offset: int,
+    ) -> dict[str, ConnectAssignment]:
+        """``group.protocol=connect`` on every member: the round moves nothing (each member keeps what it
+        runs) and says so with the reconcile flag; once it completes, this leader coordinates the new
+        membership through the group records (``herder.on_group_records``)."""
+        url = members[leader_id][1].url if leader_id in members else ""
+        keep = ConnectAssignment(
+            protocol_name.version, protocol.NO_ERROR, leader_id, url, config_offset, (), (), reconcile=True
+        )
+        with self._lock:
+            self.herder.on_leader_assigned(LeaderOutcome(reconcile=True, members=dict(members)))
+        self.log.info("leader: the round reconciles", members=len(members), protocol=protocol_name)
+        result = {m: keep for m in members}
+        self.leader_view = LeaderView(leader_id, protocol_name, dict(members), result)
+        self._pending_records = []
+        return result
+
     def _remember_from_records(self, completed: int, now_ms: int) -> None:
         """A leader that did not lead the last generation rebuilds the assignor's memory from the group
         records (KIP-415's "new or lost?" question, answered by the last target assignment)."""
@@ -207,6 +243,8 @@ class LeaderRound:
         records equal to what the topic already holds are not rewritten.
         """
         pending, self._pending_records = self._pending_records, []
+        if assignment.reconcile:
+            return  # reconciling: the coordinator and the member's reconciliation write the records
         with self._lock:
             running = group_records.Assigned(
                 frozenset(self.herder.owned_connectors), frozenset(self.herder.owned_tasks)

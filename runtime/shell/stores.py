@@ -111,7 +111,8 @@ class InternalTopics:
     """The internal-topic logs and the states folded from them, guarded by the worker's lock.
 
     ``on_config_moved`` runs (on the config log's thread) after every config record, so the herder
-    thread learns that the config topic moved on.
+    thread learns that the config topic moved on; ``on_group_moved`` likewise after every group record
+    (``group.protocol=connect`` reconciles from them).
     """
 
     def __init__(
@@ -120,11 +121,13 @@ class InternalTopics:
         worker_id: str,
         lock: threading.RLock,
         on_config_moved: Callable[[], None],
+        on_group_moved: Callable[[], None] | None = None,
     ) -> None:
         self.config = config
         self.worker_id = worker_id
         self._lock = lock
         self._on_config_moved = on_config_moved
+        self._on_group_moved = on_group_moved
         self._config_state = config_log.ConfigState()
         self._status_state = status_log.StatusState()
         self._offset_state = OffsetState()
@@ -310,6 +313,8 @@ class InternalTopics:
                 offset=record.offset,
                 timestamp_ms=record.timestamp_ms,
             )
+        if self._on_group_moved is not None:
+            self._on_group_moved()
 
     def _logs(self) -> list[KafkaLog]:
         return [

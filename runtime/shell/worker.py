@@ -31,15 +31,17 @@ from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.api import PluginRegistry
 from kconnect.runtime.shell import metrics, session_keys, view
 from kconnect.runtime.shell.connectors import Connectors, strings
-from kconnect.runtime.shell.leader import LeaderRound, new_member
+from kconnect.runtime.shell.leader import LeaderRound, group_configuration, new_member
 from kconnect.runtime.shell.stores import InternalTopics, connect, startup_timeout_s
 from kconnect.runtime.shell.stores import StartupError as StartupError  # raised here; the CLI imports it
 from kconnect.runtime.shell.view import LeaderView, WorkerMetrics, WorkerView
 from kconnect.runtime.shell.writes import ClusterWrites, Forwarder
 from kconnect.runtime.storage import status_log
+from kconnect.runtime.storage.kafka_log import KafkaLogError
 
-#: Events the herder thread handles: the config topic moved on; the worker is about to leave.
-_CONFIG_MOVED, _BEGIN_LEAVE = object(), object()
+#: Events the herder thread handles: the config topic moved on; the group records moved on; the worker
+#: is about to leave.
+_CONFIG_MOVED, _GROUP_MOVED, _BEGIN_LEAVE = object(), object(), object()
 
 
 @dataclass
@@ -86,8 +88,16 @@ class Worker:
         self._member: WorkerMember | None = None
         self.log = logs.get("kconnect.worker", worker=self.worker_id)
         wid, lock, events = self.worker_id, self._lock, self._events
-        self.stores = InternalTopics(config, wid, lock, lambda: events.put(_CONFIG_MOVED))
+        self.stores = InternalTopics(
+            config, wid, lock, lambda: events.put(_CONFIG_MOVED), lambda: events.put(_GROUP_MOVED)
+        )
         self.herder = Herder(wid, self.stores.snapshot())
+        self.herder.coordinator_settings = hd.CoordinatorSettings(
+            group_id=config.group_id,
+            max_delay_ms=config.scheduled_rebalance_max_delay_ms,
+            rebalance_timeout_ms=config.rebalance_timeout_ms,
+            configuration=tuple(group_configuration(config)),
+        )
         self.leader = LeaderRound(config, wid, self.stores, self.herder, lock, self._member_generation)
         self.writes = ClusterWrites(
             config, self.registry, self.stores, self.herder, lock, self._still_member, lambda: self.clients
@@ -201,7 +211,7 @@ class Worker:
             pass
 
     def _drain_events(self) -> None:
-        config_moved = False
+        config_moved = group_moved = False
         reconfigure: set[str] = set()
         while True:
             try:
@@ -210,6 +220,8 @@ class Worker:
                 break
             if event is _CONFIG_MOVED:
                 config_moved = True
+            elif event is _GROUP_MOVED:
+                group_moved = True
             elif isinstance(event, _ReconfigureRequest):
                 reconfigure.add(event.connector)
             elif event is _BEGIN_LEAVE:
@@ -227,12 +239,24 @@ class Worker:
                 fresh = snapshot is not self.herder.snapshot
                 actions = self.herder.on_config(snapshot, self.stores.status_state()) if fresh else []
             self._execute(actions)
+        wake = self.herder.wake_at_ms
+        if config_moved or group_moved or (wake is not None and _now_ms() >= wake):
+            self._reconcile()
         for name in sorted(reconfigure):
             configs = self.connectors.task_configs(name)
             if configs is not None:
                 with self._lock:
                     actions = self.herder.on_task_configs(name, configs)
                 self._execute(actions)
+
+    def _reconcile(self) -> None:
+        """``group.protocol=connect``: hand the herder the group records as read now (it coordinates as
+        the leader and reconciles as a member); nothing happens under classic rounds."""
+        with self._lock:
+            if not self.herder.group.reconciling:
+                return
+            actions = self.herder.on_group_records(self.stores.group_state(self.config.group_id), _now_ms())
+        self._execute(actions)
 
     def _on_joined(self, joined: Joined) -> None:
         assignment = joined.assignment
@@ -263,6 +287,10 @@ class Worker:
         )
         self._execute(actions)
         self.leader.write_group_records(joined.generation, joined.member_id, assignment)
+        if assignment.reconcile:
+            # A leader new to the role resumes from every record the last one wrote.
+            self.stores.read_group_records_to_end()
+            self._reconcile()
         if self.herder.is_leader and protocol.version_for_protocol(joined.protocol) >= 2:
             session_keys.ensure(self.stores, self.config)
         self.started.set()
@@ -336,6 +364,19 @@ class Worker:
                 self._require_member().request_rejoin()
         elif isinstance(action, hd.ReadyToLeave):
             self._ready_to_leave.set()
+        elif isinstance(action, hd.WriteGroupRecords):
+            held = self.stores.group_state(self.config.group_id)
+            records = group_records.changed_records(held, list(action.records))
+            try:
+                if records:
+                    self.stores.write_group_records(records)
+            except KafkaLogError as exc:
+                self.log.warning("could not write group records", error=str(exc))
+                with self._lock:
+                    self.herder.on_group_write_failed()
+                return
+            if action.epoch >= 0:
+                self.log.info("target installed", group_epoch=action.epoch, written=len(records))
         elif isinstance(action, hd.CatchUpConfig):
             self.stores.read_config_to_end()
             with self._lock:
@@ -437,6 +478,12 @@ class Worker:
         if self._member is None:
             raise RuntimeError("worker not started")
         return self._member
+
+
+def _now_ms() -> int:
+    # Wall-clock time: a scheduled rebalance must mean the same instant to the next leader, which reads it
+    # from the group records' timestamps.
+    return int(time.time() * 1000)
 
 
 def _host_port(url: str) -> str:

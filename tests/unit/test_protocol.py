@@ -354,7 +354,7 @@ def test_future_versions_decode_known_fields_and_ignore_the_rest() -> None:
     assert decode_assignment(future) == replace(a, version=7)
     state = WorkerState("http://w/", 8, a)
     md = encode_metadata(state, V2)
-    assert decode_metadata(b"\x00\x02" + md[2:] + b"\x00\x02\x03") == (2, state)
+    assert decode_metadata(b"\x00\x02" + md[2:] + b"\x00\x00\x02\x03") == (2, state)
     # A later version than 3 carries v3's fields first (see test_static_protocol.py).
     md = encode_metadata(state, 3)
     assert decode_metadata(b"\x00\x09" + md[2:] + b"\x01\x02\x03") == (

@@ -1,0 +1,446 @@
+"""The coordinator's part under ``group.protocol=connect``: the KIP-848 seed's epochs, kept by the leader.
+
+Why the leader plays it: no Kafka broker implements the seed's ConnectGroupHeartbeat API, so the broker
+keeps its classic role (membership, sessions, electing a leader through JoinGroup) and the worker the
+classic round elects leader does what the seed asks of the coordinator, with the group-records topic as
+the channel both ways. The topic is compacted, durable and read by every worker in one total order, which
+is what makes the hand-over safe (see ``reconciler``).
+
+The seed's three epochs, as kconnect keeps them:
+
+* **group epoch** (record type 3): bumped whenever the group's metadata changes: a member joins, leaves
+  or changes its metadata (URL, static assignment, leaving), the connectors or task counts change, a
+  static-assignment override changes, or a scheduled rebalance falls due. The members' metadata (type 5)
+  and the work the group accounts for (type 4) are written with it.
+* **assignment epoch** (type 6): whenever the group epoch is ahead of the target, the leader computes a
+  new target with the group's assignor (``assignor.leader_assign``: cooperative or static), iterated to
+  its fixed point because the target is declarative (KIP-415's two rounds, revoke then assign, collapse
+  into one end state), and persists it with the group epoch as its assignment epoch. Work lost with a
+  vanished member stays out of the target for ``scheduled.rebalance.max.delay.ms`` (the delay travels in
+  each member's Connect assignment inside the target, as in classic rounds), and the leader wakes to
+  recompute when it is due.
+* **member epoch** (type 7, written by each member): a member acknowledges a target by writing what it
+  runs at that epoch after stopping what the target revoked. :func:`judge` is the seed's heartbeat check
+  over those records: an acknowledgement of the current epoch that holds only the member's own target is
+  accepted; one behind it is still reconciling, and accepted at the new epoch when it holds a subset of
+  its target (the seed's lost-acknowledgement edge case); a member that claims work outside its target
+  at the current epoch, names an epoch ahead of the target, or has not revoked within
+  ``rebalance.timeout.ms`` is fenced: the leader deletes its record (a tombstone), the member stops all
+  its work and rejoins at epoch 0.
+
+Everything here is pure: the group records as folded, the live members, the work and a clock in;
+records to write and when to wake out. Nothing of the leader's memory lives outside the records, so a
+new leader resumes a reconciliation exactly where the old one left it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from urllib.parse import urlsplit
+
+from kconnect.runtime.group import protocol
+from kconnect.runtime.group.assignor import CooperativeState, leader_assign
+from kconnect.runtime.group.group_records import (
+    Assigned,
+    Assignor,
+    ConnectorsTasksKey,
+    ConnectorsTasksValue,
+    CurrentMemberAssignmentKey,
+    CurrentMemberAssignmentValue,
+    GroupConfigurationKey,
+    GroupConfigurationValue,
+    GroupMetadataKey,
+    GroupMetadataValue,
+    GroupState,
+    MemberMetadataKey,
+    MemberMetadataValue,
+    RecordKey,
+    RecordValue,
+    TargetAssignmentKey,
+    TargetAssignmentValue,
+    TargetMember,
+)
+from kconnect.runtime.group.group_view import scheduled_rebalance
+from kconnect.runtime.group.protocol import ConnectAssignment, ProtocolName, WorkerState
+from kconnect.runtime.ids import TaskId
+
+__all__ = [
+    "CoordinatorInput",
+    "Decision",
+    "Verdict",
+    "coordinate",
+    "is_reconciled_target",
+    "judge",
+    "target_share",
+]
+
+Record = tuple[RecordKey, RecordValue | None]
+
+#: Fixed-point rounds of the assignor per target; KIP-415 needs two (revoke, then assign what was
+#: revoked), a third settles a balancing revocation's own follow-up.
+_MAX_ROUNDS = 4
+
+
+class Verdict(StrEnum):
+    """The seed's heartbeat check of one member's acknowledgement against the current target."""
+
+    #: At the target's epoch, holding only its own target share.
+    STABLE = "stable"
+    #: Behind the target and still holding work the target moved away: phase 1 (revocation) pending.
+    REVOKING = "revoking"
+    #: Behind the target but holding a subset of it: the seed's edge case, taken as at the target epoch.
+    ACCEPTED = "accepted"
+    #: No acknowledgement yet (a member joining at epoch 0).
+    JOINING = "joining"
+    #: FENCED_MEMBER_EPOCH: its record is deleted and it must stop everything and rejoin at epoch 0.
+    FENCED = "fenced"
+
+
+def target_share(target: TargetAssignmentValue | None, member_id: str) -> Assigned | None:
+    """What ``target`` gives ``member_id``; None when the member has no entry in it."""
+    if target is None:
+        return None
+    for member in target.members:
+        if member.member_id == member_id:
+            return member.assigned
+    return None
+
+
+def is_reconciled_target(target: TargetAssignmentValue | None) -> bool:
+    """Whether ``target`` was written by a coordinator (``group.protocol=connect``) rather than recorded
+    after a classic round: its members' Connect assignments carry the reconcile flag."""
+    if target is None or not target.members:
+        return False
+    for member in target.members:
+        try:
+            if not protocol.decode_assignment(member.metadata).reconcile:
+                return False
+        except ValueError:
+            return False
+    return True
+
+
+def _subset(held: Assigned, share: Assigned) -> bool:
+    return held.connectors <= share.connectors and held.tasks <= share.tasks
+
+
+def judge(
+    current: CurrentMemberAssignmentValue | None,
+    target: TargetAssignmentValue,
+    member_id: str,
+    *,
+    target_age_ms: int,
+    rebalance_timeout_ms: int,
+) -> tuple[Verdict, int]:
+    """The seed's check of a member's epoch (request handling step 3), and the member epoch it implies.
+
+    ``target_age_ms`` is how long the target has been installed: a member that has not revoked within
+    ``rebalance_timeout_ms`` of it is fenced, as the seed repurposes ``rebalance.timeout.ms``.
+    """
+    epoch = target.assignment_epoch
+    share = target_share(target, member_id) or Assigned()
+    if current is None:
+        return Verdict.JOINING, 0
+    if current.member_epoch > epoch:
+        return Verdict.FENCED, current.member_epoch
+    if _subset(current.assigned, share):
+        if current.member_epoch == epoch:
+            return Verdict.STABLE, epoch
+        return Verdict.ACCEPTED, epoch
+    if current.member_epoch == epoch:
+        # It says it reconciled to this epoch yet holds work that is not its own.
+        return Verdict.FENCED, current.member_epoch
+    if target_age_ms > rebalance_timeout_ms:
+        return Verdict.FENCED, current.member_epoch
+    return Verdict.REVOKING, current.member_epoch
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorInput:
+    """What the leader knows when it coordinates: the live members of the classic generation it leads,
+    the work from the config topic, its settings and the time."""
+
+    group_id: str
+    #: The classic generation the live members were seen in; the first group epoch when none is recorded.
+    generation: int
+    protocol: ProtocolName
+    leader_id: str
+    leader_url: str
+    #: member id -> (metadata version, metadata): static assignments with overrides already applied.
+    members: Mapping[str, tuple[int, WorkerState]]
+    #: connector -> task count (the config topic as read by the leader).
+    work: Mapping[str, int]
+    config_offset: int
+    now_ms: int
+    max_delay_ms: int
+    rebalance_timeout_ms: int
+    configuration: Sequence[tuple[str, str]] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What one coordination step decided; ``records`` are the group records to write, in order."""
+
+    records: tuple[Record, ...]
+    group_epoch: int
+    assignment_epoch: int
+    #: Whether this step installed a new target (the group epoch moved).
+    bumped: bool = False
+    fenced: frozenset[str] = frozenset()
+    #: When the leader must coordinate again even if nothing happens (a delay or a revocation deadline).
+    wake_at_ms: int | None = None
+    #: Static jobs no live worker may run (KIP-987): the leader reports them UNASSIGNED.
+    unassigned_connectors: frozenset[str] = frozenset()
+    unassigned_tasks: frozenset[TaskId] = frozenset()
+    verdicts: Mapping[str, tuple[Verdict, int]] = field(default_factory=dict)
+
+
+def _host(url: str) -> str:
+    try:
+        return urlsplit(url).hostname or ""
+    except ValueError:
+        return ""
+
+
+def _member_value(
+    group_epoch: int, name: ProtocolName, version: int, state: WorkerState
+) -> MemberMetadataValue:
+    # The allocation is left out: it changes with every reconciliation step and is not group metadata.
+    metadata = protocol.encode_metadata(replace(state, allocation=None), version)
+    return MemberMetadataValue(
+        group_epoch=group_epoch,
+        instance_id=state.worker_id or "",
+        client_id=state.worker_id or "",
+        client_host=_host(state.url),
+        assignors=(Assignor(name, version, version, 0, version, metadata),),
+    )
+
+
+def _work(work: Mapping[str, int]) -> Assigned:
+    return Assigned(
+        frozenset(work), frozenset(TaskId(c, n) for c, count in work.items() for n in range(count))
+    )
+
+
+def _memory(group: GroupState, inp: CoordinatorInput, version: int) -> CooperativeState:
+    """The assignor's memory as the records hold it (what the last target accounted for, the delay
+    running), so that every leader, old or new, computes from the same state."""
+    target, accounted = group.target, group.connectors_tasks
+    if target is None or accounted is None or not is_reconciled_target(target):
+        return CooperativeState(previous_version=version)
+    due = scheduled_rebalance(group)
+    scheduled_ms, delay_ms = (due[0], max(0, due[0] - inp.now_ms)) if due is not None else (0, 0)
+    candidates = tuple(
+        m.member_id
+        for m in target.members
+        if due is not None and not m.assigned.connectors and not m.assigned.tasks
+    )
+    return CooperativeState(
+        previous_generation=target.assignment_epoch,
+        previous_members=frozenset(m.member_id for m in target.members),
+        previous_connectors=accounted.assigned.connectors,
+        previous_tasks=accounted.assigned.tasks,
+        scheduled_rebalance_ms=scheduled_ms,
+        delay_ms=delay_ms,
+        candidates=candidates,
+        previous_version=version,
+    )
+
+
+def _allocations(group: GroupState, inp: CoordinatorInput) -> dict[str, Assigned]:
+    """Where each live member stands for the assignor: its share of the last reconciled target (where it
+    is heading), or what it reported in JoinGroup when no reconciled target exists yet (the group comes
+    from classic rounds)."""
+    reconciled = is_reconciled_target(group.target)
+    out: dict[str, Assigned] = {}
+    for member_id, (_version, state) in inp.members.items():
+        share = target_share(group.target, member_id) if reconciled else None
+        if share is None and not reconciled and state.allocation is not None:
+            share = Assigned(frozenset(state.allocation.connectors), frozenset(state.allocation.tasks))
+        out[member_id] = share or Assigned()
+    return out
+
+
+def compute_target(
+    group: GroupState, inp: CoordinatorInput, epoch: int
+) -> tuple[dict[str, Assigned], int, CooperativeState]:
+    """The declarative target: each live member's share, the delay holding lost work back, and the
+    assignor's final memory. The group's assignor runs until it revokes nothing more (its fixed point)."""
+    version = protocol.version_for_protocol(inp.protocol)
+    if version < protocol.V1:
+        raise ValueError("declarative reconciliation needs a cooperative protocol (compatible or newer)")
+    alloc = _allocations(group, inp)
+    memory = _memory(group, inp, version)
+    completed = memory.previous_generation
+    generation = max(epoch, completed + 1)
+    leaving = frozenset(m for m, (_v, s) in inp.members.items() if s.leaving)
+    delay = 0
+    for _ in range(_MAX_ROUNDS):
+        members = {
+            m: replace(
+                state,
+                config_offset=inp.config_offset,
+                allocation=ConnectAssignment(
+                    version,
+                    protocol.NO_ERROR,
+                    inp.leader_id,
+                    inp.leader_url,
+                    inp.config_offset,
+                    tuple(alloc[m].connectors),
+                    tuple(alloc[m].tasks),
+                ),
+            )
+            for m, (_v, state) in inp.members.items()
+        }
+        result, memory = leader_assign(
+            memory,
+            selected_protocol=inp.protocol,
+            leader_id=inp.leader_id,
+            members=members,
+            leader_config_offset=inp.config_offset,
+            connectors=inp.work,
+            now_ms=inp.now_ms,
+            max_delay_ms=inp.max_delay_ms,
+            generation=generation,
+            leaving=leaving,
+            last_completed_generation=completed,
+        )
+        revoked = False
+        for m, a in result.items():
+            revoked = revoked or bool(a.revoked_connectors or a.revoked_tasks)
+            alloc[m] = Assigned(
+                (alloc[m].connectors - set(a.revoked_connectors)) | set(a.connectors),
+                (alloc[m].tasks - set(a.revoked_tasks)) | set(a.tasks),
+            )
+        delay = max((a.delay_ms for a in result.values()), default=0)
+        if not revoked:
+            break
+        completed, generation = generation, generation + 1
+    for m in leaving:
+        alloc[m] = Assigned()
+    return alloc, delay, memory
+
+
+def coordinate(group: GroupState | None, inp: CoordinatorInput) -> Decision:
+    """One coordination step: bump the group epoch if the group's metadata changed (or a scheduled
+    rebalance fell due), compute and install a new target if so, and judge every member's acknowledgement.
+
+    Call it whenever something it reads may have moved: a classic round completed, the config topic or
+    the group records moved on, or the wake-up time it returned passed.
+    """
+    held = group if group is not None else GroupState(inp.group_id)
+    version = protocol.version_for_protocol(inp.protocol)
+    records: list[Record] = []
+    gid = inp.group_id
+    reconciled = is_reconciled_target(held.target)
+
+    # -- the group's metadata: members and work -------------------------------------------------------
+    changed = not reconciled or held.epoch is None
+    member_values: dict[str, MemberMetadataValue] = {}
+    for member_id, (v, state) in sorted(inp.members.items()):
+        value = _member_value(0, inp.protocol, v, state)
+        before = held.members.get(member_id)
+        if before is not None and replace(before, group_epoch=0) == value:
+            member_values[member_id] = before
+        else:
+            member_values[member_id] = value
+            changed = True
+    departed = (set(held.members) | set(held.current)) - set(inp.members)
+    if reconciled and held.target is not None:
+        departed |= {m.member_id for m in held.target.members} - set(inp.members)
+    changed = changed or bool(departed)
+    work = _work(inp.work)
+    accounted = held.connectors_tasks.assigned if held.connectors_tasks is not None else None
+    changed = changed or accounted != work
+    due = scheduled_rebalance(held) if reconciled else None
+    if due is not None and inp.now_ms >= due[0]:
+        changed = True
+
+    epoch = held.epoch if held.epoch is not None else inp.generation - 1
+    assignment_epoch = held.target.assignment_epoch if held.target is not None else -1
+    unassigned_c: frozenset[str] = frozenset()
+    unassigned_t: frozenset[TaskId] = frozenset()
+    wake: list[int] = []
+    target = held.target
+    target_ts = held.target_timestamp_ms if held.target_timestamp_ms is not None else inp.now_ms
+    if changed:
+        epoch += 1
+        alloc, delay, memory = compute_target(held, inp, epoch)
+        unassigned_c, unassigned_t = memory.unassigned_connectors, memory.unassigned_tasks
+        for member_id, value in member_values.items():
+            if value.group_epoch == 0 or held.members.get(member_id) is None:
+                value = replace(value, group_epoch=epoch)
+            records.append((MemberMetadataKey(gid, member_id), value))
+        for member_id in sorted(departed):
+            if member_id in held.members:
+                records.append((MemberMetadataKey(gid, member_id), None))
+            if member_id in held.current:
+                records.append((CurrentMemberAssignmentKey(gid, member_id), None))
+        target = TargetAssignmentValue(
+            epoch,
+            tuple(
+                TargetMember(
+                    member_id,
+                    protocol.NO_ERROR,
+                    alloc[member_id],
+                    version,
+                    protocol.encode_assignment(
+                        ConnectAssignment(
+                            version,
+                            protocol.NO_ERROR,
+                            inp.leader_id,
+                            inp.leader_url,
+                            inp.config_offset,
+                            tuple(alloc[member_id].connectors),
+                            tuple(alloc[member_id].tasks),
+                            delay_ms=delay,
+                            reconcile=True,
+                        )
+                    ),
+                )
+                for member_id in sorted(alloc)
+            ),
+        )
+        # The work the target accounts for: everything configured at this epoch. What no target share
+        # holds is lost work held back (or static work no live worker may run).
+        records.append((ConnectorsTasksKey(gid), ConnectorsTasksValue(epoch, work)))
+        records.append((TargetAssignmentKey(gid), target))
+        records.append((GroupConfigurationKey(gid), GroupConfigurationValue(tuple(inp.configuration))))
+        # The group epoch last: a reader that sees it knows the records of that epoch precede it.
+        records.append((GroupMetadataKey(gid), GroupMetadataValue(epoch)))
+        assignment_epoch = epoch
+        target_ts = inp.now_ms
+        if delay > 0:
+            wake.append(inp.now_ms + delay)
+    elif due is not None:
+        wake.append(due[0])
+
+    # -- member epochs: judge every acknowledgement against the (new) target ---------------------------
+    verdicts: dict[str, tuple[Verdict, int]] = {}
+    fenced: set[str] = set()
+    if target is not None:
+        age = max(0, inp.now_ms - target_ts)
+        for member_id in sorted(inp.members):
+            current = held.current.get(member_id)
+            verdict = judge(
+                current, target, member_id, target_age_ms=age, rebalance_timeout_ms=inp.rebalance_timeout_ms
+            )
+            verdicts[member_id] = verdict
+            if verdict[0] is Verdict.FENCED and current is not None:
+                fenced.add(member_id)
+                records.append((CurrentMemberAssignmentKey(gid, member_id), None))
+            elif verdict[0] is Verdict.REVOKING:
+                wake.append(target_ts + inp.rebalance_timeout_ms + 1)
+    return Decision(
+        records=tuple(records),
+        group_epoch=epoch,
+        assignment_epoch=assignment_epoch,
+        bumped=changed,
+        fenced=frozenset(fenced),
+        wake_at_ms=min(wake) if wake else None,
+        unassigned_connectors=unassigned_c,
+        unassigned_tasks=unassigned_t,
+        verdicts=verdicts,
+    )

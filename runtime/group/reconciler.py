@@ -1,0 +1,125 @@
+"""A member's reconciliation under ``group.protocol=connect``: from the group records to what it stops,
+acknowledges, claims and starts.
+
+The seed's three phases, as a member carries them out from the records it reads (``coordinator`` is the
+leader's side):
+
+1. **Revoke**: what the member runs that its target share no longer holds is stopped first.
+2. **Acknowledge**: the member writes its current-assignment record (type 7) at the target's epoch,
+   listing what it still runs plus what it claims next. Writing it only after the stops is what makes it
+   an acknowledgement: another member reading it knows the work is released.
+3. **Receive**: work of its share that no other member's record lists is claimed in that same record, and
+   started once the member has read its own claim back and still no other member's record lists it.
+
+Why that is safe without a coordinator granting each item: every member reads the group records in one
+total order, a member lists a job in its record from before it starts the job until after it stopped it,
+and starts it only when its own listing is the only one at the point it has read to. Of two members that
+both claim a job, the later claim sees the earlier one (the earlier claimant then either runs it or
+withdraws in a later record) and waits; so no job runs on two members, whatever the order of targets and
+claims. The leader's fencing tombstone (``coordinator.judge``) is the one exception, as in the seed: a
+member that did not revoke within ``rebalance.timeout.ms`` loses its claim.
+
+Pure: the folded :class:`~kconnect.runtime.group.group_records.GroupState`, the member's id, what it runs
+and what it last wrote in; a :class:`Step` out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kconnect.runtime.group import protocol
+from kconnect.runtime.group.coordinator import target_share
+from kconnect.runtime.group.group_records import Assigned, CurrentMemberAssignmentValue, GroupState
+from kconnect.runtime.ids import TaskId
+
+__all__ = ["Step", "reconcile"]
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """What a member does next, in this order: stop ``revoke``, write ``record``, start ``start``."""
+
+    #: The target epoch the member reconciles to; -1 while no target includes it.
+    epoch: int = -1
+    revoke: Assigned = field(default_factory=Assigned)
+    #: The current-assignment record to write (acknowledgement and claims); None: nothing new to say.
+    record: CurrentMemberAssignmentValue | None = None
+    start: Assigned = field(default_factory=Assigned)
+    #: The leader deleted this member's record (FENCED_MEMBER_EPOCH): stop everything and rejoin.
+    fenced: bool = False
+    #: What the target still has to give this member (claimed or waiting for another member).
+    pending: Assigned = field(default_factory=Assigned)
+
+
+def _others(group: GroupState, member_id: str) -> tuple[set[str], set[TaskId]]:
+    connectors: set[str] = set()
+    tasks: set[TaskId] = set()
+    for other, current in group.current.items():
+        if other != member_id:
+            connectors |= current.assigned.connectors
+            tasks |= current.assigned.tasks
+    return connectors, tasks
+
+
+def _record(epoch: int, assigned: Assigned, version: int) -> CurrentMemberAssignmentValue:
+    return CurrentMemberAssignmentValue(
+        member_epoch=epoch, error=protocol.NO_ERROR, assigned=assigned, version=version, metadata=b""
+    )
+
+
+def reconcile(
+    group: GroupState | None,
+    member_id: str,
+    held: Assigned,
+    written: CurrentMemberAssignmentValue | None,
+    *,
+    acknowledged: bool,
+) -> Step:
+    """The member's next step toward its target share.
+
+    ``held`` is what the member runs (or owns) now; ``written`` the last record it wrote (read back or
+    not), so a record is not written twice; ``acknowledged`` whether its own record has been read back
+    since it joined, so that a missing record means the leader deleted it (fenced), not that it was never
+    written.
+    """
+    if group is None:
+        return Step()
+    mine = group.current.get(member_id)
+    if acknowledged and mine is None:
+        return Step(fenced=True, revoke=held)
+    target = group.target
+    share = target_share(target, member_id)
+    if target is None or share is None:
+        return Step()
+    epoch = target.assignment_epoch
+    version = target_version(target, member_id)
+    revoke = Assigned(held.connectors - share.connectors, held.tasks - share.tasks)
+    kept = Assigned(held.connectors & share.connectors, held.tasks & share.tasks)
+    other_c, other_t = _others(group, member_id)
+    # Claimed and read back at this epoch, and nobody else lists it: start it.
+    start = Assigned()
+    if mine is not None and mine.member_epoch == epoch:
+        start = Assigned(
+            (mine.assigned.connectors & share.connectors) - kept.connectors - other_c,
+            (mine.assigned.tasks & share.tasks) - kept.tasks - other_t,
+        )
+    # The record lists what keeps running and everything of the share nobody else lists (claims).
+    listed = Assigned(
+        kept.connectors | (share.connectors - other_c),
+        kept.tasks | (share.tasks - other_t),
+    )
+    desired = _record(epoch, listed, version)
+    record = None if written == desired else desired
+    pending = Assigned(
+        share.connectors - kept.connectors - start.connectors, share.tasks - kept.tasks - start.tasks
+    )
+    return Step(epoch=epoch, revoke=revoke, record=record, start=start, pending=pending)
+
+
+def target_version(target: object, member_id: str) -> int:
+    """The protocol version of ``member_id``'s entry in the target (the group's protocol)."""
+    members = getattr(target, "members", ())
+    for member in members:
+        if member.member_id == member_id:
+            return int(member.version)
+    return protocol.V1
