@@ -331,6 +331,11 @@ class Worker:
         elif isinstance(action, hd.StopTask):
             self.executor.stop_task(action.task, self.config.task_shutdown_graceful_timeout_ms / 1000)
             self.log.info("task stopped", connector=action.task.connector, task=action.task.task)
+            if self.stores.snapshot().contains(action.task.connector):
+                # As Java's WorkerTask reports on shutdown: the status history then shows every hand-over
+                # (stopped here before it started elsewhere); a deleted connector's statuses stay deleted.
+                unassigned = status_log.State.UNASSIGNED
+                put_status(status_log.TaskStatus(action.task, unassigned, None, self.worker_id, gen))
         elif isinstance(action, hd.TransitionConnector):
             self.connectors.transition(action.name, action.target_state, gen)
         elif isinstance(action, hd.TransitionTask):
