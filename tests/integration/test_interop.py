@@ -26,7 +26,7 @@ pytestmark = [
 SESSION_MS = 6000
 
 
-def _kconnect(tmp_path: Path, bootstrap: str, group: str) -> WorkerProcess:
+def _kconnect(tmp_path: Path, bootstrap: str, group: str, *, spark: bool = False) -> WorkerProcess:
     props = worker_properties(bootstrap, group, free_port(), session_timeout_ms=SESSION_MS)
     # The Java worker's topics are created with 1 partition each by the harness; use the same names.
     props["offset.storage.partitions"] = "1"
@@ -35,7 +35,7 @@ def _kconnect(tmp_path: Path, bootstrap: str, group: str) -> WorkerProcess:
     # Apache Kafka would settle a static+sessioned group on sessioned; the test broker keeps the first
     # generation's protocol and would refuse the Java worker from a group that started on static.
     props["connect.protocol"] = "sessioned"
-    return WorkerProcess(tmp_path, props, name=f"{group}-kconnect")
+    return WorkerProcess(tmp_path, props, name=f"{group}-kconnect", spark=spark)
 
 
 def _java(bootstrap: str, group: str, log_path: Path) -> ReferenceWorker:
@@ -189,3 +189,84 @@ def test_java_leads_and_kconnect_follows(tmp_path: Path, broker: EmbeddedBroker)
         finally:
             if kc.alive():
                 kc.stop()
+
+
+def _settled_generation(kc: WorkerProcess, what: str) -> int:
+    """The generation ``kc`` settled in (0 is a generation too, so it is not the predicate's answer)."""
+    found: list[int] = wait_until(lambda: (g := _generation(kc)) is not None and [g], 30, what)
+    return found[0]
+
+
+def _generation(kc: WorkerProcess) -> int | None:
+    view = kc.workers()
+    if view is None or view["this_worker"]["rebalancing"]:
+        return None
+    gen: int = view["this_worker"]["generation"]
+    return gen if gen >= 0 else None
+
+
+def _running(worker: WorkerProcess, name: str) -> bool:
+    resp = worker.get(f"/connectors/{name}/status")
+    if resp.status_code != 200:
+        return False
+    body = resp.json()
+    tasks = body.get("tasks", [])
+    return body["connector"]["state"] == "RUNNING" and bool(tasks) and tasks[0]["state"] == "RUNNING"
+
+
+def test_a_java_member_turns_the_group_classic_until_it_leaves(
+    tmp_path: Path, broker: EmbeddedBroker
+) -> None:
+    """``group.protocol=connect`` (kconnect's default) in a mixed group (issue 14): while the Java worker
+    is a member, a new connector costs a JoinGroup round as in Apache Kafka Connect; once it left, the
+    kconnect workers reconcile again and a new connector costs none."""
+    group = f"interop-{uuid.uuid4().hex[:6]}"
+    workers = [_kconnect(tmp_path / f"k{i}", broker.bootstrap, group, spark=True) for i in range(2)]
+    for i, w in enumerate(workers):
+        (tmp_path / f"k{i}").mkdir(exist_ok=True)
+        w.start()
+    kc = workers[0]
+    try:
+
+        def members(n: int) -> dict[str, Any] | None:
+            view = kc.workers()
+            ok = view is not None and not view["this_worker"]["rebalancing"] and view["source"] == "leader"
+            return view if ok and view is not None and len(view["members"]) == n else None
+
+        wait_until(lambda: members(2), 90, "two kconnect workers")
+
+        def create(name: str) -> None:
+            config = _source_config(tmp_path, name)
+            wait_until(
+                lambda: (
+                    kc.request("POST", "/connectors", json={"name": name, "config": config}).status_code
+                    == 201
+                ),
+                60,
+                f"create {name}",
+            )
+            wait_until(lambda: _running(kc, name), 90, f"{name} RUNNING")
+
+        before = _settled_generation(kc, "a generation")
+        create("kc-only-1")
+        assert _generation(kc) == before, "reconciling: a new connector needs no JoinGroup round"
+
+        with _java(broker.bootstrap, group, tmp_path / "java.log") as java:
+            wait_until(lambda: members(3), 90, "the Java worker in the group")
+            mixed = _settled_generation(kc, "the mixed generation")
+            create("with-java")
+            wait_until(
+                lambda: (g := _generation(kc)) is not None and g > mixed, 60, "a classic round for the change"
+            )
+            assert java.rest("GET", "/connectors").json() is not None
+        wait_until(lambda: members(2), 90, "the Java worker gone")
+        after = _settled_generation(kc, "the generation without Java")
+        create("kc-only-2")
+        time.sleep(2)
+        assert _generation(kc) == after, "reconciling again once the Java worker left"
+        for name in ("kc-only-1", "with-java", "kc-only-2"):
+            assert _running(workers[1], name)
+    finally:
+        for w in workers:
+            if w.alive():
+                w.kill()
