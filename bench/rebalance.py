@@ -51,7 +51,12 @@ def holdings(workers: list[WorkerProcess]) -> dict[str, dict[str, Any]] | None:
 
 def run(protocol: str, bootstrap: str, work: Path) -> list[tuple[str, int, float]]:
     workers = start_cluster(
-        work, bootstrap, 3, connect_protocol=protocol, scheduled_rebalance_max_delay_ms=DELAY_MS
+        work,
+        bootstrap,
+        3,
+        connect_protocol=protocol,
+        scheduled_rebalance_max_delay_ms=DELAY_MS,
+        group_protocol="classic",  # the classic rounds are what this compares
     )
     results: list[tuple[str, int, float]] = []
     try:

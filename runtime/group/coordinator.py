@@ -177,6 +177,10 @@ class CoordinatorInput:
     max_delay_ms: int
     rebalance_timeout_ms: int
     configuration: Sequence[tuple[str, str]] = ()
+    #: The leader completed no generation before the one it leads and has not coordinated in it yet: the
+    #: whole cluster (re)started, so the records' last target is history, not work lost a moment ago.
+    #: Everything is assigned at once, as a freshly started Java leader does (no delay).
+    fresh: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +232,7 @@ def _memory(group: GroupState, inp: CoordinatorInput, version: int) -> Cooperati
     """The assignor's memory as the records hold it (what the last target accounted for, the delay
     running), so that every leader, old or new, computes from the same state."""
     target, accounted = group.target, group.connectors_tasks
-    if target is None or accounted is None or not is_reconciled_target(target):
+    if inp.fresh or target is None or accounted is None or not is_reconciled_target(target):
         return CooperativeState(previous_version=version)
     due = scheduled_rebalance(group)
     scheduled_ms, delay_ms = (due[0], max(0, due[0] - inp.now_ms)) if due is not None else (0, 0)
@@ -253,7 +257,7 @@ def _allocations(group: GroupState, inp: CoordinatorInput) -> dict[str, Assigned
     """Where each live member stands for the assignor: its share of the last reconciled target (where it
     is heading), or what it reported in JoinGroup when no reconciled target exists yet (the group comes
     from classic rounds)."""
-    reconciled = is_reconciled_target(group.target)
+    reconciled = is_reconciled_target(group.target) and not inp.fresh
     out: dict[str, Assigned] = {}
     for member_id, (_version, state) in inp.members.items():
         share = target_share(group.target, member_id) if reconciled else None

@@ -315,6 +315,10 @@ class Herder:
     wake_at_ms: int | None = None
     #: The coordinator's last judgement of each member (``GET /group``, metrics).
     last_decision: coordinator.Decision | None = None
+    #: The generation completed before the current one (-1: the current one is this process's first),
+    #: and the generation this worker last installed a target in as the coordinating leader.
+    prior_generation: int = -1
+    coordinated_generation: int = -1
 
     def __post_init__(self) -> None:
         self._mark_restarts_seen(self.snapshot)
@@ -454,6 +458,7 @@ class Herder:
             new_tasks = (self.owned_tasks - revoked_t) | set(assignment.tasks)
         self.owned_connectors = new_connectors
         self.owned_tasks = new_tasks
+        self.prior_generation = self.group.generation
         self.group = GroupView(
             generation=generation,
             member_id=member_id,
@@ -607,6 +612,7 @@ class Herder:
             max_delay_ms=settings.max_delay_ms,
             rebalance_timeout_ms=settings.rebalance_timeout_ms,
             configuration=settings.configuration,
+            fresh=self.prior_generation < 0 and self.coordinated_generation != self.group.generation,
         )
         decision = coordinator.coordinate(group, inp)
         self.last_decision = decision
@@ -616,6 +622,7 @@ class Herder:
             epoch = decision.group_epoch if decision.bumped else -1
             actions.append(WriteGroupRecords(decision.records, epoch))
         if decision.bumped:
+            self.coordinated_generation = self.group.generation
             self.awaiting_epoch, self.awaiting_since_ms = decision.group_epoch, now_ms
             if decision.unassigned_connectors or decision.unassigned_tasks:
                 actions.append(

@@ -97,7 +97,14 @@ def _follower(workers: list[WorkerProcess]) -> WorkerProcess:
 
 def _cluster(tmp_path: Path, broker: EmbeddedBroker) -> list[WorkerProcess]:
     workers = start_cluster(
-        tmp_path, broker.bootstrap, 3, scheduled_rebalance_max_delay_ms=DELAY_MS, connect_protocol="sessioned"
+        tmp_path,
+        broker.bootstrap,
+        3,
+        scheduled_rebalance_max_delay_ms=DELAY_MS,
+        connect_protocol="sessioned",
+        # KIP-415's classic rounds (the delay each member is sent, the follow-up rounds) are what this
+        # file measures; group.protocol=connect reconciles the same events (test_reconciliation.py).
+        group_protocol="classic",
     )
     wait_until(stable_view(workers, 3), 90, "three workers in one group")
     _sink(workers)

@@ -123,7 +123,14 @@ def test_a_new_leader_remembers_lost_work_and_continues_the_delay(
     tmp_path: Path, broker: EmbeddedBroker
 ) -> None:
     workers = start_cluster(
-        tmp_path, broker.bootstrap, 3, scheduled_rebalance_max_delay_ms=DELAY_MS, connect_protocol="sessioned"
+        tmp_path,
+        broker.bootstrap,
+        3,
+        scheduled_rebalance_max_delay_ms=DELAY_MS,
+        connect_protocol="sessioned",
+        # KIP-415's classic rounds (the delay each member is sent, the follow-up rounds) are what this
+        # file measures; group.protocol=connect reconciles the same events (test_reconciliation.py).
+        group_protocol="classic",
     )
     extra: list[WorkerProcess] = []
     try:
