@@ -17,6 +17,7 @@ from kconnect.config.worker import (
     ConfigType,
     ConnectProtocol,
     ExactlyOnceSourceSupport,
+    GroupProtocol,
     RestListener,
     WorkerConfig,
     definitions,
@@ -174,6 +175,7 @@ DEFAULTS: list[tuple[str, Any]] = [
     ("worker_sync_timeout_ms", 3000),
     ("worker_unsync_backoff_ms", 300000),
     ("connect_protocol", ConnectProtocol.STATIC),
+    ("group_protocol", GroupProtocol.CONNECT),
     ("scheduled_rebalance_max_delay_ms", 300000),
     ("exactly_once_source_support", ExactlyOnceSourceSupport.DISABLED),
     ("inter_worker_key_generation_algorithm", "HmacSHA256"),
@@ -263,6 +265,8 @@ def test_required_keys_are_those_apache_requires() -> None:
         ("connect.protocol", "EAGER", "connect_protocol", ConnectProtocol.EAGER),
         ("connect.protocol", "Compatible", "connect_protocol", ConnectProtocol.COMPATIBLE),
         ("connect.protocol", "static", "connect_protocol", ConnectProtocol.STATIC),
+        ("group.protocol", "Classic", "group_protocol", GroupProtocol.CLASSIC),
+        ("group.protocol", "connect", "group_protocol", GroupProtocol.CONNECT),
         (
             "exactly.once.source.support",
             "PREPARING",
@@ -395,6 +399,7 @@ INVALID = [
         "must be one of eager, compatible, sessioned, static (case-insensitive)",
     ),
     ("exactly.once.source.support", "on", "must be one of disabled, preparing, enabled (case-insensitive)"),
+    ("group.protocol", "consumer", "must be one of classic, connect (case-insensitive)"),
     (
         "security.protocol",
         "TLS",
