@@ -582,6 +582,8 @@ class Herder:
         actions: list[Action] = []
         if self.is_leader:
             actions += self._coordinate(group, now_ms)
+        else:
+            self.wake_at_ms = None  # only the coordinating leader has deadlines to keep
         actions += self._reconcile(group)
         return actions
 

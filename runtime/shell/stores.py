@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import KafkaException
@@ -257,6 +257,17 @@ class InternalTopics:
             key, value = offset_log.encode(record)
             olog.send(key, value)
         olog.read_to_end(self.config.worker_sync_timeout_ms / 1000)
+
+    def write_changed_group_records(
+        self,
+        records: Sequence[tuple[group_records.RecordKey, group_records.RecordValue | None]],
+    ) -> int:
+        """Write those of ``records`` whose value the topic does not hold already (a tombstone only for
+        what exists); returns how many were written. Raises KafkaLogError when a write fails."""
+        changed = group_records.changed_records(self.group_state(self.config.group_id), records)
+        if changed:
+            self.write_group_records(changed)
+        return len(changed)
 
     def write_group_records(self, records: list[tuple[bytes, bytes | None]]) -> None:
         """Write records of this worker's group to the partition that holds the group's records."""

@@ -30,17 +30,16 @@ from kconnect.runtime.group.member import GroupDescription, Joined, MemberError,
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.api import PluginRegistry
 from kconnect.runtime.shell import metrics, session_keys, view
-from kconnect.runtime.shell.connectors import Connectors, strings
+from kconnect.runtime.shell.connectors import Connectors
 from kconnect.runtime.shell.leader import LeaderRound, group_configuration, new_member
 from kconnect.runtime.shell.stores import InternalTopics, connect, startup_timeout_s
 from kconnect.runtime.shell.stores import StartupError as StartupError  # raised here; the CLI imports it
+from kconnect.runtime.shell.tasks import Tasks
 from kconnect.runtime.shell.view import LeaderView, WorkerMetrics, WorkerView
 from kconnect.runtime.shell.writes import ClusterWrites, Forwarder
-from kconnect.runtime.storage import status_log
 from kconnect.runtime.storage.kafka_log import KafkaLogError
 
-#: Events the herder thread handles: the config topic moved on; the group records moved on; the worker
-#: is about to leave.
+#: Events the herder thread handles: the config topic or the group records moved on; the worker leaves.
 _CONFIG_MOVED, _GROUP_MOVED, _BEGIN_LEAVE = object(), object(), object()
 
 
@@ -113,7 +112,8 @@ class Worker:
             stopping=self._stopping,
         )
         self.executor: Executor = executor or self._spark_executor()
-        self.executor.set_failure_listener(self._task_failed)
+        self.tasks = Tasks(config, wid, self.executor, self.stores, self.metrics)
+        self.executor.set_failure_listener(lambda task, trace: self.tasks.failed(task, trace, self.herder))
         # Reads and writes REST's ConnectorOperations calls on the worker (documented where defined);
         # the REST routes call ``writes`` (the cluster write API) and ``view()`` themselves.
         self.snapshot = self.stores.snapshot
@@ -139,17 +139,6 @@ class Worker:
             sync_offsets=self.stores.source_offsets,
             fence=self.writes.ensure_fenced,
         )
-
-    def _task_failed(self, task: TaskId, trace: str) -> None:
-        """A task failed on its own thread after it started: report it FAILED, as Java's WorkerTask does."""
-        self.log.error("task failed", connector=task.connector, task=task.task)
-        try:
-            gen = self.herder.group.generation
-            self.stores.put_status(
-                status_log.TaskStatus(task, status_log.State.FAILED, trace, self.worker_id, gen)
-            )
-        except Exception as exc:
-            self.log.warning("could not write a task's FAILED status", task=str(task), error=str(exc))
 
     # =========================================================================================== startup
 
@@ -306,7 +295,6 @@ class Worker:
 
     def _execute_one(self, action: Action) -> None:
         gen = self.herder.group.generation
-        put_status = self.stores.put_status
         if isinstance(action, hd.StartConnector):
             self.metrics.connector_startup_attempts += 1
             if self.connectors.start(action.name, action.config, action.target_state, gen):
@@ -316,49 +304,17 @@ class Worker:
         elif isinstance(action, hd.StopConnector):
             self.connectors.stop(action.name, gen)
         elif isinstance(action, hd.StartTask):
-            self.metrics.task_startup_attempts += 1
-            state = self.executor.start_task(action.task, strings(action.config), action.target_state)
-            if state.state == "FAILED":
-                self.metrics.task_startup_failures += 1
-            else:
-                self.metrics.task_startup_successes += 1
-            put_status(
-                status_log.TaskStatus(
-                    action.task, status_log.State(state.state), state.trace, self.worker_id, gen
-                )
-            )
-            self.log.info("task started", connector=action.task.connector, task=action.task.task)
+            self.tasks.start(action, gen)
         elif isinstance(action, hd.StopTask):
-            self.executor.stop_task(action.task, self.config.task_shutdown_graceful_timeout_ms / 1000)
-            self.log.info("task stopped", connector=action.task.connector, task=action.task.task)
-            if self.stores.snapshot().contains(action.task.connector):
-                # As Java's WorkerTask reports on shutdown: the status history then shows every hand-over
-                # (stopped here before it started elsewhere); a deleted connector's statuses stay deleted.
-                unassigned = status_log.State.UNASSIGNED
-                put_status(status_log.TaskStatus(action.task, unassigned, None, self.worker_id, gen))
+            self.tasks.stop(action, gen)
         elif isinstance(action, hd.TransitionConnector):
             self.connectors.transition(action.name, action.target_state, gen)
         elif isinstance(action, hd.TransitionTask):
-            state = self.executor.transition_task(action.task, action.target_state)
-            put_status(
-                status_log.TaskStatus(
-                    action.task, status_log.State(state.state), state.trace, self.worker_id, gen
-                )
-            )
-            self.log.info("task transitioned", task=str(action.task), target_state=action.target_state)
+            self.tasks.transition(action, gen)
         elif isinstance(action, hd.ReportRestarting):
-            restarting = status_log.State.RESTARTING
-            put_status(
-                status_log.ConnectorStatus(action.connector, restarting, None, self.worker_id, gen)
-                if action.task is None
-                else status_log.TaskStatus(action.task, restarting, None, self.worker_id, gen)
-            )
+            self.tasks.report_restarting(action, gen)
         elif isinstance(action, hd.ReportUnassigned):
-            unassigned, why, at = status_log.State.UNASSIGNED, action.reason, action.generation
-            for name in sorted(action.connectors):
-                put_status(status_log.ConnectorStatus(name, unassigned, why, self.worker_id, at))
-            for task in sorted(action.tasks):
-                put_status(status_log.TaskStatus(task, unassigned, why, self.worker_id, at))
+            self.tasks.report_unassigned(action)
         elif isinstance(action, hd.PublishTaskConfigs):
             self.connectors.publish_task_configs(action.connector, [dict(c) for c in action.configs])
         elif isinstance(action, hd.RequestRejoin):
@@ -370,18 +326,15 @@ class Worker:
         elif isinstance(action, hd.ReadyToLeave):
             self._ready_to_leave.set()
         elif isinstance(action, hd.WriteGroupRecords):
-            held = self.stores.group_state(self.config.group_id)
-            records = group_records.changed_records(held, list(action.records))
             try:
-                if records:
-                    self.stores.write_group_records(records)
+                written = self.stores.write_changed_group_records(action.records)
             except KafkaLogError as exc:
                 self.log.warning("could not write group records", error=str(exc))
                 with self._lock:
                     self.herder.on_group_write_failed()
                 return
             if action.epoch >= 0:
-                self.log.info("target installed", group_epoch=action.epoch, written=len(records))
+                self.log.info("target installed", group_epoch=action.epoch, written=written)
         elif isinstance(action, hd.CatchUpConfig):
             self.stores.read_config_to_end()
             with self._lock:
