@@ -120,8 +120,42 @@ def _when(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _items(entry: dict[str, Any] | None) -> str:
+    if entry is None:
+        return "-"
+    return ", ".join(list(entry["connectors"]) + list(entry["tasks"])) or "-"
+
+
+def _epochs(rec: dict[str, Any]) -> list[str]:
+    """The reconciliation section: the group and assignment epochs, then each member's epoch, the
+    coordinator's verdict and what it still has to revoke or receive."""
+
+    def epoch(value: int | None) -> str:
+        return "-" if value is None else str(value)
+
+    how = "reconciled (group.protocol=connect)" if rec["reconciled"] else "not reconciled (classic rounds)"
+    if rec["assignment_epoch"] is None:
+        how = "no target"
+    out = [f"epochs: group {epoch(rec['group_epoch'])}, assignment {epoch(rec['assignment_epoch'])}, {how}:"]
+    rows = [
+        [
+            m["member_id"],
+            epoch(m["member_epoch"]),
+            m["verdict"] or "-",
+            _items(m["to_revoke"]),
+            _items(m["to_receive"]),
+        ]
+        for m in rec["members"]
+    ]
+    if rows:
+        out += _table(["MEMBER", "MEMBER EPOCH", "VERDICT", "TO REVOKE", "TO RECEIVE"], rows)
+    else:
+        out.append("  (none)")
+    return out
+
+
 def render_text(view: dict[str, Any]) -> str:
-    """``describe``'s view as a few readable sections (group, members, target vs current, delay)."""
+    """``describe``'s view as a few readable sections (group, members, target vs current, epochs, delay)."""
     out = [f"group {view['group']}   epoch {view['epoch'] if view['epoch'] is not None else '-'}"]
     ct = view["connectors_tasks"]
     if ct is not None:
@@ -178,6 +212,8 @@ def render_text(view: dict[str, Any]) -> str:
         out += _table(["MEMBER", "TARGET", "CURRENT", "MEMBER EPOCH", "NOTE"], rows)
     else:
         out.append("  (none)")
+    out.append("")
+    out += _epochs(view["reconciliation"])
     scheduled = view["scheduled_rebalance"]
     out.append("")
     if scheduled is None:

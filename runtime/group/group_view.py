@@ -2,8 +2,10 @@
 
 Why apart from ``group_records``: that module is the records' format and the fold over the topic (bytes in,
 frozen state out); this one reads the folded :class:`~kconnect.runtime.group.group_records.GroupState`,
-opening the Connect metadata and assignments nested in its records (``protocol``), and says when the last
-target assignment's scheduled rebalance falls due. Pure, like the fold.
+opening the Connect metadata and assignments nested in its records (``protocol``), says when the last
+target assignment's scheduled rebalance falls due, and how far each member is from its target share
+(:func:`reconciliation`). Pure, like the fold: computed from the records alone, so every worker and the
+CLI tell the same.
 """
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ from kconnect.runtime.group import protocol
 from kconnect.runtime.group.group_records import Assigned, GroupState
 from kconnect.runtime.ids import TaskId
 
-__all__ = ["describe", "scheduled_rebalance"]
+__all__ = ["describe", "reconciliation", "recorded_rebalance_timeout", "scheduled_rebalance"]
+
+#: The group configuration entry (record type 8) the coordinator's revocation deadline is read from.
+REBALANCE_TIMEOUT_KEY = "rebalance.timeout.ms"
 
 
 def _assigned_json(assigned: Assigned) -> dict[str, list[str]]:
@@ -92,11 +97,91 @@ def scheduled_rebalance(state: GroupState) -> tuple[int, int] | None:
     return state.target_timestamp_ms + delay, delay
 
 
+def recorded_rebalance_timeout(state: GroupState) -> int | None:
+    """``rebalance.timeout.ms`` as the leader recorded it in the group configuration (record type 8): the
+    deadline its coordinator fences a member that has not revoked by. None when not recorded or unreadable."""
+    if state.configuration is None:
+        return None
+    for name, value in state.configuration.configurations:
+        if name == REBALANCE_TIMEOUT_KEY:
+            try:
+                timeout = int(value)
+            except ValueError:
+                return None
+            return timeout if timeout >= 0 else None
+    return None
+
+
+def _minus(a: Assigned, b: Assigned) -> Assigned:
+    return Assigned(a.connectors - b.connectors, a.tasks - b.tasks)
+
+
+def reconciliation(state: GroupState, now_ms: int, rebalance_timeout_ms: int | None = None) -> dict[str, Any]:
+    """The epochs and how far each member is from its target share, as JSON-ready data.
+
+    One entry per member any record names (member metadata, the target, a current assignment), with its
+    member epoch (its current-assignment record's; None without one), what that record lists beyond its
+    target share (``to_revoke``) and what its share holds that the record does not list yet
+    (``to_receive``); both None while there is no target. ``verdict`` is the coordinator's own check
+    (``coordinator.judge``) of the member's record against a reconciled target (``group.protocol=connect``),
+    with the target's age taken from the target record's timestamp; None for a target recorded after a
+    classic round, which no coordinator judges. The revocation deadline is ``rebalance_timeout_ms`` when
+    given, else the one the leader recorded in the group configuration; when neither is known no member
+    is taken as past it.
+    """
+    # Imported here: the coordinator imports this module (``scheduled_rebalance``).
+    from kconnect.runtime.group import coordinator
+
+    target = state.target
+    reconciled = coordinator.is_reconciled_target(target)
+    timeout = rebalance_timeout_ms if rebalance_timeout_ms is not None else recorded_rebalance_timeout(state)
+    age = 0
+    if target is not None and state.target_timestamp_ms is not None:
+        age = max(0, now_ms - state.target_timestamp_ms)
+    member_ids = set(state.members) | set(state.current)
+    if target is not None:
+        member_ids |= {m.member_id for m in target.members}
+    members: list[dict[str, Any]] = []
+    for member_id in sorted(member_ids):
+        current = state.current.get(member_id)
+        entry: dict[str, Any] = {
+            "member_id": member_id,
+            "member_epoch": None if current is None else current.member_epoch,
+            "verdict": None,
+            "to_revoke": None,
+            "to_receive": None,
+        }
+        if target is not None:
+            held = Assigned() if current is None else current.assigned
+            share = coordinator.target_share(target, member_id) or Assigned()
+            entry["to_revoke"] = _assigned_json(_minus(held, share))
+            entry["to_receive"] = _assigned_json(_minus(share, held))
+            if reconciled:
+                verdict, _epoch = coordinator.judge(
+                    current,
+                    target,
+                    member_id,
+                    target_age_ms=age,
+                    # Unknown deadline: never past it.
+                    rebalance_timeout_ms=age if timeout is None else timeout,
+                )
+                entry["verdict"] = verdict.value
+        members.append(entry)
+    return {
+        "group_epoch": state.epoch,
+        "assignment_epoch": None if target is None else target.assignment_epoch,
+        "reconciled": reconciled,
+        "rebalance_timeout_ms": timeout,
+        "members": members,
+    }
+
+
 def describe(state: GroupState, *, now_ms: int) -> dict[str, Any]:
     """The group as JSON-ready data, shared by ``GET /group`` and ``kconnect group describe --json``.
 
     ``scheduled_rebalance`` says when the work of vanished members will be spread if they do not come
     back: the target record's timestamp plus the longest delay in its members' Connect assignments.
+    ``reconciliation`` gives the epochs and how far each member is from its target share.
     """
     ct = state.connectors_tasks
     members = [
@@ -162,4 +247,5 @@ def describe(state: GroupState, *, now_ms: int) -> dict[str, Any]:
         "scheduled_rebalance": scheduled,
         "vanished": sorted(vanished),
         "last_offset": state.last_offset,
+        "reconciliation": reconciliation(state, now_ms),
     }

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kconnect.config.worker_keys import ConnectProtocol
+from kconnect.config.worker_keys import ConnectProtocol, GroupProtocol
 from kconnect.runtime.group.protocol import ProtocolName
 from kconnect.runtime.storage.status_log import State
 
@@ -83,6 +83,16 @@ class WorkerFigures:
     task_startup_successes: int = 0
     task_startup_failures: int = 0
     scheduled_delay_ms: int = 0
+    #: ``group.protocol=connect`` (KIP-848 seed): the worker's setting, whether its generation runs by
+    #: reconciliation, the group and assignment epochs in the group records (-1: none), the target epoch
+    #: this worker last reconciled to (-1: none) and what its target share still has to give it.
+    group_protocol: GroupProtocol = GroupProtocol.CLASSIC
+    reconciling: bool = False
+    group_epoch: int = -1
+    assignment_epoch: int = -1
+    member_epoch: int = -1
+    connectors_to_receive: int = 0
+    tasks_to_receive: int = 0
 
 
 def _escape_help(value: str) -> str:
@@ -161,6 +171,48 @@ def worker_families(f: WorkerFigures) -> list[Family]:
             "gauge",
             "The Connect protocol of the group (label).",
             (Sample(rb + "connect_protocol", 1, (*w, ("protocol", f.protocol))),),
+        ),
+        Family(
+            rb + "group_protocol",
+            "gauge",
+            "kconnect: the worker's group.protocol, classic or connect (label).",
+            (Sample(rb + "group_protocol", 1, (*w, ("protocol", f.group_protocol))),),
+        ),
+        one(
+            rb + "reconciling",
+            "gauge",
+            "kconnect: 1 while this worker's generation runs by reconciliation (group.protocol=connect).",
+            1 if f.reconciling else 0,
+        ),
+        one(
+            rb + "group_epoch",
+            "gauge",
+            "kconnect: the group epoch in the group records (-1: none).",
+            f.group_epoch,
+        ),
+        one(
+            rb + "assignment_epoch",
+            "gauge",
+            "kconnect: the target assignment's epoch in the group records (-1: none).",
+            f.assignment_epoch,
+        ),
+        one(
+            rb + "member_epoch",
+            "gauge",
+            "kconnect: the target epoch this worker last reconciled to (-1: none).",
+            f.member_epoch,
+        ),
+        one(
+            rb + "connectors_to_receive",
+            "gauge",
+            "kconnect: connectors this worker's target share still has to give it.",
+            f.connectors_to_receive,
+        ),
+        one(
+            rb + "tasks_to_receive",
+            "gauge",
+            "kconnect: tasks this worker's target share still has to give it.",
+            f.tasks_to_receive,
         ),
         Family(
             rb + "leader_name",

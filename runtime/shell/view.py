@@ -11,8 +11,9 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kconnect.config.worker_keys import ConnectProtocol
+from kconnect.config.worker_keys import ConnectProtocol, GroupProtocol
 from kconnect.runtime.dataplane.executor import TaskCounters
+from kconnect.runtime.group.group_records import GroupState
 from kconnect.runtime.group.herder import Herder
 from kconnect.runtime.group.protocol import ConnectAssignment, ProtocolName, WorkerState
 from kconnect.runtime.ids import TaskId
@@ -95,6 +96,16 @@ class WorkerView:
     scheduled_delay_ms: int
     #: The executor's counters (``Executor.counters``), e.g. how many tasks it holds.
     executor_counters: Mapping[str, int] = field(default_factory=dict)
+    #: ``group.protocol=connect``: the worker's setting and whether its generation reconciles.
+    group_protocol: GroupProtocol = GroupProtocol.CLASSIC
+    reconciling: bool = False
+    #: The group and assignment epochs in the group records as read now (-1: none).
+    group_epoch: int = -1
+    assignment_epoch: int = -1
+    #: The target epoch this member last reconciled to (-1: none) and what its share still has to give it.
+    member_epoch: int = -1
+    connectors_to_receive: int = 0
+    tasks_to_receive: int = 0
 
 
 def read(
@@ -104,9 +115,16 @@ def read(
     m: WorkerMetrics,
     leader_view: LeaderView | None,
     executor_counters: Mapping[str, int],
+    *,
+    group_records: GroupState | None = None,
+    group_protocol: GroupProtocol = GroupProtocol.CLASSIC,
 ) -> WorkerView:
-    """Copy what a REST answer needs out of the herder; the caller holds the worker's lock."""
+    """Copy what a REST answer needs out of the herder; the caller holds the worker's lock.
+
+    ``group_records`` is this worker's group as its group records describe it (read under the same lock),
+    ``group_protocol`` the worker's ``group.protocol``."""
     group = herder.group
+    target = group_records.target if group_records is not None else None
     return WorkerView(
         worker_id=worker_id,
         url=url,
@@ -126,6 +144,13 @@ def read(
         last_rebalance_ms=m.last_rebalance_ms,
         scheduled_delay_ms=m.scheduled_delay_ms,
         executor_counters=dict(executor_counters),
+        group_protocol=group_protocol,
+        reconciling=group.reconciling,
+        group_epoch=-1 if group_records is None or group_records.epoch is None else group_records.epoch,
+        assignment_epoch=-1 if target is None else target.assignment_epoch,
+        member_epoch=herder.member_epoch,
+        connectors_to_receive=len(herder.pending.connectors),
+        tasks_to_receive=len(herder.pending.tasks),
     )
 
 
@@ -206,4 +231,11 @@ def figures(
         task_startup_successes=m.task_startup_successes,
         task_startup_failures=m.task_startup_failures,
         scheduled_delay_ms=m.scheduled_delay_ms,
+        group_protocol=view.group_protocol,
+        reconciling=view.reconciling,
+        group_epoch=view.group_epoch,
+        assignment_epoch=view.assignment_epoch,
+        member_epoch=view.member_epoch,
+        connectors_to_receive=view.connectors_to_receive,
+        tasks_to_receive=view.tasks_to_receive,
     )

@@ -348,7 +348,14 @@ class Worker:
         counters = self.executor.counters()
         with self._lock:
             return view.read(
-                self.worker_id, self.url, self.herder, self.metrics, self.leader.leader_view, counters
+                self.worker_id,
+                self.url,
+                self.herder,
+                self.metrics,
+                self.leader.leader_view,
+                counters,
+                group_records=self.stores.group_state(self.config.group_id),
+                group_protocol=self.config.group_protocol,
             )
 
     @property

@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 
-from kconnect.config.worker_keys import ConnectProtocol
+from kconnect.config.worker_keys import ConnectProtocol, GroupProtocol
+from kconnect.runtime.group.group_records import (
+    Assigned,
+    GroupState,
+    TargetAssignmentValue,
+    TargetMember,
+)
+from kconnect.runtime.group.herder import GroupView, Herder
 from kconnect.runtime.group.protocol import ProtocolName
+from kconnect.runtime.ids import TaskId
+from kconnect.runtime.shell import view
 from kconnect.runtime.shell.metrics import Family, Sample, TaskFigures, WorkerFigures, render, worker_families
-from kconnect.runtime.storage.status_log import State
+from kconnect.runtime.storage.config_log import ClusterConfigSnapshot
+from kconnect.runtime.storage.status_log import State, StatusState
 
 FIGURES = WorkerFigures(
     worker="127.0.0.1:8083",
@@ -80,6 +91,71 @@ def test_no_rebalance_yet_reports_nan_average_and_negative_time_since() -> None:
     assert math.isnan(got['connect_worker_rebalance_rebalance_avg_time_ms{worker="w"}'])
     assert got['connect_worker_rebalance_time_since_last_rebalance_ms{worker="w"}'] == -1
     assert got['connect_worker_rebalance_rebalancing{worker="w"}'] == 1
+
+
+def test_group_protocol_epochs_and_work_still_to_receive() -> None:
+    figures = replace(
+        FIGURES,
+        group_protocol=GroupProtocol.CONNECT,
+        reconciling=True,
+        group_epoch=9,
+        assignment_epoch=9,
+        member_epoch=8,
+        connectors_to_receive=1,
+        tasks_to_receive=3,
+    )
+    got = samples(render(worker_families(figures)))
+    w = 'worker="127.0.0.1:8083"'
+    assert got[f'connect_worker_rebalance_group_protocol{{{w},protocol="connect"}}'] == 1
+    assert got[f"connect_worker_rebalance_reconciling{{{w}}}"] == 1
+    assert got[f"connect_worker_rebalance_group_epoch{{{w}}}"] == 9
+    assert got[f"connect_worker_rebalance_assignment_epoch{{{w}}}"] == 9
+    assert got[f"connect_worker_rebalance_member_epoch{{{w}}}"] == 8
+    assert got[f"connect_worker_rebalance_connectors_to_receive{{{w}}}"] == 1
+    assert got[f"connect_worker_rebalance_tasks_to_receive{{{w}}}"] == 3
+
+
+def test_classic_worker_reports_no_epochs_and_nothing_to_receive() -> None:
+    got = samples(render(worker_families(FIGURES)))
+    w = 'worker="127.0.0.1:8083"'
+    assert got[f'connect_worker_rebalance_group_protocol{{{w},protocol="classic"}}'] == 1
+    assert got[f"connect_worker_rebalance_reconciling{{{w}}}"] == 0
+    for name in ("group_epoch", "assignment_epoch", "member_epoch"):
+        assert got[f"connect_worker_rebalance_{name}{{{w}}}"] == -1
+    assert got[f"connect_worker_rebalance_connectors_to_receive{{{w}}}"] == 0
+    assert got[f"connect_worker_rebalance_tasks_to_receive{{{w}}}"] == 0
+
+
+def test_the_worker_view_reads_the_epochs_from_the_records_and_the_herder() -> None:
+    herder = Herder("w1", ClusterConfigSnapshot())
+    herder.group = GroupView(generation=3, member_id="m1", leader_id="m1", reconciling=True)
+    herder.member_epoch = 7
+    herder.pending = Assigned(frozenset({"c"}), frozenset({TaskId("c", 0), TaskId("c", 1)}))
+    records = GroupState(
+        "g", epoch=8, target=TargetAssignmentValue(7, (TargetMember("m1", 0, Assigned(), 2, b""),))
+    )
+
+    def figures(group: GroupState | None, protocol: GroupProtocol) -> WorkerFigures:
+        v = view.read(
+            "w1",
+            "http://w1/",
+            herder,
+            view.WorkerMetrics(),
+            None,
+            {},
+            group_records=group,
+            group_protocol=protocol,
+        )
+        return view.figures(v, view.WorkerMetrics(), StatusState(), {}, ConnectProtocol.SESSIONED)
+
+    f = figures(records, GroupProtocol.CONNECT)
+    assert (f.group_protocol, f.reconciling) == (GroupProtocol.CONNECT, True)
+    assert (f.group_epoch, f.assignment_epoch, f.member_epoch) == (8, 7, 7)
+    assert (f.connectors_to_receive, f.tasks_to_receive) == (1, 2)
+    none = figures(None, GroupProtocol.CLASSIC)
+    assert (none.group_protocol, none.group_epoch, none.assignment_epoch) == (GroupProtocol.CLASSIC, -1, -1)
+    no_target = figures(GroupState("g", epoch=2), GroupProtocol.CONNECT)
+    assert (no_target.group_epoch, no_target.assignment_epoch) == (2, -1)
 
 
 def test_label_values_are_escaped() -> None:
