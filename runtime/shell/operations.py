@@ -135,7 +135,7 @@ class ConnectorOperations:
             raise NotFoundError(f"Unknown connector: {name}")
         if snap.task_config(task) is None or number >= snap.task_count(name):
             raise NotFoundError(f"Unknown task: {task}")
-        url = owner_url(self.worker.leader_view, task)
+        url = owner_url(self.worker.view().leader_view, task)
         if url is None:
             raise RebalanceNeededError(f"Cannot restart task {task}: it is not assigned to any worker yet")
         if url.rstrip("/") == self.worker.url.rstrip("/"):

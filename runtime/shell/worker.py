@@ -35,7 +35,7 @@ from kconnect.runtime.shell.leader import LeaderRound, group_configuration, new_
 from kconnect.runtime.shell.stores import InternalTopics, connect, startup_timeout_s
 from kconnect.runtime.shell.stores import StartupError as StartupError  # raised here; the CLI imports it
 from kconnect.runtime.shell.tasks import Tasks
-from kconnect.runtime.shell.view import LeaderView, WorkerMetrics, WorkerView
+from kconnect.runtime.shell.view import WorkerMetrics, WorkerView
 from kconnect.runtime.shell.writes import ClusterWrites, Forwarder
 from kconnect.runtime.storage.kafka_log import KafkaLogError
 
@@ -114,8 +114,7 @@ class Worker:
         self.executor: Executor = executor or self._spark_executor()
         self.tasks = Tasks(config, wid, self.executor, self.stores, self.metrics)
         self.executor.set_failure_listener(lambda task, trace: self.tasks.failed(task, trace, self.herder))
-        # Reads and writes REST's ConnectorOperations calls on the worker (documented where defined);
-        # the REST routes call ``writes`` (the cluster write API) and ``view()`` themselves.
+        # What REST's ConnectorOperations calls on the worker; the routes call ``writes`` and ``view()``.
         self.snapshot = self.stores.snapshot
         self.status_state = self.stores.status_state
         self.source_offsets = self.stores.source_offsets
@@ -358,11 +357,6 @@ class Worker:
                 group_protocol=self.config.group_protocol,
             )
 
-    @property
-    def leader_view(self) -> LeaderView | None:
-        """What this worker saw and decided when it last led a round (``GET /workers``, task owners)."""
-        return self.leader.leader_view
-
     def figures(self) -> metrics.WorkerFigures:
         """What ``GET /metrics`` reports: one consistent reading of this worker's figures."""
         running = self.executor.task_figures()
@@ -446,8 +440,7 @@ class Worker:
 
 
 def _now_ms() -> int:
-    # Wall-clock time: a scheduled rebalance must mean the same instant to the next leader, which reads it
-    # from the group records' timestamps.
+    # Wall-clock time: the next leader reads a scheduled rebalance from the group records' timestamps.
     return int(time.time() * 1000)
 
 
