@@ -364,8 +364,20 @@ def create_app(worker: Worker) -> FastAPI:
             owned_t -= set(assignment.revoked_tasks)
             owned_c |= set(assignment.connectors)
             owned_t |= set(assignment.tasks)
+        if assignment is not None and assignment.reconcile:
+            # group.protocol=connect: the round moved nothing; what the member runs since is its record.
+            records = worker.group_state()
+            current = records.current.get(member_id) if records is not None else None
+            if current is not None:
+                owned_c, owned_t = set(current.assigned.connectors), set(current.assigned.tasks)
         worker_id = worker_id_of(state)
         overrides = worker.snapshot().static_overrides
+        override = overrides.get(worker_id or "")
+        static_c = list(state.static_connectors) if state else []
+        static_t = [str(t) for t in state.static_tasks] if state else []
+        if override is not None:
+            # Reconciling groups apply an override without a JoinGroup round: it is what counts.
+            static_c, static_t = list(override.connectors), list(override.tasks)
         return {
             "id": member_id,
             "worker_id": worker_id,
@@ -374,11 +386,8 @@ def create_app(worker: Worker) -> FastAPI:
             "protocol": PROTOCOL_BY_VERSION.get(version) if version is not None else None,
             "metadata_version": version,
             "config_offset": state.config_offset if state else None,
-            # What the member joined with (its properties, or the override it read from the config topic).
-            "static_assignment": {
-                "connectors": list(state.static_connectors) if state else [],
-                "tasks": [str(t) for t in state.static_tasks] if state else [],
-            },
+            # Its static assignment: an override from the config topic, or what it joined with.
+            "static_assignment": {"connectors": static_c, "tasks": static_t},
             "static_assignment_source": "override" if worker_id in overrides else "properties",
             "assignment": {"connectors": sorted(owned_c), "tasks": [str(t) for t in sorted(owned_t)]},
         }
