@@ -73,6 +73,7 @@ __all__ = [
     "coordinate",
     "is_reconciled_target",
     "judge",
+    "target_config_offset",
     "target_share",
 ]
 
@@ -120,6 +121,18 @@ def is_reconciled_target(target: TargetAssignmentValue | None) -> bool:
         except ValueError:
             return False
     return True
+
+
+def target_config_offset(target: TargetAssignmentValue | None) -> int:
+    """The config offset the target was computed from (-1 when unknown): a leader that has read less of
+    the config topic must catch up before it computes again, or it would undo the newer target."""
+    offset = -1
+    for member in target.members if target is not None else ():
+        try:
+            offset = max(offset, protocol.decode_assignment(member.metadata).config_offset)
+        except ValueError:
+            continue
+    return offset
 
 
 def _subset(held: Assigned, share: Assigned) -> bool:
@@ -211,8 +224,9 @@ def _host(url: str) -> str:
 def _member_value(
     group_epoch: int, name: ProtocolName, version: int, state: WorkerState
 ) -> MemberMetadataValue:
-    # The allocation is left out: it changes with every reconciliation step and is not group metadata.
-    metadata = protocol.encode_metadata(replace(state, allocation=None), version)
+    # The allocation and the config offset are left out: they change with every reconciliation step and
+    # config write, and are not group metadata (a change of either must not bump the group epoch).
+    metadata = protocol.encode_metadata(replace(state, allocation=None, config_offset=-1), version)
     return MemberMetadataValue(
         group_epoch=group_epoch,
         instance_id=state.worker_id or "",
@@ -432,7 +446,8 @@ def coordinate(group: GroupState | None, inp: CoordinatorInput) -> Decision:
                 current, target, member_id, target_age_ms=age, rebalance_timeout_ms=inp.rebalance_timeout_ms
             )
             verdicts[member_id] = verdict
-            if verdict[0] is Verdict.FENCED and current is not None:
+            # The leader never fences itself: it knows what it runs better than its record as last read.
+            if verdict[0] is Verdict.FENCED and current is not None and member_id != inp.leader_id:
                 fenced.add(member_id)
                 records.append((CurrentMemberAssignmentKey(gid, member_id), None))
             elif verdict[0] is Verdict.REVOKING:

@@ -601,6 +601,14 @@ class Herder:
         self.awaiting_epoch = -1
         if not self.live_members:
             return []
+        behind = max(
+            coordinator.target_config_offset(group.target if group is not None else None),
+            max((state.config_offset for _v, state in self.live_members.values()), default=-1),
+        )
+        if self.snapshot.offset < behind:
+            # A leader behind the group's config (a new one, say) would compute from older work and undo
+            # the last target. Its config log reads on by itself; the config it reads brings it back here.
+            return []
         inp = CoordinatorInput(
             group_id=settings.group_id,
             generation=self.group.generation,

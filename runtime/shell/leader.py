@@ -21,7 +21,7 @@ from typing import Any
 from kconnect.config.worker import ConnectProtocol, GroupProtocol, WorkerConfig
 from kconnect.runtime import logs
 from kconnect.runtime.group import assignor, group_records, leader_memory, protocol
-from kconnect.runtime.group.herder import Herder, LeaderOutcome
+from kconnect.runtime.group.herder import Herder, LeaderOutcome, with_overrides
 from kconnect.runtime.group.member import WorkerMember
 from kconnect.runtime.group.protocol import ConnectAssignment, ProtocolName, WorkerState
 from kconnect.runtime.ids import TaskId
@@ -102,8 +102,10 @@ class LeaderRound:
 
     def metadata(self, url: str) -> WorkerState:
         """What this worker tells the group when it joins: its URL, config offset, what it holds (the
-        cooperative protocols' allocation), whether it is leaving, and its static assignment."""
-        connectors, tasks, _source = self.static_assignment()
+        cooperative protocols' allocation), whether it is leaving, and its static assignment as its
+        properties say (the leader applies overrides from the config topic itself, so an override takes
+        effect without this worker rejoining)."""
+        connectors, tasks = self.config.static_connectors, self.config.static_tasks
         static_tasks = []
         for text in tasks:
             try:
@@ -126,11 +128,12 @@ class LeaderRound:
         self, leader_id: str, protocol_name: ProtocolName, members: Mapping[str, tuple[int, WorkerState]]
     ) -> dict[str, ConnectAssignment]:
         """The member's assign callback: every member's assignment for the round this worker leads."""
-        states = {mid: state for mid, (_v, state) in members.items()}
-        max_offset = max(s.config_offset for s in states.values())
+        max_offset = max(state.config_offset for _v, state in members.values())
         if self.stores.config_offset() < max_offset:
             self.stores.read_config_to_end()
         snap = self.stores.snapshot()
+        # KIP-987 overrides over REST win over properties (the metadata carries the properties' only).
+        states = {mid: state for mid, (_v, state) in with_overrides(members, snap).items()}
         if (
             reconciles(self.config)
             and protocol_name.version >= protocol.V1

@@ -238,8 +238,7 @@ class Worker:
                 self._execute(actions)
 
     def _reconcile(self) -> None:
-        """``group.protocol=connect``: hand the herder the group records as read now (it coordinates as
-        the leader and reconciles as a member); nothing happens under classic rounds."""
+        """``group.protocol=connect``: the herder coordinates (leader) and reconciles from the records."""
         with self._lock:
             if not self.herder.group.reconciling:
                 return
@@ -276,9 +275,10 @@ class Worker:
         self._execute(actions)
         self.leader.write_group_records(joined.generation, joined.member_id, assignment)
         if assignment.reconcile:
-            # A leader new to the role resumes from every record the last one wrote.
+            # A leader new to the role resumes from every record the last one wrote, and from the config as
+            # read (the next drain hands the herder the newest config first, then reconciles).
             self.stores.read_group_records_to_end()
-            self._reconcile()
+            self._events.put(_CONFIG_MOVED)
         if self.herder.is_leader and protocol.version_for_protocol(joined.protocol) >= 2:
             session_keys.ensure(self.stores, self.config)
         self.started.set()

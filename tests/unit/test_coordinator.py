@@ -549,10 +549,19 @@ def test_an_invalid_acknowledgement_is_tombstoned_and_fenced() -> None:
 
 def test_an_acknowledgement_ahead_of_the_target_is_fenced() -> None:
     topic = settled(["m1", "m2"], WORK)
+    topic.write([(CurrentMemberAssignmentKey(G, "m2"), acked(7, A()))], NOW + 5)
+    decision, records = step(topic, inputs({"m1": worker("m1"), "m2": worker("m2")}, WORK, now=NOW + 10))
+    assert records == [(CurrentMemberAssignmentKey(G, "m2"), None)]
+    assert decision.fenced == frozenset({"m2"})
+
+
+def test_the_leader_never_fences_itself() -> None:
+    """The leader (m1 here) knows what it runs better than its own record as it last read it."""
+    topic = settled(["m1", "m2"], WORK)
     topic.write([(CurrentMemberAssignmentKey(G, "m1"), acked(7, A()))], NOW + 5)
     decision, records = step(topic, inputs({"m1": worker("m1"), "m2": worker("m2")}, WORK, now=NOW + 10))
-    assert records == [(CurrentMemberAssignmentKey(G, "m1"), None)]
-    assert decision.fenced == frozenset({"m1"})
+    assert records == [] and decision.fenced == frozenset()
+    assert decision.verdicts["m1"][0] is Verdict.FENCED
 
 
 def test_a_member_that_does_not_revoke_in_time_is_fenced() -> None:
@@ -573,8 +582,9 @@ def test_a_member_that_does_not_revoke_in_time_is_fenced() -> None:
     decision, records = step(topic, inputs(members, {"a": 2}, now=deadline - 1))
     assert records == [] and all(decision.verdicts[m] == (Verdict.REVOKING, 1) for m in holders)
     decision, records = step(topic, inputs(members, {"a": 2}, now=deadline))
-    assert records == [(CurrentMemberAssignmentKey(G, m), None) for m in holders]
-    assert decision.fenced == frozenset(holders) and not decision.bumped
+    fenced = [m for m in holders if m != "m1"]  # the leader (m1) never fences itself
+    assert records == [(CurrentMemberAssignmentKey(G, m), None) for m in fenced]
+    assert decision.fenced == frozenset(fenced) and not decision.bumped
 
 
 def test_a_member_that_revoked_in_time_is_not_fenced() -> None:

@@ -218,7 +218,8 @@ def test_a_new_leader_that_had_not_read_the_last_target_resumes_it() -> None:
     model.complete("m3")
     model.read("m3")
     assert shares(model, "m3") == before
-    assert (model.starts, model.stops) == moves
+    # Nothing is undone (no stop); m3 may meanwhile start the part of the target that is its own.
+    assert model.stops == moves[1]
     model.complete_all()
     model.settle()
     model.assert_converged()
@@ -253,15 +254,6 @@ def stale_leader() -> tuple[ReconcileModel, int]:
     return model, model.stops
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "product bug: Herder._coordinate (runtime/group/herder.py) coordinates from the herder's own config "
-        "snapshot without checking it against the config offset the current reconciled target was computed "
-        "from (or the members' reported offsets), so a new leader behind on config installs a target that "
-        "drops connector b; its owner stops it until the leader reads the config and bumps again"
-    ),
-)
 def test_a_new_leader_behind_on_config_does_not_undo_the_last_target() -> None:
     model, stops = stale_leader()
     model.begin_round("m3")
