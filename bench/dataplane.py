@@ -10,6 +10,9 @@ from a file through a fresh topic into an output file, one after the other:
 3. **kconnect**: one kconnect worker with the Spark executor, the same connectors, converters and
    settings. Its SparkSession is started before the clock (a warm-up sink connector), as a worker that
    already runs tasks has it; the reference worker is likewise started and joined before its clock.
+   Once per ``--group-protocol`` value (default ``connect,classic``), each on a fresh worker and group:
+   under ``connect`` the new connectors and tasks are reconciled without a JoinGroup/SyncGroup round,
+   under ``classic`` each assignment is a round, as in Apache Kafka Connect.
 
 Each time runs from connector creation (ceiling: first produce) until the output file holds every line;
 the outputs are then compared with the input. Peak resident memory is sampled from ``/proc`` every
@@ -20,6 +23,7 @@ is importable, Kafka -> Parquet records per second on the same kconnect worker.
     .venv/bin/python bench/dataplane.py                     # 1,000,000 records; minutes on 2 cores
     .venv/bin/python bench/dataplane.py --records 100000    # a quick run
     .venv/bin/python bench/dataplane.py --only ceiling,kconnect
+    .venv/bin/python bench/dataplane.py --group-protocol connect    # kconnect rows for one protocol only
 
 Test-broker workaround (Tansu reports a batch's base offset + 1 as the high watermark, DESIGN.md): a sink
 that reads up to the high watermark, as kconnect's does, would wait forever for the tail of the last
@@ -376,11 +380,12 @@ def wait_for_lines(
         time.sleep(0.2)
 
 
-def kconnect_worker(bootstrap: str, work: Path) -> WorkerProcess:
-    group = f"kc-{uuid.uuid4().hex[:6]}"
+def kconnect_worker(bootstrap: str, work: Path, group_protocol: str) -> WorkerProcess:
+    group = f"kc-{group_protocol}-{uuid.uuid4().hex[:6]}"
     props = worker_properties(bootstrap, group, free_port())
     props.update(
         {
+            "group.protocol": group_protocol,
             "key.converter": STRING_CONVERTER,
             "value.converter": STRING_CONVERTER,
             "offset.flush.interval.ms": FLUSH_INTERVAL_MS,
@@ -427,14 +432,14 @@ def create(worker: WorkerProcess, name: str, config: dict[str, str]) -> None:
         raise RuntimeError(f"creating {name} on the kconnect worker: {resp.status_code} {resp.text}")
 
 
-def warm_up(worker: WorkerProcess, bootstrap: str, work: Path) -> None:
+def warm_up(worker: WorkerProcess, bootstrap: str, work: Path, group_protocol: str) -> None:
     """Start the worker's SparkSession with a one-record sink connector, then delete the connector."""
     topic = f"warm-{uuid.uuid4().hex[:6]}"
     create_topic(bootstrap, topic)
     producer = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1})
     producer.produce(topic, b"warm")
     producer.flush(10)
-    out = work / "warm.txt"
+    out = work / f"warm-{group_protocol}.txt"
     create(worker, "bench-warm", {"connector.class": "FileStreamSink", "file": str(out), "topics": topic})
     wait_for_size(out, 5, 300, worker.alive)
     generation = worker.get("/workers").json()["this_worker"]["generation"]
@@ -444,16 +449,22 @@ def warm_up(worker: WorkerProcess, bootstrap: str, work: Path) -> None:
     def settled() -> bool:
         # The deletion's rebalance done, none under way: else the timed run's first requests would
         # wait it out (a write needs a settled group) and the clock would include the warm-up's round.
+        # Under group.protocol=connect a deletion is reconciled without a round (no new generation).
         me = worker.get("/workers").json()["this_worker"]
-        return bool(
-            me["generation"] > generation and not me["rebalancing"] and not me["assignment"]["connectors"]
-        )
+        idle = not me["rebalancing"] and not me["assignment"]["connectors"] and not me["assignment"]["tasks"]
+        return bool(idle and (group_protocol == "connect" or me["generation"] > generation))
 
     wait_until(settled, 60, "the group to settle after the warm-up")
 
 
 def run_kconnect(
-    worker: WorkerProcess, bootstrap: str, source: Path, out: Path, records: int, idle: dict[str, int]
+    worker: WorkerProcess,
+    bootstrap: str,
+    source: Path,
+    out: Path,
+    records: int,
+    idle: dict[str, int],
+    group_protocol: str,
 ) -> Result:
     topic = f"kc-{uuid.uuid4().hex[:6]}-lines"
     create_topic(bootstrap, topic)
@@ -479,7 +490,8 @@ def run_kconnect(
         "Spark JVM peak": mib(peak["jvm"]),
         "Spark Python workers peak": mib(peak["other"]),
     }
-    return Result("kconnect (Spark)", records, finished - started, "" if ok else "OUTPUT DIFFERS", memory)
+    label = f"kconnect (Spark) {group_protocol}"
+    return Result(label, records, finished - started, "" if ok else "OUTPUT DIFFERS", memory)
 
 
 # --- Kafka -> Parquet (the connector is another helper's work; this slot runs once it is importable)
@@ -504,9 +516,12 @@ def parquet_rows(path: Path) -> int:
     return rows
 
 
-def run_parquet(worker: WorkerProcess, bootstrap: str, source: Path, work: Path, records: int) -> Result:
+def run_parquet(
+    worker: WorkerProcess, bootstrap: str, source: Path, work: Path, records: int, group_protocol: str
+) -> Result:
+    label = f"kconnect Kafka -> Parquet {group_protocol}"
     if not parquet_available():
-        return Result("kconnect Kafka -> Parquet", records, None, f"not available ({PARQUET_CLASS})")
+        return Result(label, records, None, f"not available ({PARQUET_CLASS})")
     topic = f"pq-{uuid.uuid4().hex[:6]}"
     create_topic(bootstrap, topic)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
@@ -519,7 +534,7 @@ def run_parquet(worker: WorkerProcess, bootstrap: str, source: Path, work: Path,
                 except BufferError:
                     producer.poll(0.05)
     producer.flush(60)
-    path = work / "parquet"
+    path = work / f"parquet-{group_protocol}"
     path.mkdir()
     with Sentinels(bootstrap, topic):
         started = time.monotonic()
@@ -538,7 +553,35 @@ def run_parquet(worker: WorkerProcess, bootstrap: str, source: Path, work: Path,
         wait_until(lambda: parquet_rows(path) >= records or not health(), 1800, "parquet rows", 0.5)
         finished = time.monotonic()
     worker.request("DELETE", "/connectors/bench-parquet")
-    return Result("kconnect Kafka -> Parquet", records, finished - started, "topic pre-loaded")
+    return Result(label, records, finished - started, "topic pre-loaded")
+
+
+def run_kconnect_rows(
+    bootstrap: str, work: Path, source: Path, records: int, only: set[str], group_protocol: str
+) -> list[Result]:
+    """The kconnect and Parquet rows on one fresh kconnect worker with ``group.protocol=group_protocol``."""
+    results: list[Result] = []
+    worker = kconnect_worker(bootstrap, work, group_protocol)
+    try:
+        wait_until(lambda: (worker.workers() or {}).get("generation", -1) >= 0, 120, "the join")
+        assert worker.proc is not None
+        time.sleep(1)
+        idle = tree_rss(worker.proc.pid)
+        print(f"kconnect {group_protocol}: starting the SparkSession (warm-up, not timed) ...", flush=True)
+        warm_up(worker, bootstrap, work, group_protocol)
+        if "kconnect" in only:
+            print(f"kconnect {group_protocol}: FileStream source and sink ...", flush=True)
+            out = work / f"out-kconnect-{group_protocol}.txt"
+            results.append(run_kconnect(worker, bootstrap, source, out, records, idle, group_protocol))
+        if "parquet" in only:
+            print(f"kconnect {group_protocol}: Kafka -> Parquet ...", flush=True)
+            results.append(run_parquet(worker, bootstrap, source, work, records, group_protocol))
+    finally:
+        with contextlib.suppress(Exception):
+            worker.stop(60)
+        if worker.alive():
+            worker.kill()
+    return results
 
 
 # ------------------------------------------------------------------------------------------ main
@@ -546,12 +589,12 @@ def run_parquet(worker: WorkerProcess, bootstrap: str, source: Path, work: Path,
 
 def print_table(results: list[Result]) -> None:
     reference = next((r.rate for r in results if r.system.startswith("reference")), None)
-    print(f"\n{'system':30} {'records':>10} {'seconds':>8} {'rec/s':>10} {'x reference':>11}  note")
+    print(f"\n{'system':34} {'records':>10} {'seconds':>8} {'rec/s':>10} {'x reference':>11}  note")
     for r in results:
         seconds = f"{r.seconds:.1f}" if r.seconds else "-"
         rate = f"{r.rate:,.0f}" if r.rate else "-"
         ratio = f"{r.rate / reference:.2f}" if r.rate and reference else "-"
-        print(f"{r.system:30} {r.records:>10,} {seconds:>8} {rate:>10} {ratio:>11}  {r.note}")
+        print(f"{r.system:34} {r.records:>10,} {seconds:>8} {rate:>10} {ratio:>11}  {r.note}")
     for r in results:
         if r.memory:
             print(f"\nresident memory, {r.system}:")
@@ -580,9 +623,19 @@ def main(argv: list[str] | None = None) -> int:
         default="ceiling,reference,kconnect,parquet",
         help="systems to run, comma-separated; also reference-tuned (the reference with REFERENCE_TUNED)",
     )
+    parser.add_argument(
+        "--group-protocol",
+        default="connect,classic",
+        help="kconnect's group.protocol values, comma-separated: a fresh worker (and group) for each, "
+        "each with its kconnect and parquet rows",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, outputs)")
     args = parser.parse_args(argv)
     only = {s.strip() for s in args.only.split(",")}
+    group_protocols = [g.strip() for g in args.group_protocol.split(",") if g.strip()]
+    unknown = set(group_protocols) - {"connect", "classic"}
+    if unknown or not group_protocols:
+        parser.error(f"--group-protocol takes connect and/or classic, not {args.group_protocol!r}")
     print(
         f"{platform.node()}: {os.cpu_count()} CPUs, Python {platform.python_version()}; "
         f"{args.records:,} records of {args.size} bytes"
@@ -605,35 +658,10 @@ def main(argv: list[str] | None = None) -> int:
                 print("reference: Apache Kafka Connect 3.9, clients batching like librdkafka ...", flush=True)
                 out = work / "out-reference-tuned.txt"
                 results.append(run_reference(broker.bootstrap, work, source, out, args.records, tuned=True))
-            if only & {"kconnect", "parquet"}:
-                worker = kconnect_worker(broker.bootstrap, work)
-                try:
-                    wait_until(lambda: (worker.workers() or {}).get("generation", -1) >= 0, 120, "the join")
-                    assert worker.proc is not None
-                    time.sleep(1)
-                    idle = tree_rss(worker.proc.pid)
-                    print("kconnect: starting the SparkSession (warm-up, not timed) ...", flush=True)
-                    warm_up(worker, broker.bootstrap, work)
-                    if "kconnect" in only:
-                        print("kconnect: FileStream source and sink ...", flush=True)
-                        results.append(
-                            run_kconnect(
-                                worker,
-                                broker.bootstrap,
-                                source,
-                                work / "out-kconnect.txt",
-                                args.records,
-                                idle,
-                            )
-                        )
-                    if "parquet" in only:
-                        print("kconnect: Kafka -> Parquet ...", flush=True)
-                        results.append(run_parquet(worker, broker.bootstrap, source, work, args.records))
-                finally:
-                    with contextlib.suppress(Exception):
-                        worker.stop(60)
-                    if worker.alive():
-                        worker.kill()
+            for group_protocol in group_protocols if only & {"kconnect", "parquet"} else []:
+                results.extend(
+                    run_kconnect_rows(broker.bootstrap, work, source, args.records, only, group_protocol)
+                )
         except (httpx.HTTPError, RuntimeError, TimeoutError, AssertionError) as exc:
             print(f"\nbench aborted: {exc}", file=sys.stderr)
             print_table(results)
