@@ -37,7 +37,7 @@ from kconnect.runtime.errors import (
 )
 from kconnect.runtime.group.protocol import ConnectAssignment, ProtocolName, WorkerState
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.shell.view import WorkerView
+from kconnect.runtime.shell.view import WorkerView, member_holds
 from kconnect.runtime.shell.worker import Worker
 from kconnect.runtime.storage.config_log import TargetState
 
@@ -352,24 +352,7 @@ def create_app(worker: Worker) -> FastAPI:
         assignment: ConnectAssignment | None,
         leader_id: str,
     ) -> dict[str, Any]:
-        # Under the cooperative protocols an assignment lists only what is new; what a member owns is
-        # what it reported (its allocation) minus what was revoked plus what was assigned.
-        owned_c: set[str] = set()
-        owned_t: set[TaskId] = set()
-        if state is not None and state.allocation is not None and (assignment is None or assignment.version):
-            owned_c |= set(state.allocation.connectors)
-            owned_t |= set(state.allocation.tasks)
-        if assignment is not None:
-            owned_c -= set(assignment.revoked_connectors)
-            owned_t -= set(assignment.revoked_tasks)
-            owned_c |= set(assignment.connectors)
-            owned_t |= set(assignment.tasks)
-        if assignment is not None and assignment.reconcile:
-            # group.protocol=connect: the round moved nothing; what the member runs since is its record.
-            records = worker.group_state()
-            current = records.current.get(member_id) if records is not None else None
-            if current is not None:
-                owned_c, owned_t = set(current.assigned.connectors), set(current.assigned.tasks)
+        owned_c, owned_t = member_holds(member_id, state, assignment, worker.group_state())
         worker_id = worker_id_of(state)
         overrides = worker.snapshot().static_overrides
         override = overrides.get(worker_id or "")

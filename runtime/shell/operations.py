@@ -26,6 +26,7 @@ from kconnect.runtime.errors import (
     NotFoundError,
     RebalanceNeededError,
 )
+from kconnect.runtime.group.group_records import GroupState
 from kconnect.runtime.group.herder import RestartPlan, restart_plan
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.api import (
@@ -37,7 +38,7 @@ from kconnect.runtime.plugins.api import (
     connector_type,
 )
 from kconnect.runtime.shell import connector_offsets
-from kconnect.runtime.shell.view import LeaderView
+from kconnect.runtime.shell.view import LeaderView, member_holds
 from kconnect.runtime.shell.worker import Worker
 from kconnect.runtime.storage import config_log, status_log
 from kconnect.runtime.storage.config_log import TargetState
@@ -48,23 +49,13 @@ log = logs.get(__name__)
 ADMIN_TIMEOUT_S = 30.0
 
 
-def owner_url(view: LeaderView | None, task: TaskId) -> str | None:
-    """The URL of the member that owns ``task`` after the leader's last assignment.
-
-    Under the cooperative protocols an assignment lists only what is new: a member owns what it
-    reported when it joined, minus what was revoked, plus what was assigned.
-    """
+def owner_url(view: LeaderView | None, task: TaskId, records: GroupState | None = None) -> str | None:
+    """The URL of the member that runs ``task`` after the leader's last round (``view.member_holds``)."""
     if view is None:
         return None
     for member_id, (_version, state) in view.members.items():
-        assignment = view.assignments.get(member_id)
-        owned: set[TaskId] = set()
-        if state.allocation is not None and (assignment is None or assignment.version):
-            owned |= set(state.allocation.tasks)
-        if assignment is not None:
-            owned -= set(assignment.revoked_tasks)
-            owned |= set(assignment.tasks)
-        if task in owned:
+        _connectors, tasks = member_holds(member_id, state, view.assignments.get(member_id), records)
+        if task in tasks:
             return state.url
     return None
 
@@ -135,7 +126,7 @@ class ConnectorOperations:
             raise NotFoundError(f"Unknown connector: {name}")
         if snap.task_config(task) is None or number >= snap.task_count(name):
             raise NotFoundError(f"Unknown task: {task}")
-        url = owner_url(self.worker.view().leader_view, task)
+        url = owner_url(self.worker.view().leader_view, task, self.worker.group_state())
         if url is None:
             raise RebalanceNeededError(f"Cannot restart task {task}: it is not assigned to any worker yet")
         if url.rstrip("/") == self.worker.url.rstrip("/"):

@@ -67,6 +67,29 @@ class LeaderView:
     assignments: Mapping[str, ConnectAssignment]
 
 
+def member_holds(
+    member_id: str,
+    state: WorkerState | None,
+    assignment: ConnectAssignment | None,
+    records: GroupState | None,
+) -> tuple[set[str], set[TaskId]]:
+    """What a member runs after the leader's last round: under the cooperative protocols what it reported
+    (its allocation) minus what was revoked plus what was assigned; in a round that reconciles
+    (``group.protocol=connect``) the round moved nothing and its current-assignment record says."""
+    connectors: set[str] = set()
+    tasks: set[TaskId] = set()
+    if state is not None and state.allocation is not None and (assignment is None or assignment.version):
+        connectors |= set(state.allocation.connectors)
+        tasks |= set(state.allocation.tasks)
+    if assignment is not None:
+        connectors = (connectors - set(assignment.revoked_connectors)) | set(assignment.connectors)
+        tasks = (tasks - set(assignment.revoked_tasks)) | set(assignment.tasks)
+        current = records.current.get(member_id) if records is not None and assignment.reconcile else None
+        if current is not None:
+            connectors, tasks = set(current.assigned.connectors), set(current.assigned.tasks)
+    return connectors, tasks
+
+
 @dataclass(frozen=True, slots=True)
 class WorkerView:
     """One consistent reading of this worker's place in the group, taken under the worker's lock.
