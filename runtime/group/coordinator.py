@@ -38,13 +38,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from urllib.parse import urlsplit
 
 from kconnect.runtime.group import protocol
 from kconnect.runtime.group.assignor import CooperativeState, leader_assign
 from kconnect.runtime.group.group_records import (
     Assigned,
-    Assignor,
     ConnectorsTasksKey,
     ConnectorsTasksValue,
     CurrentMemberAssignmentKey,
@@ -63,6 +61,7 @@ from kconnect.runtime.group.group_records import (
     TargetMember,
 )
 from kconnect.runtime.group.group_view import scheduled_rebalance
+from kconnect.runtime.group.leader_memory import member_metadata
 from kconnect.runtime.group.protocol import ConnectAssignment, ProtocolName, WorkerState
 from kconnect.runtime.ids import TaskId
 
@@ -214,26 +213,10 @@ class Decision:
     verdicts: Mapping[str, tuple[Verdict, int]] = field(default_factory=dict)
 
 
-def _host(url: str) -> str:
-    try:
-        return urlsplit(url).hostname or ""
-    except ValueError:
-        return ""
-
-
-def _member_value(
-    group_epoch: int, name: ProtocolName, version: int, state: WorkerState
-) -> MemberMetadataValue:
+def _member_value(name: ProtocolName, version: int, state: WorkerState) -> MemberMetadataValue:
     # The allocation and the config offset are left out: they change with every reconciliation step and
     # config write, and are not group metadata (a change of either must not bump the group epoch).
-    metadata = protocol.encode_metadata(replace(state, allocation=None, config_offset=-1), version)
-    return MemberMetadataValue(
-        group_epoch=group_epoch,
-        instance_id=state.worker_id or "",
-        client_id=state.worker_id or "",
-        client_host=_host(state.url),
-        assignors=(Assignor(name, version, version, 0, version, metadata),),
-    )
+    return member_metadata(0, name, version, replace(state, allocation=None, config_offset=-1))
 
 
 def _work(work: Mapping[str, int]) -> Assigned:
@@ -358,7 +341,7 @@ def coordinate(group: GroupState | None, inp: CoordinatorInput) -> Decision:
     changed = not reconciled or held.epoch is None
     member_values: dict[str, MemberMetadataValue] = {}
     for member_id, (v, state) in sorted(inp.members.items()):
-        value = _member_value(0, inp.protocol, v, state)
+        value = _member_value(inp.protocol, v, state)
         before = held.members.get(member_id)
         if before is not None and replace(before, group_epoch=0) == value:
             member_values[member_id] = before

@@ -74,6 +74,29 @@ def _host(url: str) -> str:
         return ""
 
 
+def member_metadata(
+    group_epoch: int, protocol_name: ProtocolName, version: int, worker: WorkerState
+) -> MemberMetadataValue:
+    """One member's record (type 5): its worker metadata as the one assignor entry of the selected
+    protocol, and its worker id and host as instance, client and host."""
+    return MemberMetadataValue(
+        group_epoch=group_epoch,
+        instance_id=worker.worker_id or "",
+        client_id=worker.worker_id or "",
+        client_host=_host(worker.url),
+        assignors=(
+            Assignor(
+                name=protocol_name,
+                minimum_version=version,
+                maximum_version=version,
+                reason=0,
+                version=version,
+                metadata=protocol.encode_metadata(worker, version),
+            ),
+        ),
+    )
+
+
 def round_records(
     group_id: str,
     *,
@@ -90,29 +113,10 @@ def round_records(
     Members that were recorded but are no longer in the group get tombstones for their member metadata
     and current assignment. The caller drops records that did not change before writing.
     """
-    records: list[Record] = []
-    for member_id, (version, worker) in sorted(members.items()):
-        records.append(
-            (
-                MemberMetadataKey(group_id, member_id),
-                MemberMetadataValue(
-                    group_epoch=generation,
-                    instance_id=worker.worker_id or "",
-                    client_id=worker.worker_id or "",
-                    client_host=_host(worker.url),
-                    assignors=(
-                        Assignor(
-                            name=protocol_name,
-                            minimum_version=version,
-                            maximum_version=version,
-                            reason=0,
-                            version=version,
-                            metadata=protocol.encode_metadata(worker, version),
-                        ),
-                    ),
-                ),
-            )
-        )
+    records: list[Record] = [
+        (MemberMetadataKey(group_id, member_id), member_metadata(generation, protocol_name, version, worker))
+        for member_id, (version, worker) in sorted(members.items())
+    ]
     if previous is not None:
         gone = (set(previous.members) | set(previous.current)) - set(members)
         for member_id in sorted(gone):
