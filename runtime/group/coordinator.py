@@ -73,6 +73,7 @@ __all__ = [
     "is_reconciled_target",
     "judge",
     "target_config_offset",
+    "target_member",
     "target_share",
 ]
 
@@ -98,14 +99,18 @@ class Verdict(StrEnum):
     FENCED = "fenced"
 
 
+def target_member(target: TargetAssignmentValue | None, member_id: str) -> TargetMember | None:
+    """``member_id``'s entry in ``target``; None when it has none."""
+    for member in target.members if target is not None else ():
+        if member.member_id == member_id:
+            return member
+    return None
+
+
 def target_share(target: TargetAssignmentValue | None, member_id: str) -> Assigned | None:
     """What ``target`` gives ``member_id``; None when the member has no entry in it."""
-    if target is None:
-        return None
-    for member in target.members:
-        if member.member_id == member_id:
-            return member.assigned
-    return None
+    member = target_member(target, member_id)
+    return None if member is None else member.assigned
 
 
 def is_reconciled_target(target: TargetAssignmentValue | None) -> bool:
@@ -225,11 +230,12 @@ def _work(work: Mapping[str, int]) -> Assigned:
     )
 
 
-def _memory(group: GroupState, inp: CoordinatorInput, version: int) -> CooperativeState:
+def _memory(group: GroupState, inp: CoordinatorInput, version: int, reconciled: bool) -> CooperativeState:
     """The assignor's memory as the records hold it (what the last target accounted for, the delay
-    running), so that every leader, old or new, computes from the same state."""
+    running), so that every leader, old or new, computes from the same state. ``reconciled``: the
+    records' target is a coordinator's (``is_reconciled_target``) and the leader is not ``fresh``."""
     target, accounted = group.target, group.connectors_tasks
-    if inp.fresh or target is None or accounted is None or not is_reconciled_target(target):
+    if not reconciled or target is None or accounted is None:
         return CooperativeState(previous_version=version)
     due = scheduled_rebalance(group)
     scheduled_ms, delay_ms = (due[0], max(0, due[0] - inp.now_ms)) if due is not None else (0, 0)
@@ -250,11 +256,10 @@ def _memory(group: GroupState, inp: CoordinatorInput, version: int) -> Cooperati
     )
 
 
-def _allocations(group: GroupState, inp: CoordinatorInput) -> dict[str, Assigned]:
+def _allocations(group: GroupState, inp: CoordinatorInput, reconciled: bool) -> dict[str, Assigned]:
     """Where each live member stands for the assignor: its share of the last reconciled target (where it
     is heading), or what it reported in JoinGroup when no reconciled target exists yet (the group comes
     from classic rounds)."""
-    reconciled = is_reconciled_target(group.target) and not inp.fresh
     out: dict[str, Assigned] = {}
     for member_id, (_version, state) in inp.members.items():
         share = target_share(group.target, member_id) if reconciled else None
@@ -265,15 +270,17 @@ def _allocations(group: GroupState, inp: CoordinatorInput) -> dict[str, Assigned
 
 
 def compute_target(
-    group: GroupState, inp: CoordinatorInput, epoch: int
+    group: GroupState, inp: CoordinatorInput, epoch: int, *, reconciled: bool
 ) -> tuple[dict[str, Assigned], int, CooperativeState]:
     """The declarative target: each live member's share, the delay holding lost work back, and the
-    assignor's final memory. The group's assignor runs until it revokes nothing more (its fixed point)."""
+    assignor's final memory. The group's assignor runs until it revokes nothing more (its fixed point).
+    ``reconciled``: the records' target was a coordinator's (:func:`is_reconciled_target`)."""
     version = protocol.version_for_protocol(inp.protocol)
     if version < protocol.V1:
         raise ValueError("declarative reconciliation needs a cooperative protocol (compatible or newer)")
-    alloc = _allocations(group, inp)
-    memory = _memory(group, inp, version)
+    remembered = reconciled and not inp.fresh
+    alloc = _allocations(group, inp, remembered)
+    memory = _memory(group, inp, version, remembered)
     completed = memory.previous_generation
     generation = max(epoch, completed + 1)
     leaving = frozenset(m for m, (_v, s) in inp.members.items() if s.leaving)
@@ -368,7 +375,7 @@ def coordinate(group: GroupState | None, inp: CoordinatorInput) -> Decision:
     target_ts = held.target_timestamp_ms if held.target_timestamp_ms is not None else inp.now_ms
     if changed:
         epoch += 1
-        alloc, delay, memory = compute_target(held, inp, epoch)
+        alloc, delay, memory = compute_target(held, inp, epoch, reconciled=reconciled)
         unassigned_c, unassigned_t = memory.unassigned_connectors, memory.unassigned_tasks
         for member_id, value in member_values.items():
             if value.group_epoch == 0 or held.members.get(member_id) is None:

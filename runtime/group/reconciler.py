@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kconnect.runtime.group import protocol
-from kconnect.runtime.group.coordinator import target_share
+from kconnect.runtime.group.coordinator import target_member
 from kconnect.runtime.group.group_records import Assigned, CurrentMemberAssignmentValue, GroupState
 from kconnect.runtime.ids import TaskId
 
@@ -88,11 +88,10 @@ def reconcile(
     if acknowledged and mine is None:
         return Step(fenced=True, revoke=held)
     target = group.target
-    share = target_share(target, member_id)
-    if target is None or share is None:
+    entry = target_member(target, member_id)
+    if target is None or entry is None:
         return Step()
-    epoch = target.assignment_epoch
-    version = target_version(target, member_id)
+    epoch, share = target.assignment_epoch, entry.assigned
     revoke = Assigned(held.connectors - share.connectors, held.tasks - share.tasks)
     kept = Assigned(held.connectors & share.connectors, held.tasks & share.tasks)
     other_c, other_t = _others(group, member_id)
@@ -108,18 +107,9 @@ def reconcile(
         kept.connectors | (share.connectors - other_c),
         kept.tasks | (share.tasks - other_t),
     )
-    desired = _record(epoch, listed, version)
+    desired = _record(epoch, listed, entry.version)
     record = None if written == desired else desired
     pending = Assigned(
         share.connectors - kept.connectors - start.connectors, share.tasks - kept.tasks - start.tasks
     )
     return Step(epoch=epoch, revoke=revoke, record=record, start=start, pending=pending)
-
-
-def target_version(target: object, member_id: str) -> int:
-    """The protocol version of ``member_id``'s entry in the target (the group's protocol)."""
-    members = getattr(target, "members", ())
-    for member in members:
-        if member.member_id == member_id:
-            return int(member.version)
-    return protocol.V1
