@@ -139,10 +139,6 @@ def target_config_offset(target: TargetAssignmentValue | None) -> int:
     return offset
 
 
-def _subset(held: Assigned, share: Assigned) -> bool:
-    return held.connectors <= share.connectors and held.tasks <= share.tasks
-
-
 def judge(
     current: CurrentMemberAssignmentValue | None,
     target: TargetAssignmentValue,
@@ -162,7 +158,7 @@ def judge(
         return Verdict.JOINING, 0
     if current.member_epoch > epoch:
         return Verdict.FENCED, current.member_epoch
-    if _subset(current.assigned, share):
+    if current.assigned <= share:
         if current.member_epoch == epoch:
             return Verdict.STABLE, epoch
         return Verdict.ACCEPTED, epoch
@@ -318,10 +314,8 @@ def compute_target(
         revoked = False
         for m, a in result.items():
             revoked = revoked or bool(a.revoked_connectors or a.revoked_tasks)
-            alloc[m] = Assigned(
-                (alloc[m].connectors - set(a.revoked_connectors)) | set(a.connectors),
-                (alloc[m].tasks - set(a.revoked_tasks)) | set(a.tasks),
-            )
+            stopped = Assigned(frozenset(a.revoked_connectors), frozenset(a.revoked_tasks))
+            alloc[m] = (alloc[m] - stopped) | Assigned(frozenset(a.connectors), frozenset(a.tasks))
         delay = max((a.delay_ms for a in result.values()), default=0)
         if not revoked:
             break

@@ -113,6 +113,19 @@ class Assigned:
         object.__setattr__(self, "connectors", frozenset(self.connectors))
         object.__setattr__(self, "tasks", frozenset(self.tasks))
 
+    # Set algebra over both halves at once: a reconciliation is revoke = held - share, kept = held & share.
+    def __sub__(self, other: Assigned) -> Assigned:
+        return Assigned(self.connectors - other.connectors, self.tasks - other.tasks)
+
+    def __and__(self, other: Assigned) -> Assigned:
+        return Assigned(self.connectors & other.connectors, self.tasks & other.tasks)
+
+    def __or__(self, other: Assigned) -> Assigned:
+        return Assigned(self.connectors | other.connectors, self.tasks | other.tasks)
+
+    def __le__(self, other: Assigned) -> bool:
+        return self.connectors <= other.connectors and self.tasks <= other.tasks
+
 
 @dataclass(frozen=True, slots=True)
 class GroupMetadataValue:

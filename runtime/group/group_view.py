@@ -112,10 +112,6 @@ def recorded_rebalance_timeout(state: GroupState) -> int | None:
     return None
 
 
-def _minus(a: Assigned, b: Assigned) -> Assigned:
-    return Assigned(a.connectors - b.connectors, a.tasks - b.tasks)
-
-
 def reconciliation(state: GroupState, now_ms: int, rebalance_timeout_ms: int | None = None) -> dict[str, Any]:
     """The epochs and how far each member is from its target share, as JSON-ready data.
 
@@ -154,8 +150,8 @@ def reconciliation(state: GroupState, now_ms: int, rebalance_timeout_ms: int | N
         if target is not None:
             held = Assigned() if current is None else current.assigned
             share = coordinator.target_share(target, member_id) or Assigned()
-            entry["to_revoke"] = _assigned_json(_minus(held, share))
-            entry["to_receive"] = _assigned_json(_minus(share, held))
+            entry["to_revoke"] = _assigned_json(held - share)
+            entry["to_receive"] = _assigned_json(share - held)
             if reconciled:
                 verdict, _epoch = coordinator.judge(
                     current,

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from kconnect.runtime.group import protocol
 from kconnect.runtime.group.coordinator import target_member
 from kconnect.runtime.group.group_records import Assigned, CurrentMemberAssignmentValue, GroupState
-from kconnect.runtime.ids import TaskId
 
 __all__ = ["Step", "reconcile"]
 
@@ -51,14 +50,13 @@ class Step:
     pending: Assigned = field(default_factory=Assigned)
 
 
-def _others(group: GroupState, member_id: str) -> tuple[set[str], set[TaskId]]:
-    connectors: set[str] = set()
-    tasks: set[TaskId] = set()
+def _others(group: GroupState, member_id: str) -> Assigned:
+    """Everything another member's record lists (runs, or has claimed)."""
+    others = Assigned()
     for other, current in group.current.items():
         if other != member_id:
-            connectors |= current.assigned.connectors
-            tasks |= current.assigned.tasks
-    return connectors, tasks
+            others |= current.assigned
+    return others
 
 
 def _record(epoch: int, assigned: Assigned, version: int) -> CurrentMemberAssignmentValue:
@@ -92,24 +90,14 @@ def reconcile(
     if target is None or entry is None:
         return Step()
     epoch, share = target.assignment_epoch, entry.assigned
-    revoke = Assigned(held.connectors - share.connectors, held.tasks - share.tasks)
-    kept = Assigned(held.connectors & share.connectors, held.tasks & share.tasks)
-    other_c, other_t = _others(group, member_id)
+    revoke, kept = held - share, held & share
+    others = _others(group, member_id)
     # Claimed and read back at this epoch, and nobody else lists it: start it.
     start = Assigned()
     if mine is not None and mine.member_epoch == epoch:
-        start = Assigned(
-            (mine.assigned.connectors & share.connectors) - kept.connectors - other_c,
-            (mine.assigned.tasks & share.tasks) - kept.tasks - other_t,
-        )
+        start = (mine.assigned & share) - kept - others
     # The record lists what keeps running and everything of the share nobody else lists (claims).
-    listed = Assigned(
-        kept.connectors | (share.connectors - other_c),
-        kept.tasks | (share.tasks - other_t),
-    )
-    desired = _record(epoch, listed, entry.version)
+    desired = _record(epoch, kept | (share - others), entry.version)
     record = None if written == desired else desired
-    pending = Assigned(
-        share.connectors - kept.connectors - start.connectors, share.tasks - kept.tasks - start.tasks
-    )
+    pending = share - kept - start
     return Step(epoch=epoch, revoke=revoke, record=record, start=start, pending=pending)
