@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 #: In the embedded protocol's assignment arrays, task id -1 stands for the connector instance itself.
@@ -25,3 +26,16 @@ class TaskId:
         if not sep or not name or not number.isdigit():
             raise ValueError(f"'{text}' is not a task id of the form <connector>-<task number>")
         return cls(name, int(number))
+
+    @classmethod
+    def parse_valid(cls, texts: Iterable[str]) -> tuple[tuple[TaskId, ...], tuple[str, ...]]:
+        """The task ids among ``texts``, and the texts that are not one: a static assignment read from
+        properties or an override is used for what parses, and the caller decides how to report the rest."""
+        valid: list[TaskId] = []
+        malformed: list[str] = []
+        for text in texts:
+            try:
+                valid.append(cls.parse(text))
+            except ValueError:
+                malformed.append(text)
+        return tuple(valid), tuple(malformed)

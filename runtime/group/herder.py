@@ -206,13 +206,8 @@ def with_overrides(
     for member_id, (version, state) in members.items():
         override = snapshot.static_overrides.get(state.worker_id or "")
         if override is not None:
-            tasks = []
-            for text in override.tasks:
-                try:
-                    tasks.append(TaskId.parse(text))
-                except ValueError:
-                    continue
-            state = replace(state, static_connectors=tuple(override.connectors), static_tasks=tuple(tasks))
+            tasks, _malformed = TaskId.parse_valid(override.tasks)  # REST refuses malformed ones
+            state = replace(state, static_connectors=tuple(override.connectors), static_tasks=tasks)
         out[member_id] = (version, state)
     return out
 

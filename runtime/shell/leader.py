@@ -105,13 +105,9 @@ class LeaderRound:
         cooperative protocols' allocation), whether it is leaving, and its static assignment as its
         properties say (the leader applies overrides from the config topic itself, so an override takes
         effect without this worker rejoining)."""
-        connectors, tasks = self.config.static_connectors, self.config.static_tasks
-        static_tasks = []
-        for text in tasks:
-            try:
-                static_tasks.append(TaskId.parse(text))
-            except ValueError:
-                log.warning("ignoring a malformed static task id", task=text)
+        static_tasks, malformed = TaskId.parse_valid(self.config.static_tasks)
+        for text in malformed:
+            log.warning("ignoring a malformed static task id", task=text)
         with self._lock:
             return WorkerState(
                 url=url,
@@ -120,8 +116,8 @@ class LeaderRound:
                 leaving=self.herder.leaving,
                 reconciles=reconciles(self.config),
                 worker_id=self.worker_id,
-                static_connectors=tuple(connectors),
-                static_tasks=tuple(static_tasks),
+                static_connectors=tuple(self.config.static_connectors),
+                static_tasks=static_tasks,
             )
 
     def assign(
