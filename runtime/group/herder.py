@@ -308,7 +308,8 @@ class Herder:
     awaiting_since_ms: int = 0
     #: When the coordinating leader must look again (a delay or revocation deadline); None: no need.
     wake_at_ms: int | None = None
-    #: The coordinator's last judgement of each member (``GET /group``, metrics).
+    #: The coordinator's last step as this leader took it (fenced members, verdicts), for inspection;
+    #: ``GET /group`` and the metrics read the same from the records (``group_view.reconciliation``).
     last_decision: coordinator.Decision | None = None
     #: The generation completed before the current one (-1: the current one is this process's first),
     #: and the generation this worker last installed a target in as the coordinating leader.
