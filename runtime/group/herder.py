@@ -30,6 +30,9 @@ from kconnect.runtime.ids import TaskId
 from kconnect.runtime.storage.config_log import ClusterConfigSnapshot, Properties, RestartRequest, TargetState
 from kconnect.runtime.storage.status_log import State, StatusState
 
+#: Why a leaving worker under reconciliation asks for another round (:meth:`Herder.join_leaving`).
+LATE_LEAVE_REASON = "graceful hand-over: the round began before the worker began leaving"
+
 # --------------------------------------------------------------------------------------------- actions
 
 
@@ -284,6 +287,8 @@ class Herder:
     rebalances_completed: int = 0
     #: Graceful hand-over (kconnect's, beyond Apache Kafka Connect): the worker announced it is leaving.
     leaving: bool = False
+    #: Whether the JoinGroup this worker sent last carried the leaving flag (:meth:`join_leaving`).
+    leave_announced: bool = False
     #: The target state each running connector and task was last started or transitioned with.
     connector_targets: dict[str, TargetState] = field(default_factory=dict)
     task_targets: dict[TaskId, TargetState] = field(default_factory=dict)
@@ -470,6 +475,10 @@ class Herder:
             self._reset_reconciliation()
         if self.leaving and not self.group.reconciling:
             return actions + self._leave_step(version, assignment)
+        if self.leaving and not self.leave_announced:
+            # It began leaving while this round's JoinGroup was already sent without the flag: the leader
+            # kept its work in the target. Say it in one more round.
+            return [*actions, RequestRejoin(LATE_LEAVE_REASON)]
         if self.leaving:
             return actions  # the leader's next target gives this worker nothing: see on_group_records
         actions += self._converge()
@@ -556,6 +565,16 @@ class Herder:
         if not self.owned_connectors and not self.owned_tasks:
             return [ReadyToLeave()]
         return [RequestRejoin("graceful hand-over")]
+
+    def join_leaving(self) -> bool:
+        """The leaving flag for the JoinGroup being sent, remembered.
+
+        Under reconciliation only the leader's target moves a leaving worker's work, and the leader learns
+        of the departure from JoinGroup metadata alone; a round joined before the worker began leaving
+        must therefore be followed by one that says so (see :meth:`on_rebalanced`).
+        """
+        self.leave_announced = self.leaving
+        return self.leaving
 
     def on_task_configs(self, connector: str, configs: Sequence[Mapping[str, str]]) -> list[Action]:
         """A connector running here computed its task configs; publish them only when they differ."""

@@ -113,7 +113,7 @@ class LeaderRound:
                 url=url,
                 config_offset=self.stores.config_offset(),
                 allocation=self.herder.current_allocation(),
-                leaving=self.herder.leaving,
+                leaving=self.herder.join_leaving(),
                 reconciles=reconciles(self.config),
                 worker_id=self.worker_id,
                 static_connectors=tuple(self.config.static_connectors),

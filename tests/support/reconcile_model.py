@@ -158,7 +158,7 @@ class ReconcileModel:
             member.url,
             member.herder.snapshot.offset,
             member.herder.current_allocation(),
-            leaving=member.herder.leaving,
+            leaving=member.herder.join_leaving(),
             worker_id=member.member_id,
             reconciles=True,
         )
@@ -314,6 +314,9 @@ class ReconcileModel:
             return
         assert not m.running(), f"{member_id} leaves while running {sorted(map(str, m.running()))}"
         rest = sorted(set(self.members) - {member_id})
+        if not rest:
+            self.remove(member_id)  # the last member: the group is empty, no round follows
+            return
         self.begin_round(self.leader if self.leader in rest else rest[0], rest)
 
     def remove(self, member_id: str) -> None:
@@ -385,7 +388,7 @@ class ReconcileModel:
                 self.append(m, action)
             elif isinstance(action, RequestRejoin):
                 self.rejoins.append(Rejoin(m.member_id, action.reason, m.herder.rebalancing, self.steps))
-                if action.reason == "graceful hand-over":
+                if action.reason.startswith("graceful hand-over"):
                     m.announced = True
             elif isinstance(action, ReadyToLeave):
                 m.ready_to_leave = True

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from kconnect.runtime.group.coordinator import is_reconciled_target
 from kconnect.runtime.group.group_records import Assigned
+from kconnect.runtime.group.herder import LATE_LEAVE_REASON
 from tests.support.reconcile_model import DoubleRun, ReconcileModel
 
 MEMBERS = ("m1", "m2", "m3")
@@ -21,7 +22,8 @@ WORK = {"a": 3, "b": 2}
 def assert_no_round_asked(model: ReconcileModel) -> None:
     """No herder asked for a classic round outside one, except to announce a graceful hand-over (the
     leaving flag travels in JoinGroup metadata)."""
-    outside = [r for r in model.rejoins if not r.during_round and r.reason != "graceful hand-over"]
+    announcing = ("graceful hand-over", LATE_LEAVE_REASON)
+    outside = [r for r in model.rejoins if not r.during_round and r.reason not in announcing]
     assert outside == [], f"a classic round was asked for while reconciling: {outside}"
 
 
@@ -341,6 +343,32 @@ def test_a_graceful_leave_hands_the_work_over_before_the_member_goes() -> None:
     model.assert_converged()
     assert held <= set(model.owners())
     assert_no_round_asked(model)
+
+
+@pytest.mark.parametrize("members", [MEMBERS, ("m1",)], ids=["three-members", "the-last-member"])
+def test_a_worker_that_begins_leaving_during_a_round_says_so_in_one_more(members: tuple[str, ...]) -> None:
+    """SIGTERM while a round is on: the JoinGroup already went out without the leaving flag, so the
+    leader's target keeps the worker's share; without another round it would wait for a target that
+    never comes (until rebalance.timeout.ms)."""
+    model = ReconcileModel(members, WORK, max_delay_ms=30_000)
+    model.settle()
+    leaving = model.members[members[-1]]
+    held = leaving.running()
+    assert held
+    model.begin_round("m1")  # a round someone else asked for: the metadata says the worker stays
+    model.execute(leaving, leaving.herder.begin_leave())
+    model.complete_all()
+    model.settle()
+    assert leaving.running() == held and not leaving.ready_to_leave
+    assert [r.reason for r in model.rejoins if r.member == leaving.member_id][-1] == LATE_LEAVE_REASON
+    model.begin_round("m1")  # the round it asked for carries the flag
+    model.complete_all()
+    model.settle()
+    assert not leaving.running()
+    assert leaving.member_id not in model.members, "it went once it had released everything"
+    if len(members) > 1:
+        model.assert_converged()
+        assert held <= set(model.owners())
 
 
 @pytest.mark.parametrize("max_delay_ms", [0, 30_000], ids=["no-delay", "with-delay"])
