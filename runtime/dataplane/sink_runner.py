@@ -276,6 +276,8 @@ class SinkTaskRunner(TaskRunner):
             if transforms:
                 raw.unpersist()
         self._spark_failures = 0
+        # Java records the topic each consumed record was read from, before transforms and conversion.
+        self.track_topics({tp.topic for tp in consumed})
         collected = time.monotonic()
         if self._open_new(consumed) and self._rewound():
             return  # open() moved the start (a task that keeps its own offsets): nothing delivered
@@ -399,6 +401,7 @@ class SinkTaskRunner(TaskRunner):
             if not positions:
                 return
             ranges = {TopicPartition(str(r[0]), int(r[1])): (int(r[2]), int(r[3])) for r in positions}
+            self.track_topics({tp.topic for tp in ranges})
             prepared = prepare(self._plan, raw).persist()
             good, failed = split(prepared)
             self._handle_failed(failed)

@@ -200,6 +200,9 @@ class SourceTaskRunner(TaskRunner):
         self._storing: Future[None] | None = None
         self._delivery_error: str | None = None
         self._hears_acks = type(task).commit_record is not SourceTask.commit_record
+        #: Topics of records Kafka acknowledged since the last look (KIP-558 tracking, when on): Java
+        #: records a source task's topic from the producer's callback, under the topic it was sent to.
+        self._acked_topics: set[str] = set()
         self.source.initialize(_SourceContext(self.config, _OffsetReader(task_id.connector, read_offsets)))
 
     def _on_delivery(self, error: Any, message: Any) -> None:
@@ -209,9 +212,13 @@ class SourceTaskRunner(TaskRunner):
     def _batch_callback(self, batch: _Submitted) -> Callable[[Any, Any], None]:
         """The producer callback for the records of one poll: count each acknowledgement, note a failure."""
 
+        acked = self._acked_topics if self.active_topics is not None else None
+
         def delivered(error: Any, message: Any) -> None:
             if error is None:
                 batch.pending -= 1
+                if acked is not None:
+                    acked.add(message.topic())
             else:
                 self._on_delivery(error, message)
 
@@ -226,9 +233,13 @@ class SourceTaskRunner(TaskRunner):
         rely on it. The callback runs inside ``producer.poll``/``flush`` on this task's own thread.
         """
 
+        acked = self._acked_topics if self.active_topics is not None else None
+
         def delivered(error: Any, message: Any) -> None:
             if error is None:
                 batch.pending -= 1
+                if acked is not None:
+                    acked.add(message.topic())
                 self._tell_task(record, message)
             else:
                 self._on_delivery(error, message)
@@ -338,6 +349,7 @@ class SourceTaskRunner(TaskRunner):
                 producer.poll(0)
                 if self._delivery_error is not None:
                     raise ConnectorError(self._delivery_error)
+                self._track_acknowledged()
                 if time.monotonic() >= next_flush:
                     self._flush(producer)
                     next_flush = time.monotonic() + self._flush_interval_s
@@ -345,9 +357,16 @@ class SourceTaskRunner(TaskRunner):
             if self.failed is None and self._delivery_error is None:
                 try:
                     self._flush(producer, final=True)
+                    self._track_acknowledged()
                 except Exception as exc:
                     self.log.warning("final offset flush failed", error=str(exc))
             self._committer.shutdown(wait=True)
+
+    def _track_acknowledged(self) -> None:
+        if self._acked_topics:
+            topics = set(self._acked_topics)
+            self._acked_topics.clear()  # the same set: the delivery callbacks hold it
+            self.track_topics(topics)
 
     # --- exactly-once (KIP-618)
 
@@ -499,6 +518,8 @@ class SourceTaskRunner(TaskRunner):
         producer.flush(self._flush_timeout_s)  # nothing is outstanding: this serves the delivery reports
         acks, self._acks = self._acks, {}
         self.counters.count_offset_commit(started)
+        if self.active_topics is not None:
+            self.track_topics({message.topic() for message in acks.values()})
         for index, record in enumerate(records):
             self._tell_task(record, acks.get(index))  # None: skipped or dropped by the chain, never produced
         self.source.commit()

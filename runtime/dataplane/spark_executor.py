@@ -26,6 +26,7 @@ from typing import Any
 from kconnect.config.worker import ExactlyOnceSourceSupport, WorkerConfig
 from kconnect.runtime import logs
 from kconnect.runtime.client_config import Role
+from kconnect.runtime.dataplane.active_topics import ActiveTopics
 from kconnect.runtime.dataplane.converters import converter_config
 from kconnect.runtime.dataplane.exactly_once import exactly_once
 from kconnect.runtime.dataplane.executor import FailureListener, TaskCounters, TaskState
@@ -35,6 +36,7 @@ from kconnect.runtime.dataplane.task_runner import TaskRunner, client_settings, 
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.api import ConnectorError, PluginRegistry, SinkTask, SourceTask
 from kconnect.runtime.storage.offset_log import OffsetState, SourceOffset
+from kconnect.runtime.storage.status_log import TopicStatus
 
 log = logs.get(__name__)
 
@@ -129,8 +131,12 @@ class SparkExecutor:
         task_count: Callable[[str], int] | None = None,
         sync_offsets: Callable[[], OffsetState] | None = None,
         fence: Callable[[str], None] | None = None,
+        topic_status: tuple[Callable[[str, str], bool], Callable[[TopicStatus], None]] | None = None,
     ) -> None:
         self.config = config
+        #: KIP-558: whether the status topic has a connector's topic record, and how to write one (None:
+        #: ``topic.tracking.enable=false``).
+        self._topic_status = topic_status
         #: Waits until a connector's task generation is fenced (zombie fencing, exactly-once sources).
         self._fence = fence
         #: The offsets topic read to its end (an exactly-once task reads it after fencing, before start).
@@ -183,6 +189,8 @@ class SparkExecutor:
         paused = target_state != "STARTED"
         try:
             runner = self._runner(task, config)
+            if self._topic_status is not None:
+                runner.active_topics = ActiveTopics(task, *self._topic_status)
             runner.start(paused)
         except Exception:
             trace = traceback.format_exc()

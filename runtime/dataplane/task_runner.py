@@ -14,12 +14,13 @@ import importlib
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kconnect.runtime import logs
 from kconnect.runtime.client_config import Role, task_clients
+from kconnect.runtime.dataplane.active_topics import ActiveTopics
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.api import ConnectorError, PluginRegistry, Task
 
@@ -113,6 +114,8 @@ class TaskRunner:
         self._thread: threading.Thread | None = None
         self.failed: str | None = None
         self.log = logs.get("kconnect.task", task=str(task_id))
+        #: KIP-558 topic tracking (``topic.tracking.enable``); None when the worker disables it.
+        self.active_topics: ActiveTopics | None = None
 
     # --- lifecycle, called by the executor
 
@@ -169,6 +172,11 @@ class TaskRunner:
                 self.task.stop()
             except Exception as exc:
                 self.log.warning("task stop failed", error=str(exc))
+
+    def track_topics(self, topics: Iterable[str]) -> None:
+        """Record the topics a batch used as the connector's active topics (when tracking is on)."""
+        if self.active_topics is not None:
+            self.active_topics.record(topics)
 
     def run(self) -> None:
         """The task's loop, on its own thread, until ``stop`` (each kind of runner has its own); what it

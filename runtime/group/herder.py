@@ -97,6 +97,15 @@ class ReadyToLeave:
 
 
 @dataclass(frozen=True, slots=True)
+class ResetActiveTopics:
+    """A deleted connector's work stopped here: forget the topics it used (KIP-558), as Java's herder
+    does for revoked work of connectors no longer configured, so that a new connector of the same name
+    starts with none."""
+
+    connector: str
+
+
+@dataclass(frozen=True, slots=True)
 class TransitionConnector:
     """A connector running here moves to a new target state (Java's ``Worker.setTargetState``).
 
@@ -158,6 +167,7 @@ Action = (
     | RequestRejoin
     | CatchUpConfig
     | ReadyToLeave
+    | ResetActiveTopics
     | TransitionConnector
     | TransitionTask
     | ReportRestarting
@@ -712,6 +722,11 @@ class Herder:
             self.connector_targets.pop(c, None)
             if self.running_connectors.pop(c, None) is not None:
                 actions.append(StopConnector(c))
+        # A deleted connector's last piece here stopped: forget its topics (once, after its last stop).
+        stopped = {a.name for a in actions if isinstance(a, StopConnector)}
+        stopped |= {a.task.connector for a in actions if isinstance(a, StopTask)}
+        still = set(self.running_connectors) | {t.connector for t in self.running_tasks}
+        actions += [ResetActiveTopics(c) for c in sorted(stopped - still) if not self.snapshot.contains(c)]
         return actions
 
     def _mark_restarts_seen(self, snapshot: ClusterConfigSnapshot) -> None:

@@ -274,8 +274,7 @@ class ConnectorOperations:
             raise ForbiddenError("Topic tracking is disabled.")
         if not self.worker.config.topic_tracking_allow_reset:
             raise ForbiddenError("Topic tracking reset is disabled.")
-        for topic in self.worker.status_state().topics(name):
-            self.worker.write_status(status_log.TopicStatusDeletion(topic.topic, name))
+        self.worker.reset_active_topics(name)
 
 
 def _is(exc: KafkaException, code: int) -> bool:

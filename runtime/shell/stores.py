@@ -250,6 +250,11 @@ class InternalTopics:
         key, value = status_log.encode(record)
         self._require(self._status_log).send(key, value)
 
+    def reset_active_topics(self, connector: str) -> None:
+        """Tombstone every active-topic record of ``connector`` (KIP-558) that the status topic shows."""
+        for topic in self.status_state().topics(connector):
+            self.write_status(status_log.TopicStatusDeletion(topic.topic, connector))
+
     def write_source_offsets(self, records: list[SourceOffset]) -> None:
         """Write offsets-topic records (tombstones for None offsets) and read them back."""
         olog = self._require(self._offset_log)

@@ -120,6 +120,7 @@ class Worker:
         self.source_offsets = self.stores.source_offsets
         self.write_source_offsets = self.stores.write_source_offsets
         self.write_status = self.stores.write_status
+        self.reset_active_topics = self.stores.reset_active_topics
         self.require_leader = self.writes.require_leader
         self.put_connector_config = self.writes.put_connector_config
         self.write_task_configs = self.writes.write_task_configs
@@ -137,7 +138,13 @@ class Worker:
             task_count=lambda connector: self.stores.snapshot().task_count(connector),
             sync_offsets=self.stores.source_offsets,
             fence=self.writes.ensure_fenced,
+            topic_status=(self._topic_known, self.stores.write_status)
+            if self.config.topic_tracking_enable
+            else None,
         )
+
+    def _topic_known(self, connector: str, topic: str) -> bool:
+        return self.stores.status_state().topic_status(connector, topic) is not None
 
     # =========================================================================================== startup
 
@@ -324,6 +331,9 @@ class Worker:
                 self._require_member().request_rejoin()
         elif isinstance(action, hd.ReadyToLeave):
             self._ready_to_leave.set()
+        elif isinstance(action, hd.ResetActiveTopics):
+            if self.config.topic_tracking_enable:
+                self.reset_active_topics(action.connector)
         elif isinstance(action, hd.WriteGroupRecords):
             try:
                 written = self.stores.write_changed_group_records(action.records)

@@ -7,6 +7,7 @@ other pipeline keeps running. One worker for the module: the SparkSession takes 
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
@@ -391,3 +392,87 @@ def test_sink_task_context_offset_and_a_retriable_put(pipeline: Pipeline) -> Non
     puts = [int(x) for x in (p.workdir / "context.txt.puts").read_text().split()]
     assert puts[:2] == [5, 5], puts  # the retriable put got the same records again
     assert "put failed with a retriable error" in p.worker.log_text()
+
+
+def status_records(bootstrap: str, topic: str, key_prefix: str) -> list[tuple[str, Any]]:
+    """The status topic's records whose key starts with ``key_prefix``, read until quiet for 3 s."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"check-{uuid.uuid4().hex[:6]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    partitions = consumer.list_topics(topic, timeout=15).topics[topic].partitions
+    # Assigned, not subscribed: no group round to wait for before the first record.
+    consumer.assign([TopicPartition(topic, n, OFFSET_BEGINNING) for n in partitions])
+    out: list[tuple[str, Any]] = []
+    quiet_since = time.monotonic()
+    try:
+        while time.monotonic() - quiet_since < 3:
+            message = consumer.poll(0.5)
+            if message is None or message.error() is not None:
+                continue
+            quiet_since = time.monotonic()
+            key = (message.key() or b"").decode()
+            if key.startswith(key_prefix):
+                value = message.value()
+                out.append((key, json.loads(value) if value is not None else None))
+    finally:
+        consumer.close()
+    return out
+
+
+def test_active_topics_recorded_once_reset_and_forgotten_with_the_connector(pipeline: Pipeline) -> None:
+    """KIP-558 with real tasks: each task records the topic it produced to or consumed from once, as
+    Java's ``status-topic-<topic>:connector-<name>`` records; a reset empties the list until the topic is
+    used again; deleting a connector forgets its topics."""
+    p = pipeline
+    topic = f"active-{uuid.uuid4().hex[:6]}"
+    create_topic(p.bootstrap, topic)
+    source_file, sink_file = p.workdir / "active-in.txt", p.workdir / "active-out.txt"
+    source_file.write_text("".join(f"a{n}\n" for n in range(50)))
+    common = {"tasks.max": "1", "connector.class": "FileStreamSource", "file": str(source_file)}
+    p.create("at-src", {**common, "topic": topic})
+    p.create(
+        "at-sink",
+        {"connector.class": "FileStreamSink", "file": str(sink_file), "topics": topic, "tasks.max": "1"},
+    )
+
+    def lines() -> int:
+        return len(sink_file.read_text().splitlines()) if sink_file.exists() else 0
+
+    def topics(name: str) -> Any:
+        resp = p.worker.get(f"/connectors/{name}/topics")
+        assert resp.status_code == 200, resp.text
+        return resp.json()
+
+    wait_until(lambda: lines() >= 50, 120, "50 lines through the active-topics pipeline")
+    for name in ("at-src", "at-sink"):
+        wait_until(lambda n=name: topics(n) == {n: {"topics": [topic]}}, 30, f"{name}'s active topic")
+    with source_file.open("a") as out:
+        out.write("".join(f"b{n}\n" for n in range(50)))
+    wait_until(lambda: lines() >= 100, 60, "50 more lines")
+
+    status_topic = p.worker.props["status.storage.topic"]
+    records = status_records(p.bootstrap, status_topic, f"status-topic-{topic}:")
+    by_key = sorted(key for key, _v in records)
+    # Once per topic per connector, however many records and batches went through.
+    assert by_key == [f"status-topic-{topic}:connector-at-sink", f"status-topic-{topic}:connector-at-src"]
+    for key, value in records:
+        recorded = value["topic"]
+        assert recorded["name"] == topic and key.endswith(f":connector-{recorded['connector']}")
+        assert recorded["task"] == 0 and recorded["discoverTimestamp"] > 0
+
+    resp = p.worker.request("PUT", "/connectors/at-src/topics/reset")
+    assert resp.status_code == 202, resp.text
+    wait_until(lambda: topics("at-src") == {"at-src": {"topics": []}}, 30, "the source's topics reset")
+    with source_file.open("a") as out:
+        out.write("c0\n")
+    wait_until(lambda: topics("at-src") == {"at-src": {"topics": [topic]}}, 60, "the topic recorded anew")
+
+    assert p.worker.request("DELETE", "/connectors/at-sink").status_code == 204
+    wait_until(lambda: topics("at-sink") == {"at-sink": {"topics": []}}, 60, "the deleted sink's topics gone")
+    assert topics("at-src") == {"at-src": {"topics": [topic]}}
+    assert p.worker.request("DELETE", "/connectors/at-src").status_code == 204

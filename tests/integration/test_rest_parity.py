@@ -8,9 +8,10 @@ that remain are listed in ``KNOWN_DIFFERENCES`` with a justification each (and i
 parity with Apache Kafka Connect"); the test fails on a difference that is not listed and on a listed
 one that no longer occurs, so the table cannot go stale.
 
-kconnect holds tasks without running them, so task states differ (UNASSIGNED against RUNNING): steps
-that wait for an asynchronous effect poll on a condition both sides meet (the connector's state, the
-number of tasks), each side on its own, and the comparison is of shapes, never of states.
+Both sides run their tasks (kconnect's on its Spark data plane), so beyond shapes the states connectors
+and tasks reach are compared as values, and so are the topics a connector used (KIP-558): a source that
+read lines lists its topic on both sides. Steps that wait for an asynchronous effect poll on a condition
+both sides meet (the connector's and its tasks' states), each side on its own.
 """
 
 from __future__ import annotations
@@ -74,15 +75,43 @@ KNOWN_DIFFERENCES: dict[str, KnownDifference] = {
 
 
 def connector_state(state: str, tasks: int | None = None) -> Callable[[int, Any], bool]:
-    """A status answer whose connector is in ``state`` (and that lists ``tasks`` tasks, if given)."""
+    """A status answer whose connector is in ``state`` and that lists ``tasks`` tasks (if given), each
+    in the same state: what both sides settle on, so that :func:`states` can be compared."""
 
     def check(code: int, body: Any) -> bool:
         if code != 200 or not isinstance(body, dict):
             return False
         got = body.get("connector", {}).get("state")
-        return got == state and (tasks is None or len(body.get("tasks", [])) == tasks)
+        listed = body.get("tasks", [])
+        return (
+            got == state
+            and (tasks is None or len(listed) == tasks)
+            and all(t.get("state") == state for t in listed)
+        )
 
     return check
+
+
+def states(body: Any) -> Any:
+    """What of a status answer must be equal on both sides: the connector's state and its tasks'."""
+    if not isinstance(body, dict) or "connector" not in body:
+        return body
+    return body["connector"].get("state"), [t.get("state") for t in body.get("tasks", [])]
+
+
+def task_state(body: Any) -> Any:
+    return body.get("state") if isinstance(body, dict) else body
+
+
+def used_topics(body: Any) -> Any:
+    """``GET /connectors/{name}/topics`` without the connector's name (each side names its sink apart)."""
+    if not isinstance(body, dict):
+        return body
+    return sorted(t for v in body.values() if isinstance(v, dict) for t in v.get("topics", []))
+
+
+def some_topics(code: int, body: Any) -> bool:
+    return code == 200 and bool(used_topics(body))
 
 
 def has_tasks(count: int) -> Callable[[int, Any], bool]:
@@ -105,9 +134,14 @@ def listed(count: int) -> Callable[[int, Any], bool]:
 # ------------------------------------------------------------------------------------------------ steps
 
 
-def steps(source_file: str, sink_file: str, topic: str) -> list[Step]:
-    """The sequence, in order; names are unique and are what ``KNOWN_DIFFERENCES`` refers to."""
+def steps(source_file: str, sink_file: str, topic: str, lines_file: str, lines_topic: str) -> list[Step]:
+    """The sequence, in order; names are unique and are what ``KNOWN_DIFFERENCES`` refers to.
+
+    ``source_file`` is empty (so no offsets of the main source's own come and go); ``lines_file`` has
+    lines, which the ``src-lines`` source produces to ``lines_topic``, a topic no sink reads.
+    """
     config = {"connector.class": SOURCE, "file": source_file, "topic": topic, "tasks.max": "1"}
+    lines = {**config, "file": lines_file, "topic": lines_topic}
     offsets = {"offsets": [{"partition": {"filename": source_file}, "offset": {"position": 3}}]}
     sink = f"/connectors/{SINK_NAME}"
     sink_config = {
@@ -191,9 +225,22 @@ def steps(source_file: str, sink_file: str, topic: str) -> list[Step]:
         # -- read --------------------------------------------------------------------------------------
         Step("info", "GET", "/connectors/src", until=has_tasks(1)),
         Step("list", "GET", "/connectors", until=listed(4)),
-        Step("status", "GET", "/connectors/src/status", until=connector_state("RUNNING", 1)),
-        Step("paused-status", "GET", "/connectors/src-paused/status", until=connector_state("PAUSED")),
-        Step("stopped-status", "GET", "/connectors/src-stopped/status", until=connector_state("STOPPED")),
+        Step("status", "GET", "/connectors/src/status", until=connector_state("RUNNING", 1), values=states),
+        Step(
+            "paused-status",
+            "GET",
+            "/connectors/src-paused/status",
+            # Created paused, it has computed no task configs yet: no tasks, on both sides.
+            until=connector_state("PAUSED", 0),
+            values=states,
+        ),
+        Step(
+            "stopped-status",
+            "GET",
+            "/connectors/src-stopped/status",
+            until=connector_state("STOPPED", 0),
+            values=states,
+        ),
         Step("list-expand-status", "GET", "/connectors?expand=status"),
         Step("list-expand-info", "GET", "/connectors?expand=info"),
         Step("list-expand-both", "GET", "/connectors?expand=status&expand=info"),
@@ -201,12 +248,17 @@ def steps(source_file: str, sink_file: str, topic: str) -> list[Step]:
         Step("typed-config", "GET", "/connectors/src-typed/config"),
         Step("tasks", "GET", "/connectors/src/tasks"),
         Step("tasks-config", "GET", "/connectors/src/tasks-config"),
-        Step("task-status", "GET", "/connectors/src/tasks/0/status"),
+        Step("task-status", "GET", "/connectors/src/tasks/0/status", values=task_state),
         Step("task-status-unknown", "GET", "/connectors/src/tasks/7/status"),
         Step("task-status-not-a-number", "GET", "/connectors/src/tasks/zero/status"),
         Step("task-status-too-big", "GET", "/connectors/src/tasks/2147483648/status"),
         Step("stopped-tasks", "GET", "/connectors/src-stopped/tasks"),
-        Step("topics", "GET", "/connectors/src/topics"),
+        # An empty file produced nothing: no topic on either side.
+        Step("topics", "GET", "/connectors/src/topics", values=used_topics),
+        # KIP-558 with a task that produced: both list the topic it wrote to.
+        Step("lines-create", "POST", "/connectors", body={"name": "src-lines", "config": lines}),
+        Step("lines-topics", "GET", "/connectors/src-lines/topics", until=some_topics, values=used_topics),
+        Step("lines-delete", "DELETE", "/connectors/src-lines"),
         # -- update ------------------------------------------------------------------------------------
         Step("put-config-create", "PUT", "/connectors/src-put/config", body=config),
         # Both answer with the tasks known when the config is written: wait until there are some.
@@ -221,14 +273,32 @@ def steps(source_file: str, sink_file: str, topic: str) -> list[Step]:
         Step("delete-put", "DELETE", "/connectors/src-put"),
         # -- lifecycle and offsets ---------------------------------------------------------------------
         Step("pause", "PUT", "/connectors/src/pause"),
-        Step("status-paused", "GET", "/connectors/src/status", until=connector_state("PAUSED", 1)),
+        Step(
+            "status-paused",
+            "GET",
+            "/connectors/src/status",
+            until=connector_state("PAUSED", 1),
+            values=states,
+        ),
         Step("resume", "PUT", "/connectors/src/resume"),
-        Step("status-resumed", "GET", "/connectors/src/status", until=connector_state("RUNNING", 1)),
+        Step(
+            "status-resumed",
+            "GET",
+            "/connectors/src/status",
+            until=connector_state("RUNNING", 1),
+            values=states,
+        ),
         Step("offsets-running", "GET", "/connectors/src/offsets"),
         Step("alter-offsets-running", "PATCH", "/connectors/src/offsets", body=offsets),
         Step("reset-offsets-running", "DELETE", "/connectors/src/offsets"),
         Step("stop", "PUT", "/connectors/src/stop"),
-        Step("status-stopped", "GET", "/connectors/src/status", until=connector_state("STOPPED", 0)),
+        Step(
+            "status-stopped",
+            "GET",
+            "/connectors/src/status",
+            until=connector_state("STOPPED", 0),
+            values=states,
+        ),
         Step("alter-offsets", "PATCH", "/connectors/src/offsets", body=offsets),
         # Java may answer before its offset store has read what the alteration wrote.
         Step("offsets-altered", "GET", "/connectors/src/offsets", until=some_offsets),
@@ -239,11 +309,23 @@ def steps(source_file: str, sink_file: str, topic: str) -> list[Step]:
         # its offset store has read the tombstone that the reset wrote.
         Step("offsets-reset", "GET", "/connectors/src/offsets", until=lambda c, b: b == {"offsets": []}),
         Step("resume-stopped", "PUT", "/connectors/src/resume"),
-        Step("status-running", "GET", "/connectors/src/status", until=connector_state("RUNNING", 1)),
+        Step(
+            "status-running",
+            "GET",
+            "/connectors/src/status",
+            until=connector_state("RUNNING", 1),
+            values=states,
+        ),
         # -- restarts ----------------------------------------------------------------------------------
         Step("restart", "POST", "/connectors/src/restart"),
         Step("restart-include-tasks", "POST", "/connectors/src/restart?includeTasks=true"),
-        Step("status-after-restart", "GET", "/connectors/src/status", until=connector_state("RUNNING", 1)),
+        Step(
+            "status-after-restart",
+            "GET",
+            "/connectors/src/status",
+            until=connector_state("RUNNING", 1),
+            values=states,
+        ),
         Step("restart-only-failed", "POST", "/connectors/src/restart?includeTasks=true&onlyFailed=true"),
         Step("restart-task", "POST", "/connectors/src/tasks/0/restart"),
         Step("restart-task-unknown", "POST", "/connectors/src/tasks/7/restart"),
@@ -251,10 +333,18 @@ def steps(source_file: str, sink_file: str, topic: str) -> list[Step]:
         Step("topics-reset", "PUT", "/connectors/src/topics/reset"),
         # -- a sink: its offsets are its consumer group's -------------------------------------------------
         Step("sink-create", "POST", "/connectors", body={"name": SINK_NAME, "config": sink_config}),
-        Step("sink-status", "GET", f"{sink}/status", until=connector_state("RUNNING", 1)),
+        Step("sink-status", "GET", f"{sink}/status", until=connector_state("RUNNING", 1), values=states),
+        # Its topic is empty: a sink records a topic once it consumed a record from it.
+        Step("sink-topics", "GET", f"{sink}/topics", maps=("",), values=used_topics),
         Step("sink-offsets-running", "GET", f"{sink}/offsets"),
         Step("sink-stop", "PUT", f"{sink}/stop"),
-        Step("sink-status-stopped", "GET", f"{sink}/status", until=connector_state("STOPPED", 0)),
+        Step(
+            "sink-status-stopped",
+            "GET",
+            f"{sink}/status",
+            until=connector_state("STOPPED", 0),
+            values=states,
+        ),
         # Java refuses (500, "try again") while the stopped task's consumer is still a group member.
         Step("sink-alter-offsets", "PATCH", f"{sink}/offsets", body=sink_offsets, until=succeeded),
         Step("sink-offsets-altered", "GET", f"{sink}/offsets", until=some_offsets),
@@ -367,17 +457,14 @@ def decode(resp: httpx.Response) -> Any:
 def sides(tmp_path: Path, broker: EmbeddedBroker) -> Iterator[tuple[Side, Side]]:
     """The Java worker and the kconnect worker, each alone in its own cluster, both ready for writes."""
     run = uuid.uuid4().hex[:6]
-    ours = WorkerProcess(
-        tmp_path,
-        worker_properties(
-            broker.bootstrap,
-            f"parity-kc-{run}",
-            free_port(),
-            session_timeout_ms=3000,
-            heartbeat_interval_ms=500,
-        ),
-        name="kconnect",
-    ).start()
+    props = worker_properties(
+        broker.bootstrap, f"parity-kc-{run}", free_port(), session_timeout_ms=3000, heartbeat_interval_ms=500
+    )
+    # Tasks run on the Spark data plane, as a user's do.
+    props.update(
+        {"spark.master": "local[2]", "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1"}
+    )
+    ours = WorkerProcess(tmp_path, props, name="kconnect", spark=True).start()
     try:
         with ReferenceWorker(
             broker.bootstrap,
@@ -408,13 +495,16 @@ def test_rest_parity_with_the_reference_worker(
     java, ours = sides
     bootstrap = broker.bootstrap
     source_file = tmp_path / "empty.txt"
-    source_file.write_text("")  # Java's task reads nothing, so it commits no offsets of its own
-    topic = f"parity-{uuid.uuid4().hex[:6]}"
+    source_file.write_text("")  # the task reads nothing, so it commits no offsets of its own
+    lines_file = tmp_path / "lines.txt"
+    lines_file.write_text("one\ntwo\nthree\n")
+    topic, lines_topic = f"parity-{uuid.uuid4().hex[:6]}", f"parity-lines-{uuid.uuid4().hex[:6]}"
     # The sink's offsets name a partition of this topic; Kafka answers offset writes for a topic that
     # does not exist with an error.
     admin = AdminClient({"bootstrap.servers": bootstrap})  # kept referenced until the result is in
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-    sequence = steps(str(source_file), str(tmp_path / "sink-out.txt"), topic)
+    for future in admin.create_topics([NewTopic(topic, 1, 1), NewTopic(lines_topic, 1, 1)]).values():
+        future.result(30)
+    sequence = steps(str(source_file), str(tmp_path / "sink-out.txt"), topic, str(lines_file), lines_topic)
     assert len({s.name for s in sequence}) == len(sequence), "step names must be unique"
 
     started = time.monotonic()

@@ -127,7 +127,8 @@ class Step:
 
     ``body`` is JSON to send; ``raw`` bytes are sent as they are (malformed bodies). ``until`` makes
     the step poll (on both sides, each on its own) until the answer satisfies it, for Java's
-    asynchronous effects; ``maps`` is passed to :func:`shape`.
+    asynchronous effects; ``maps`` is passed to :func:`shape`. ``values`` picks what of the body must be
+    equal on both sides, beyond its shape (the states connectors and tasks reach, the topics they used).
     """
 
     name: str
@@ -137,6 +138,7 @@ class Step:
     raw: bytes | None = None
     until: Callable[[int, Any], bool] | None = None
     maps: tuple[str, ...] = ()
+    values: Callable[[Any], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -176,6 +178,10 @@ def compare(step: Step, java: Answer, ours: Answer) -> Outcome:
     if java.status != ours.status:
         diffs.append(f"status: Java {java.status}, kconnect {ours.status}")
     diffs.extend(shape_differences(shape(java.body, step.maps), shape(ours.body, step.maps)))
+    if step.values is not None:
+        theirs, mine = step.values(java.body), step.values(ours.body)
+        if theirs != mine:
+            diffs.append(f"values: Java {_brief(theirs)}, kconnect {_brief(mine)}")
     return Outcome(step, java, ours, tuple(diffs))
 
 

@@ -15,6 +15,7 @@ from kconnect.runtime.group.herder import (
     PublishTaskConfigs,
     ReportUnassigned,
     RequestRejoin,
+    ResetActiveTopics,
     StartConnector,
     StartTask,
     StopConnector,
@@ -181,7 +182,23 @@ def test_deleted_connector_stops_with_its_tasks() -> None:
     h = Herder("w1", snapshot({"a": 1, "b": 1}))
     h.on_rebalanced(1, "m1", "sessioned", assignment(2, ("a", "b"), (A0, B0)))
     actions = h.on_config(snapshot({"b": 1}))
-    assert kinds(actions) == [("StopTask", "a-0"), ("StopConnector", "a"), ("RequestRejoin", "")]
+    # Once the last of it stopped here, its active topics (KIP-558) are forgotten, once.
+    assert kinds(actions) == [
+        ("StopTask", "a-0"),
+        ("StopConnector", "a"),
+        ("ResetActiveTopics", ""),
+        ("RequestRejoin", ""),
+    ]
+    assert [a for a in actions if isinstance(a, ResetActiveTopics)] == [ResetActiveTopics("a")]
+
+
+def test_work_released_for_a_configured_connector_keeps_its_active_topics() -> None:
+    h = Herder("w1", snapshot({"a": 2}))
+    h.on_rebalanced(1, "m1", "sessioned", assignment(2, ("a",), (TaskId("a", 0), TaskId("a", 1))))
+    revoked = assignment(2, (), (), revoked_connectors=("a",), revoked_tasks=(TaskId("a", 1),))
+    actions = h.on_rebalanced(2, "m1", "sessioned", revoked)
+    assert any(isinstance(a, StopConnector) for a in actions)
+    assert not any(isinstance(a, ResetActiveTopics) for a in actions)
 
 
 def test_task_configs_are_published_only_when_they_differ() -> None:
