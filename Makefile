@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 REFERENCE := ../shared/tools/reference-connect
 
-.PHONY: setup demo test lint unit reference postgres
+.PHONY: setup demo test lint unit reference postgres stunnel
 
 setup: $(STAMP)
 
@@ -40,6 +40,14 @@ postgres:
 	    postgresql libpostgresql-jdbc-java; \
 	fi
 
+# The broker TLS tests put Debian's stunnel in front of the embedded broker: install it when missing.
+stunnel:
+	@if ! command -v stunnel4 >/dev/null 2>&1 && ! command -v stunnel >/dev/null 2>&1; then \
+	  echo "installing stunnel4 for the broker TLS tests"; \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq stunnel4; \
+	fi
+
 # mypy cannot follow the editable install's folder mapping, so it checks a tree of links that has
 # the installed shape (kconnect/runtime -> runtime/, ...).
 TYPECHECK := build/typecheck
@@ -50,5 +58,5 @@ lint: setup
 	for d in runtime rest config connectors; do ln -sfn $(CURDIR)/$$d $(TYPECHECK)/kconnect/$$d; done
 	cd $(TYPECHECK) && $(CURDIR)/$(BIN)/mypy --strict --config-file $(CURDIR)/pyproject.toml -p kconnect
 
-test: setup reference postgres lint
+test: setup reference postgres stunnel lint
 	$(BIN)/pytest -q -ra --durations=25 -n 2 --dist loadfile

@@ -490,3 +490,27 @@ def _prefixed(prefix: str, props: Mapping[str, str], translate: Callable[[], Tra
         if exc.key in props:
             raise ConfigError(f"{prefix}.{exc.key}", exc.value, exc.allowed) from None
         raise
+
+
+def explain_connection_failure(reason: str, props: Mapping[str, str]) -> str:
+    """``reason`` (a client's own words for a failed connection) with the worker setting it points at.
+
+    Why: librdkafka names its own settings (``ssl.ca.location``) and a TLS failure's cause sits inside a
+    long OpenSSL message; the operator edits a worker file in Java's names. A failure the setting cannot
+    explain is returned as it is.
+    """
+    text = reason.lower()
+    if "certificate verify failed" in text or "certificate could not be verified" in text:
+        location = props.get("ssl.truststore.location", "").strip()
+        if location:
+            cause = f"the broker's certificate is not signed by a CA in ssl.truststore.location={location}"
+        else:
+            cause = (
+                "the broker's certificate is not signed by a CA the system trusts "
+                "(ssl.truststore.location is not set)"
+            )
+        return f"{cause}: {reason}"
+    if "ssl" in text and ("alert" in text or "handshake" in text) and "certificate" in text:
+        location = props.get("ssl.keystore.location", "").strip() or "(not set)"
+        return f"the broker refused this worker's certificate (ssl.keystore.location={location}): {reason}"
+    return reason

@@ -96,15 +96,19 @@ class EmbeddedBroker:
                 self.process.wait()
 
 
-def command(port: int, host: str = "127.0.0.1", storage: str | None = None) -> list[str]:
+def command(
+    port: int, host: str = "127.0.0.1", storage: str | None = None, advertised: str | None = None
+) -> list[str]:
     """The Tansu command line for a broker on ``host:port``.
 
-    The listener and the advertised listener are one URL, so clients reconnect where they first connected;
-    ``storage`` (a Tansu storage URL) keeps the data elsewhere than in memory. Raises BrokerError with the
-    install hint when the binary is missing.
+    The listener and the advertised listener are one URL, so clients reconnect where they first connected,
+    unless ``advertised`` (``host:port``) names another: a proxy in front of the broker (the TLS tests put
+    one there). ``storage`` (a Tansu storage URL) keeps the data elsewhere than in memory. Raises
+    BrokerError with the install hint when the binary is missing.
     """
     url = f"tcp://{host}:{port}"
-    cmd = [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url]
+    shown = f"tcp://{advertised}" if advertised else url
+    cmd = [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", shown]
     if storage:
         cmd += ["--storage-engine", storage]
     return cmd
@@ -115,11 +119,13 @@ def start(
     host: str = "127.0.0.1",
     log_path: Path | None = None,
     storage: str | None = None,
+    advertised: str | None = None,
 ) -> EmbeddedBroker:
-    """Start Tansu in the background and wait until it accepts connections."""
+    """Start Tansu in the background and wait until it accepts connections (``advertised``: as in
+    :func:`command`)."""
     port = port or free_port(host)
     out = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 - owned by the child
-    proc = subprocess.Popen(command(port, host, storage), stdout=out, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(command(port, host, storage, advertised), stdout=out, stderr=subprocess.STDOUT)
     if not wait_for_port(host, port, 15):
         proc.kill()
         raise BrokerError(f"the embedded broker did not listen on {host}:{port} within 15 s")

@@ -19,7 +19,12 @@ from confluent_kafka.admin import AdminClient
 from kconnect.config.errors import ConfigError
 from kconnect.config.worker import WorkerConfig
 from kconnect.runtime import logs
-from kconnect.runtime.client_config import WorkerClients, worker_clients
+from kconnect.runtime.client_config import (
+    WorkerClients,
+    explain_connection_failure,
+    worker_clients,
+    worker_props,
+)
 from kconnect.runtime.group import group_records
 from kconnect.runtime.storage import config_log, offset_log, status_log, topics
 from kconnect.runtime.storage.config_log import ClusterConfigSnapshot
@@ -71,10 +76,11 @@ def connect(cfg: WorkerConfig, worker_id: str) -> tuple[WorkerClients, AdminClie
         md = admin.list_topics(timeout=timeout_s)
     except KafkaException as exc:
         admin.poll(0)  # serves the error callbacks queued meanwhile
-        reason = client_errors[-1] if client_errors else (exc.args[0] if exc.args else exc)
+        reason = client_errors[-1] if client_errors else str(exc.args[0] if exc.args else exc)
+        explained = explain_connection_failure(reason, worker_props(cfg.security_protocol, cfg.passthrough))
         raise StartupError(
             f"could not reach the Kafka cluster at bootstrap.servers={bootstrap} within {timeout_s:.0f} s"
-            f" ({reason})"
+            f" ({explained})"
         ) from exc
     return clients, admin, md.cluster_id or ""
 

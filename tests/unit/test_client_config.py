@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from kconnect.config.errors import ConfigError
 from kconnect.runtime.client_config import (
     IGNORED,
+    explain_connection_failure,
     parse_jaas,
     task_props,
     to_kafka_python,
@@ -352,3 +353,30 @@ def test_connector_validation_reports_an_override_no_client_can_honour_on_its_ke
         registry, config, worker_passthrough={"consumer.ssl.truststore.type": "PEM"}
     )
     assert ok.error_count == 0
+
+
+VERIFY_FAILED = (
+    "ssl://127.0.0.1:9093/bootstrap: SSL handshake failed: error:0A000086:SSL routines::certificate verify "
+    "failed: broker certificate could not be verified, verify that ssl.ca.location is correctly configured"
+)
+
+
+def test_a_certificate_the_trust_store_cannot_verify_names_ssl_truststore_location() -> None:
+    said = explain_connection_failure(VERIFY_FAILED, {"ssl.truststore.location": "/etc/kafka/ca.pem"})
+    assert said.startswith(
+        "the broker's certificate is not signed by a CA in ssl.truststore.location=/etc/kafka/ca.pem"
+    )
+    assert said.endswith(VERIFY_FAILED) and "\n" not in said
+    unset = explain_connection_failure(VERIFY_FAILED, {})
+    assert "ssl.truststore.location is not set" in unset
+
+
+def test_a_refused_client_certificate_names_ssl_keystore_location() -> None:
+    reason = "ssl://b:9093/1: SSL handshake failed: error:0A000412:SSL routines::sslv3 alert bad certificate"
+    said = explain_connection_failure(reason, {"ssl.keystore.location": "/k.pem"})
+    assert said == f"the broker refused this worker's certificate (ssl.keystore.location=/k.pem): {reason}"
+
+
+def test_other_failures_are_passed_on_as_they_are() -> None:
+    reason = "127.0.0.1:9092/bootstrap: Connect to ipv4#127.0.0.1:9092 failed: Connection refused"
+    assert explain_connection_failure(reason, {"ssl.truststore.location": "/ca.pem"}) == reason
