@@ -48,6 +48,7 @@ CONFIG_PROVIDERS: Mapping[str, str] = MappingProxyType(
 OVERRIDE_POLICIES: Mapping[str, str] = MappingProxyType(
     {
         "org.apache.kafka.connect.connector.policy.AllConnectorClientConfigOverridePolicy": "All",
+        "org.apache.kafka.connect.connector.policy.AllowlistConnectorClientConfigOverridePolicy": "Allowlist",
         "org.apache.kafka.connect.connector.policy.NoneConnectorClientConfigOverridePolicy": "None",
         "org.apache.kafka.connect.connector.policy.PrincipalConnectorClientConfigOverridePolicy": "Principal",
     }

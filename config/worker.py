@@ -115,6 +115,7 @@ class WorkerConfig:
     plugin_discovery: str
     config_providers: tuple[str, ...]
     connector_client_config_override_policy: str
+    connector_client_config_override_allowlist: tuple[str, ...]
     topic_creation_enable: bool
     topic_tracking_enable: bool
     topic_tracking_allow_reset: bool

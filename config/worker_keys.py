@@ -407,10 +407,18 @@ DEFINITIONS: tuple[Definition, ...] = (
         "connector.client.config.override.policy",
         ConfigType.STRING,
         "All",
-        "Which Kafka client settings connector configurations may override: All, None, or Principal "
-        "(only the client principal).",
+        "Which Kafka client settings connector configurations may override: All, None, Principal "
+        "(only the client principal), or Allowlist (those in "
+        "connector.client.config.override.allowlist, KIP-1188).",
         ClassAlias(OVERRIDE_POLICIES),
         _M,
+    ),
+    Definition(
+        "connector.client.config.override.allowlist",
+        ConfigType.LIST,
+        "",
+        "The client settings connectors may override under the Allowlist policy (KIP-1188); empty: none.",
+        NonEmptyItems(),
     ),
     Definition(
         "topic.creation.enable",

@@ -24,6 +24,7 @@ from kconnect.runtime.plugins.api import AmbiguousPluginError, PluginError
 from kconnect.runtime.plugins.catalog import PluginCatalog, UnknownPluginError
 from kconnect.runtime.plugins.connector_config import ConnectorConfigError
 from kconnect.runtime.plugins.connector_validation import plugin_mismatch_error, validate_connector_config
+from kconnect.runtime.plugins.override_policy import OverridePolicy
 from kconnect.runtime.shell.worker import Worker
 
 log = logs.get(__name__)
@@ -109,6 +110,10 @@ def plugins_router(worker: Worker) -> APIRouter:
                 exactly_once_source_enabled=eos,
                 worker_passthrough=worker.config.passthrough,
                 worker_security_protocol=worker.config.security_protocol,
+                override_policy=OverridePolicy.of(
+                    worker.config.connector_client_config_override_policy,
+                    worker.config.connector_client_config_override_allowlist,
+                ),
             )
         except (ConnectorConfigError, PluginError) as exc:
             raise BadRequestError(str(exc)) from exc

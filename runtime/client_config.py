@@ -426,7 +426,8 @@ def role_props(role: Role, passthrough: Mapping[str, str]) -> dict[str, str]:
 
 def task_props(role: Role, passthrough: Mapping[str, str], task_config: Mapping[str, str]) -> dict[str, str]:
     """A task's client settings, Java-named: the worker's ``<role>.*`` then the connector's
-    ``<role>.override.*`` (kconnect applies overrides without an override policy check)."""
+    ``<role>.override.*`` (the worker's override policy was checked when the config was validated:
+    ``plugins.override_policy``)."""
     props = role_props(role, passthrough)
     override = f"{role}.override."
     props.update({k[len(override) :]: v for k, v in task_config.items() if k.startswith(override)})

@@ -31,7 +31,7 @@ def client_settings(
     kind: Role, security_protocol: str, worker_passthrough: Mapping[str, str], task_config: Mapping[str, str]
 ) -> dict[str, str]:
     """librdkafka settings for one of a task's clients: worker ``<kind>.*`` then the connector's
-    ``<kind>.override.*`` (Java's rule; kconnect applies overrides without an override policy check), and
+    ``<kind>.override.*`` (Java's rule; the override policy was checked when the config was validated), and
     for ``admin`` the worker's top-level settings first, as Java's connector admin clients. Java names are
     translated (:mod:`kconnect.runtime.client_config`); a connector override no client has is ignored
     with a warning, one that cannot be translated fails the task naming the key."""

@@ -56,6 +56,7 @@ from kconnect.runtime.plugins.connector_config import (
     enrich,
     plugin_config_def,
 )
+from kconnect.runtime.plugins.override_policy import ConnectorKind, OverridePolicy, refused_overrides
 
 __all__ = [
     "NULL_VALUE_ERROR",
@@ -70,6 +71,10 @@ __all__ = [
 ]
 
 NULL_VALUE_ERROR = "Null value can not be supplied as the configuration value."
+
+
+#: The policy when none is given: Java's default up to Kafka 4.x.
+ALL_OVERRIDES = OverridePolicy()
 
 
 def _is_blank(text: str | None) -> bool:
@@ -247,13 +252,15 @@ def validate_connector_config(
     class_resolver: ClassResolver = class_name_syntax,
     worker_passthrough: Mapping[str, str] | None = None,
     worker_security_protocol: str = "PLAINTEXT",
+    override_policy: OverridePolicy = ALL_OVERRIDES,
 ) -> ConfigInfos:
     """Validate a connector config as ``PUT /connector-plugins/{plugin}/config/validate`` does.
 
     Raises ConnectorConfigError when ``connector.class`` is missing and PluginError when it names no
     single plugin; every other problem is reported inside the result, per key. ``worker_group_id``
     enables the distributed herder's check that a sink's consumer group is not the workers' group;
-    ``worker_passthrough`` and ``worker_security_protocol`` (the worker's) the check of client overrides.
+    ``worker_passthrough`` and ``worker_security_protocol`` (the worker's) the check of client overrides,
+    ``override_policy`` (``connector.client.config.override.policy``) which of them are allowed at all.
     """
     class_value = props.get(CONNECTOR_CLASS_CONFIG)
     if class_value is None:
@@ -271,6 +278,16 @@ def validate_connector_config(
     elif isinstance(connector, SourceConnector):
         _validate_exactly_once(connector, string_props, values, exactly_once_source_enabled)
     _validate_client_overrides(props, values, worker_passthrough or {}, worker_security_protocol)
+    kind: ConnectorKind | None = (
+        "sink"
+        if isinstance(connector, SinkConnector)
+        else "source"
+        if isinstance(connector, SourceConnector)
+        else None
+    )
+    if kind is not None:
+        for key, message in refused_overrides(override_policy, kind, props):
+            values.setdefault(key, ConfigValue(key, value=props[key])).add_error(message)
     for key, value in props.items():
         if value is None:
             _add_error(values, key, NULL_VALUE_ERROR)

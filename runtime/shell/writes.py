@@ -28,6 +28,7 @@ from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.api import ConnectorError, PluginError, PluginRegistry
 from kconnect.runtime.plugins.connector_config import ConnectorConfigError
 from kconnect.runtime.plugins.connector_validation import validate_connector_config
+from kconnect.runtime.plugins.override_policy import OverridePolicy
 from kconnect.runtime.shell import session_keys
 from kconnect.runtime.shell.stores import InternalTopics
 from kconnect.runtime.storage import config_log, status_log
@@ -132,6 +133,10 @@ class ClusterWrites:
                 exactly_once_source_enabled=self.config.exactly_once_source_support == "enabled",
                 worker_passthrough=self.config.passthrough,
                 worker_security_protocol=self.config.security_protocol,
+                override_policy=OverridePolicy.of(
+                    self.config.connector_client_config_override_policy,
+                    self.config.connector_client_config_override_allowlist,
+                ),
             )
         except (ConnectorConfigError, PluginError) as exc:
             # No connector.class, or one no plugin answers to: the request is at fault (400), as in Java.

@@ -876,6 +876,8 @@ class GroupModel:
                     member.published.append(action)
                 case _ if type(action).__name__ == "ReadyToLeave":
                     member.ready_to_leave = True
+                case _ if type(action).__name__ == "ResetActiveTopics":
+                    pass  # bookkeeping in the status topic (KIP-558): nothing the group model tracks
                 case _:
                     raise AssertionError(f"the model does not know the herder action {action!r}")
         # What the model tracks and what the herder believes must agree.

@@ -440,7 +440,11 @@ INVALID = [
         "must be one of json, string, bytearray",
     ),
     ("header.converter", "Json", "must be one of json, string, bytearray, simple-header or an Apache"),
-    ("connector.client.config.override.policy", "all", "must be one of All, None, Principal or an Apache"),
+    (
+        "connector.client.config.override.policy",
+        "all",
+        "must be one of All, Allowlist, None, Principal or an Apache",
+    ),
     ("inter.worker.key.generation.algorithm", "AES", "must be one of HmacMD5, HmacSHA1"),
     (
         "inter.worker.verification.algorithms",
