@@ -17,6 +17,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -221,7 +222,6 @@ def cmd_worker(args: argparse.Namespace, executor: Executor | None = None) -> in
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Broker, three workers and a sample connector on loopback: the quick start's main job."""
-    import json
     import subprocess
 
     import httpx
@@ -309,8 +309,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             if status.get("connector", {}).get("state") == "RUNNING" and tasks[0].get("worker_id"):
                 break
             time.sleep(1)
-        print("GET /connectors/demo-file-source/status ->")
-        print(json.dumps(status, indent=2))
+        print(f"GET /connectors/demo-file-source/status -> {_status_line(status)}")
         for _ in range(60):  # the leader's view, once the rebalance that handed out the task is over
             view = httpx.get(urls[0] + "/workers", timeout=5).json()
             owned = [t for m in view.get("members", []) for t in m["assignment"]["tasks"]]
@@ -318,11 +317,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 break
             time.sleep(1)
         print("GET /workers ->")
-        print(
-            json.dumps(
-                {k: view[k] for k in ("group", "protocol", "generation", "leader_url", "members")}, indent=2
-            )
-        )
+        for line in _group_lines(view):
+            print(f"  {line}")
         # The pipeline's other half: a FileStream sink runs as a Spark streaming query and writes the
         # lines back out of the topic.
         output = work / "output.txt"
@@ -362,6 +358,29 @@ def cmd_demo(args: argparse.Namespace) -> int:
             except subprocess.TimeoutExpired:
                 p.kill()
         b.stop()
+
+
+def _status_line(status: Mapping[str, Any]) -> str:
+    """One line for a connector's status answer (the demo's output; the JSON is one GET away)."""
+    connector = status.get("connector") or {}
+    parts = [f"connector {connector.get('state', '?')} on {connector.get('worker_id', '?')}"]
+    for task in status.get("tasks") or []:
+        parts.append(f"task {task.get('id', '?')} {task.get('state', '?')} on {task.get('worker_id', '?')}")
+    return "; ".join(parts)
+
+
+def _group_lines(view: Mapping[str, Any]) -> list[str]:
+    """``GET /workers`` as a few lines: the group, then each member's URL and what it runs."""
+    lines = [
+        f"group {view.get('group')}, protocol {view.get('protocol')}, generation {view.get('generation')}, "
+        f"leader {view.get('leader_url')}"
+    ]
+    for member in view.get("members", []):
+        assignment = member.get("assignment") or {}
+        held = [*assignment.get("connectors", []), *assignment.get("tasks", [])]
+        role = " (leader)" if member.get("leader") else ""
+        lines.append(f"{member.get('url')}{role}: {', '.join(held) if held else 'nothing'}")
+    return lines
 
 
 # =============================================================================================== main
