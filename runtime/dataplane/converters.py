@@ -589,10 +589,13 @@ class JsonConverter(Converter):
         self.schemas_enable = True
         self.decimal_numeric = False
         self.replace_null_with_default = True
+        #: ``schema.content`` (KIP-1054), parsed: the schema every record is read with (None: each
+        #: record's envelope says).
+        self.content_schema: ConnectSchema | None = None
 
     def config_def(self) -> ConfigDef:
-        """Java's JsonConverter keys: ``schemas.enable``, ``schemas.cache.size``, ``decimal.format``,
-        ``replace.null.with.default`` and ``converter.type``."""
+        """Java's JsonConverter keys: ``schemas.enable``, ``schemas.cache.size``, ``schema.content``,
+        ``decimal.format``, ``replace.null.with.default`` and ``converter.type``."""
         return converter_config_def(self.java_class)
 
     def _configure(self, parsed: Mapping[str, Any]) -> None:
@@ -606,6 +609,19 @@ class JsonConverter(Converter):
             )
         self.decimal_numeric = fmt == "NUMERIC"
         self.replace_null_with_default = bool(parsed["replace.null.with.default"])
+        content = parsed.get("schema.content")
+        self.content_schema = None
+        if content:
+            try:
+                self.content_schema = schema_from_json(java_json.read(str(content)))
+            except (ValueError, ConnectDataError) as exc:
+                raise ConfigValidationError(
+                    "schema.content", content, f"must be a Connect JSON schema ({exc})"
+                ) from None
+            if self.content_schema is None:
+                raise ConfigValidationError(
+                    "schema.content", content, "must be a Connect JSON schema, not null"
+                )
 
     # -- record by record
 
@@ -622,6 +638,15 @@ class JsonConverter(Converter):
             ) from None
         if not self.schemas_enable:
             return SchemaAndValue(None, from_json_value(None, node))
+        if self.content_schema is not None:
+            # KIP-1054: the configured schema; the record is an envelope (its payload is read) or the
+            # bare payload.
+            enveloped = isinstance(node, dict) and set(node) == {"schema", "payload"}
+            payload = node["payload"] if isinstance(node, dict) and enveloped else node
+            value = from_json_value(
+                self.content_schema, payload, replace_null_with_default=self.replace_null_with_default
+            )
+            return SchemaAndValue(self.content_schema, value)
         if not isinstance(node, dict) or set(node) != {"schema", "payload"}:
             raise ConnectDataError(ENVELOPE_ERROR)
         schema = schema_from_json(node["schema"])
@@ -712,7 +737,10 @@ class JsonConverter(Converter):
         text = raw.cast("string")
         err = error_column(column)
         spellings: frozenset[str] = frozenset()
-        if schema is None and self.schemas_enable:
+        content = self.schemas_enable and self.content_schema is not None and schema is None
+        if content:
+            schema = self.content_schema
+        elif schema is None and self.schemas_enable:
             schema, spellings = self.sample_schema(df, column)
         if schema is None:
             if self.schemas_enable:
@@ -746,7 +774,15 @@ class JsonConverter(Converter):
             ]
         )
         options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT}
-        if self.schemas_enable:
+        if content:
+            # KIP-1054: an envelope is read for its payload, anything else as the bare payload.
+            enveloped = F.array_sort(F.json_object_keys(text)) == F.array(F.lit("payload"), F.lit("schema"))
+            wrapped = F.when(F.coalesce(enveloped, F.lit(False)), text).otherwise(
+                F.concat(F.lit('{"payload":'), text, F.lit("}"))
+            )
+            keys_ok = F.lit(True)
+            schema_ok = F.lit(True)
+        elif self.schemas_enable:
             wrapped = text
             keys_ok = F.array_sort(F.json_object_keys(text)) == F.array(F.lit("payload"), F.lit("schema"))
             expected = java_json.write(schema_to_json(schema))

@@ -72,6 +72,20 @@ def _json_converter_def() -> ConfigDef:
             display_name="Schema Cache Size",
         )
         .define(
+            "schema.content",
+            Type.STRING,
+            None,
+            None,
+            Importance.HIGH,
+            "Apache Kafka 4.2's external schema (KIP-1054): a Connect JSON schema every record is read "
+            "with, instead of the schema in each record's envelope; a record may be the bare payload. "
+            "Only with schemas.enable=true, and only when reading (sink connectors).",
+            group="Schemas",
+            order_in_group=2,
+            width=Width.MEDIUM,
+            display_name="Schema Content",
+        )
+        .define(
             "decimal.format",
             Type.STRING,
             "BASE64",

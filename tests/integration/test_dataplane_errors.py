@@ -170,7 +170,35 @@ def test_source_json_to_sink_with_transforms(bench: Bench) -> None:
     wait_until(lambda: len(lines(inserted_file)) >= 3, 120, "3 lines in the InsertField sink")
     print("\nInsertField sink wrote:", lines(inserted_file))
     assert all("origin" in line and "kconnect" in line for line in lines(inserted_file)), lines(inserted_file)
-    for name in ("src", "routed", "inserted"):
+
+    # KIP-1054: bare JSON records read with the schema the converter is given (schema.content); without
+    # it, schemas.enable=true would fail the task on the first record that is no envelope.
+    typed_file = bench.workdir / "typed.txt"
+    schema = {
+        "type": "struct",
+        "optional": False,
+        "fields": [
+            {"field": "id", "type": "int64", "optional": False},
+            {"field": "name", "type": "string", "optional": True},
+        ],
+    }
+    bench.create(
+        "typed",
+        {
+            "connector.class": "FileStreamSink",
+            "file": str(typed_file),
+            "topics": objects,
+            "tasks.max": "1",
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter.schemas.enable": "true",
+            "value.converter.schema.content": json.dumps(schema),
+            "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        },
+    )
+    wait_until(lambda: len(lines(typed_file)) >= 3, 120, "3 lines in the schema.content sink")
+    # kconnect's SinkRecord carries no schema, so the file shows the struct as Java prints a map.
+    assert lines(typed_file) == [f"{{id={n}, name=n{n}}}" for n in range(3)], lines(typed_file)
+    for name in ("src", "routed", "inserted", "typed"):
         state = bench.task_state(name)
         assert state is not None and state["state"] == "RUNNING", state
 

@@ -502,3 +502,42 @@ def test_float32_text_near_the_largest_float32() -> None:
     value = struct.unpack(">f", struct.pack(">f", 3.4025001647762064e38))[0]
     text = java_float_str(value)
     assert struct.pack(">f", float(text)) == struct.pack(">f", value), text
+
+
+# ------------------------------------------------------------------------ schema.content (KIP-1054)
+
+CONTENT = '{"type":"struct","fields":[{"type":"int32","optional":false,"field":"a"}],"optional":false}'
+CONTENT_SCHEMA = ConnectSchema("struct", fields=(ConnectField("a", ConnectSchema("int32")),))
+
+
+def test_schema_content_reads_bare_payloads_and_envelopes_with_the_configured_schema() -> None:
+    c = json_converter(**{"schema.content": CONTENT})
+    bare = c.to_connect(b'{"a": 7}')
+    assert bare.schema == CONTENT_SCHEMA and bare.value == {"a": 7}
+    # An envelope's own schema is ignored; its payload is read with the configured one.
+    enveloped = c.to_connect(b'{"schema": {"type": "string"}, "payload": {"a": 8}}')
+    assert enveloped.schema == CONTENT_SCHEMA and enveloped.value == {"a": 8}
+    assert c.to_connect(None).schema is None  # a tombstone stays one
+    # Without schemas.enable the setting has no effect, as in Java.
+    plain = json_converter(**{"schema.content": CONTENT, "schemas.enable": "false"}).to_connect(b'{"a": 7}')
+    assert plain.schema is None and plain.value == {"a": 7}
+    # Writing is unchanged: the envelope, as without the setting.
+    assert c.from_connect({"a": 1}, CONTENT_SCHEMA) == json_converter().from_connect({"a": 1}, CONTENT_SCHEMA)
+
+
+def test_a_schema_content_that_is_no_schema_is_refused_naming_the_key() -> None:
+    with pytest.raises(ConfigValidationError) as info:
+        json_converter(**{"schema.content": "{not json"})
+    assert "schema.content" in str(info.value)
+    assert json_converter(**{"schema.content": ""}).content_schema is None  # empty: not set
+
+
+def test_spark_reads_with_the_schema_content(spark) -> None:  # type: ignore[no-untyped-def]
+    values = [b'{"a": 1}', b'{"schema": null, "payload": {"a": 2}}', b'{"a": "x"}', None]
+    df = spark.createDataFrame(_raw_rows(values), RAW_SCHEMA)
+    rows = json_converter(**{"schema.content": CONTENT}).to_columns(df, "value").orderBy("offset").collect()
+    errors = [r[error_column("value")] for r in rows]
+    assert errors[:2] == [None, None]
+    assert [rows[0]["value"]["a"], rows[1]["value"]["a"]] == [1, 2]
+    assert errors[2] is not None and "does not fit schema" in errors[2]
+    assert errors[3] is None and rows[3]["value"] is None

@@ -93,6 +93,7 @@ def test_converter_config_keys_match_javas_json_converter(catalog: PluginCatalog
             "converter.type",
             "schemas.enable",
             "schemas.cache.size",
+            "schema.content",  # Apache Kafka 4.2, KIP-1054
             "decimal.format",
             "replace.null.with.default",
         ]
