@@ -44,11 +44,24 @@ class ConnectorTaskId(BaseModel):
     task: int = Field(ge=0)
 
 
+#: A connector name Apache Kafka Connect accepts: after Java's ``trim`` (which drops U+0000-U+0020 at
+#: both ends), non-empty and free of ISO control characters (U+0000-U+001F, U+007F-U+009F).
+CONNECTOR_NAME_PATTERN = (
+    r"^[\x00-\x20]*[^\x00-\x20\x7f-\x9f](?:[^\x00-\x1f\x7f-\x9f]*[^\x00-\x20\x7f-\x9f])?[\x00-\x20]*$"
+)
+
+#: What every connector config must name: its class (the API answers 400 without it).
+_CONFIG_NAMES_ITS_CLASS: dict[str, Any] = {
+    "required": ["connector.class"],
+    "properties": {"connector.class": {"type": "string", "minLength": 1}},
+}
+
+
 class CreateConnectorRequest(BaseModel):
     """``POST /connectors``: a name, a config, and optionally the state to create it in (KIP-980)."""
 
-    name: str = Field(min_length=1)
-    config: dict[str, str]
+    name: str = Field(pattern=CONNECTOR_NAME_PATTERN)
+    config: dict[str, str] = Field(json_schema_extra=_CONFIG_NAMES_ITS_CLASS)
     initial_state: Literal["RUNNING", "PAUSED", "STOPPED"] | None = None
 
 
@@ -198,6 +211,9 @@ _NULLABLE_STRING_MAP: dict[str, Any] = {
     "type": "object",
     "additionalProperties": {"anyOf": [{"type": "string"}, {"type": "null"}]},
 }
+#: A whole connector config (``PUT .../config``, ``PUT .../config/validate``): it names its class.
+_CONNECTOR_CONFIG: dict[str, Any] = {**_STRING_MAP, **_CONFIG_NAMES_ITS_CLASS}
+_CONNECTOR_CONFIG_TO_VALIDATE: dict[str, Any] = {**_NULLABLE_STRING_MAP, **_CONFIG_NAMES_ITS_CLASS}
 
 
 def _array(item: dict[str, Any]) -> dict[str, Any]:
@@ -222,7 +238,7 @@ _OPERATIONS: dict[tuple[str, str], tuple[dict[str, Any] | None, int, dict[str, A
     ("get", "/connectors/{name}"): (None, 200, _ref("ConnectorInfo")),
     ("delete", "/connectors/{name}"): (None, 204, None),
     ("get", "/connectors/{name}/config"): (None, 200, _STRING_MAP),
-    ("put", "/connectors/{name}/config"): (_STRING_MAP, 200, _ref("ConnectorInfo")),
+    ("put", "/connectors/{name}/config"): (_CONNECTOR_CONFIG, 200, _ref("ConnectorInfo")),
     ("patch", "/connectors/{name}/config"): (_NULLABLE_STRING_MAP, 200, _ref("ConnectorInfo")),
     ("get", "/connectors/{name}/status"): (None, 200, _ref("ConnectorStateInfo")),
     ("get", "/connectors/{name}/tasks"): (None, 200, _array(_ref("TaskInfo"))),
@@ -249,7 +265,11 @@ _OPERATIONS: dict[tuple[str, str], tuple[dict[str, Any] | None, int, dict[str, A
     ("get", "/connector-plugins"): (None, 200, _array(_ref("PluginInfo"))),
     ("get", "/connector-plugins/errors"): (None, 200, _array(_ref("PluginLoadError"))),
     ("get", "/connector-plugins/{plugin}/config"): (None, 200, _array(_ref("ConfigKeyInfo"))),
-    ("put", "/connector-plugins/{plugin}/config/validate"): (_NULLABLE_STRING_MAP, 200, _ref("ConfigInfos")),
+    ("put", "/connector-plugins/{plugin}/config/validate"): (
+        _CONNECTOR_CONFIG_TO_VALIDATE,
+        200,
+        _ref("ConfigInfos"),
+    ),
     ("get", "/admin/loggers"): (None, 200, {"type": "object", "additionalProperties": _ref("LoggerLevel")}),
     ("get", "/admin/loggers/{logger}"): (None, 200, _ref("LoggerLevel")),
     ("put", "/admin/loggers/{logger}"): (_ref("LoggerLevelRequest"), 200, _array({"type": "string"})),
@@ -316,7 +336,59 @@ def describe(schema: dict[str, Any]) -> dict[str, Any]:
                     "content": {"application/json": {"schema": _ref("Health")}},
                 }
             operation["responses"] = responses
+    _add_links(schema)
     return schema
+
+
+#: Answers that name a connector or a worker, and where in them the name is: a stateful client (or
+#: fuzzer) follows these links from ``POST /connectors`` to every operation on that connector.
+_CONNECTOR_ANSWERS = (
+    ("post", "/connectors", "201"),
+    ("put", "/connectors/{name}/config", "201"),
+    ("put", "/connectors/{name}/config", "200"),
+    ("get", "/connectors/{name}", "200"),
+)
+_LINK_PARAMETERS = {
+    "name": "$response.body#/name",
+    "task": "$response.body#/tasks/0/task",
+    "worker_id": "$response.body#/this_worker/id",
+}
+
+
+def _link_name(method: str, path: str) -> str:
+    words = [w.strip("{}") for w in path.split("/") if w]
+    return "_".join([method, *words]).replace(".", "_")
+
+
+def _add_links(schema: dict[str, Any]) -> None:
+    """OpenAPI links from the answers that name a connector (its ``ConnectorInfo``) to the operations on
+    ``/connectors/{name}...``, and from ``GET /workers`` (this worker's ``id``) to its static assignment."""
+    paths: dict[str, dict[str, Any]] = schema.get("paths", {})
+
+    def links(prefix: str, params: tuple[str, ...]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for path, item in paths.items():
+            if not path.startswith(prefix):
+                continue
+            for method, operation in item.items():
+                wanted = [p for p in params if "{" + p + "}" in path]
+                if "operationId" not in operation or not wanted:
+                    continue
+                out[_link_name(method, path)] = {
+                    "operationId": operation["operationId"],
+                    "parameters": {p: _LINK_PARAMETERS[p] for p in wanted},
+                }
+        return out
+
+    to_connector = links("/connectors/{name}", ("name", "task"))
+    for method, path, code in _CONNECTOR_ANSWERS:
+        answer = paths.get(path, {}).get(method, {}).get("responses", {}).get(code)
+        if answer is not None and to_connector:
+            answer["links"] = to_connector
+    to_worker = links("/workers/{worker_id}", ("worker_id",))
+    answer = paths.get("/workers", {}).get("get", {}).get("responses", {}).get("200")
+    if answer is not None and to_worker:
+        answer["links"] = to_worker
 
 
 def install_openapi(app: FastAPI) -> None:

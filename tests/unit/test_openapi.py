@@ -97,3 +97,57 @@ def test_every_reference_resolves_and_models_validate_javas_answers(document: di
         validate({"level": "LOUD"}, "LoggerLevelRequest")
     with pytest.raises(jsonschema.ValidationError):
         validate({"name": "x"}, "CreateConnectorRequest")
+
+
+def test_request_bodies_are_as_strict_as_the_api(document: dict[str, Any]) -> None:
+    """A body the schema admits is one the API can accept: a config names its class, a name has a
+    character other than whitespace and no control character (Java trims it first)."""
+
+    def check(instance: Any, schema: dict[str, Any]) -> bool:
+        try:
+            jsonschema.validate(instance, {**schema, "components": document["components"]})
+        except jsonschema.ValidationError:
+            return False
+        return True
+
+    create = {"$ref": "#/components/schemas/CreateConnectorRequest"}
+    config = {"connector.class": "FileStreamSource", "file": "/tmp/x"}
+    assert check({"name": "src", "config": config}, create)
+    assert check({"name": " a b ", "config": config}, create)  # trimmed to "a b"
+    assert check({"name": "\u00e9t\u00e9/x", "config": config}, create)
+    for name in ("", "   ", "a\u0001b", "a\u0085b", "\t"):
+        assert not check({"name": name, "config": config}, create), repr(name)
+    assert not check({"name": "src", "config": {"file": "/tmp/x"}}, create)
+    assert not check({"name": "src", "config": {"connector.class": ""}}, create)
+    paths = document["paths"]
+    put = paths["/connectors/{name}/config"]["put"]["requestBody"]["content"]["application/json"]["schema"]
+    assert check(config, put) and not check({"file": "/tmp/x"}, put)
+    validate = paths["/connector-plugins/{plugin}/config/validate"]["put"]["requestBody"]["content"]
+    schema = validate["application/json"]["schema"]
+    assert check({**config, "batch.size": None}, schema) and not check({"batch.size": "1"}, schema)
+
+
+def test_links_lead_from_a_named_connector_or_worker_to_the_operations_on_it(
+    document: dict[str, Any],
+) -> None:
+    operation_ids = {
+        op["operationId"]: (method, path)
+        for path, item in document["paths"].items()
+        for method, op in item.items()
+    }
+    created = document["paths"]["/connectors"]["post"]["responses"]["201"]["links"]
+    targets = {operation_ids[link["operationId"]] for link in created.values()}
+    named = {
+        (m, p) for p, item in document["paths"].items() for m in item if p.startswith("/connectors/{name}")
+    }
+    assert targets == named and len(targets) >= 15
+    for link in created.values():
+        _method, path = operation_ids[link["operationId"]]
+        # Every path parameter of the target is filled from the answer (a ConnectorInfo).
+        wanted = {part.strip("{}") for part in path.split("/") if part.startswith("{")}
+        assert set(link["parameters"]) == wanted, (path, link)
+        assert link["parameters"]["name"] == "$response.body#/name"
+    workers = document["paths"]["/workers"]["get"]["responses"]["200"]["links"]
+    assert {operation_ids[link["operationId"]][1] for link in workers.values()} == {
+        "/workers/{worker_id}/static-assignment"
+    }
