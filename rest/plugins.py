@@ -110,10 +110,7 @@ def plugins_router(worker: Worker) -> APIRouter:
                 exactly_once_source_enabled=eos,
                 worker_passthrough=worker.config.passthrough,
                 worker_security_protocol=worker.config.security_protocol,
-                override_policy=OverridePolicy.of(
-                    worker.config.connector_client_config_override_policy,
-                    worker.config.connector_client_config_override_allowlist,
-                ),
+                override_policy=OverridePolicy.of_worker(worker.config),
             )
         except (ConnectorConfigError, PluginError) as exc:
             raise BadRequestError(str(exc)) from exc

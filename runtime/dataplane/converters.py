@@ -378,6 +378,12 @@ def _no_default(schema: ConnectSchema) -> ConnectSchema:
     return ConnectSchema(**values)
 
 
+def _is_envelope(text: Column) -> Column:
+    """Whether JSON ``text`` is an object of exactly the keys ``schema`` and ``payload`` (null when it is
+    no JSON object): Java's envelope test, as a column expression."""
+    return F.array_sort(F.json_object_keys(text)) == F.array(F.lit("payload"), F.lit("schema"))
+
+
 def _json_text(c: Column) -> Column:
     """Any column as compact JSON text, nulls inside structs kept (Java writes them)."""
     wrapped = _escape_non_bmp(F.to_json(F.array(c), {"ignoreNullFields": "false"}))
@@ -641,8 +647,9 @@ class JsonConverter(Converter):
         if self.content_schema is not None:
             # KIP-1054: the configured schema; the record is an envelope (its payload is read) or the
             # bare payload.
-            enveloped = isinstance(node, dict) and set(node) == {"schema", "payload"}
-            payload = node["payload"] if isinstance(node, dict) and enveloped else node
+            payload = (
+                node["payload"] if isinstance(node, dict) and set(node) == {"schema", "payload"} else node
+            )
             value = from_json_value(
                 self.content_schema, payload, replace_null_with_default=self.replace_null_with_default
             )
@@ -746,7 +753,7 @@ class JsonConverter(Converter):
             if self.schemas_enable:
                 # No record names a schema: every value is null or a schemaless envelope.
                 payload = F.get_json_object(text, "$.payload")
-                keys_ok = F.array_sort(F.json_object_keys(text)) == F.array(F.lit("payload"), F.lit("schema"))
+                keys_ok = _is_envelope(text)
                 present = raw.isNotNull() & (F.length(raw) > 0)
                 # Bytes that are not JSON at all are a serialization error, as Java reports them.
                 error = F.when(
@@ -776,7 +783,7 @@ class JsonConverter(Converter):
         options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT}
         if content:
             # KIP-1054: an envelope is read for its payload, anything else as the bare payload.
-            enveloped = F.array_sort(F.json_object_keys(text)) == F.array(F.lit("payload"), F.lit("schema"))
+            enveloped = _is_envelope(text)
             wrapped = F.when(F.coalesce(enveloped, F.lit(False)), text).otherwise(
                 F.concat(F.lit('{"payload":'), text, F.lit("}"))
             )
@@ -784,7 +791,7 @@ class JsonConverter(Converter):
             schema_ok = F.lit(True)
         elif self.schemas_enable:
             wrapped = text
-            keys_ok = F.array_sort(F.json_object_keys(text)) == F.array(F.lit("payload"), F.lit("schema"))
+            keys_ok = _is_envelope(text)
             expected = java_json.write(schema_to_json(schema))
             # A schemaless envelope ("schema": null) is read with the given schema too.
             record_schema = F.get_json_object(text, "$.schema")

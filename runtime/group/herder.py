@@ -712,19 +712,20 @@ class Herder:
 
     def _release(self, connectors: set[str], tasks: set[TaskId]) -> list[Action]:
         actions: list[Action] = []
+        stopped: set[str] = set()  # the connectors something of which stopped here
         for t in sorted(tasks):
             self.owned_tasks.discard(t)
             self.task_targets.pop(t, None)
             if self.running_tasks.pop(t, None) is not None:
                 actions.append(StopTask(t))
+                stopped.add(t.connector)
         for c in sorted(connectors):
             self.owned_connectors.discard(c)
             self.connector_targets.pop(c, None)
             if self.running_connectors.pop(c, None) is not None:
                 actions.append(StopConnector(c))
+                stopped.add(c)
         # A deleted connector's last piece here stopped: forget its topics (once, after its last stop).
-        stopped = {a.name for a in actions if isinstance(a, StopConnector)}
-        stopped |= {a.task.connector for a in actions if isinstance(a, StopTask)}
         still = set(self.running_connectors) | {t.connector for t in self.running_tasks}
         actions += [ResetActiveTopics(c) for c in sorted(stopped - still) if not self.snapshot.contains(c)]
         return actions

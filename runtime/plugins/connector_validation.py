@@ -271,20 +271,16 @@ def validate_connector_config(
     values = base.validate_all(props, class_resolver=class_resolver)
     # Plugins read plain string maps; a null value is reported below instead of reaching them.
     string_props = {k: v for k, v in props.items() if v is not None}
+    kind: ConnectorKind | None = None
     if isinstance(connector, SinkConnector):
+        kind = "sink"
         validate_sink_topics(props, values)
         if worker_group_id is not None:
             _validate_sink_group(props, values, worker_group_id)
     elif isinstance(connector, SourceConnector):
+        kind = "source"
         _validate_exactly_once(connector, string_props, values, exactly_once_source_enabled)
     _validate_client_overrides(props, values, worker_passthrough or {}, worker_security_protocol)
-    kind: ConnectorKind | None = (
-        "sink"
-        if isinstance(connector, SinkConnector)
-        else "source"
-        if isinstance(connector, SourceConnector)
-        else None
-    )
     if kind is not None:
         for key, message in refused_overrides(override_policy, kind, props):
             values.setdefault(key, ConfigValue(key, value=props[key])).add_error(message)

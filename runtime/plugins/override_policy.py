@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from kconnect.config.worker import WorkerConfig
+
 PRINCIPAL_SETTINGS = frozenset({"sasl.jaas.config", "sasl.mechanism", "security.protocol"})
 POLICIES = ("All", "None", "Principal", "Allowlist")
 
@@ -35,6 +37,13 @@ class OverridePolicy:
         if name not in POLICIES:
             raise ValueError(f"unknown override policy {name!r}; expected one of {', '.join(POLICIES)}")
         return cls(name, frozenset(allowlist))
+
+    @classmethod
+    def of_worker(cls, config: WorkerConfig) -> OverridePolicy:
+        """The policy the worker properties set."""
+        return cls.of(
+            config.connector_client_config_override_policy, config.connector_client_config_override_allowlist
+        )
 
     def allows(self, setting: str) -> bool:
         """Whether a connector may override the client setting ``setting`` (unprefixed)."""

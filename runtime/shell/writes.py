@@ -133,10 +133,7 @@ class ClusterWrites:
                 exactly_once_source_enabled=self.config.exactly_once_source_support == "enabled",
                 worker_passthrough=self.config.passthrough,
                 worker_security_protocol=self.config.security_protocol,
-                override_policy=OverridePolicy.of(
-                    self.config.connector_client_config_override_policy,
-                    self.config.connector_client_config_override_allowlist,
-                ),
+                override_policy=OverridePolicy.of_worker(self.config),
             )
         except (ConnectorConfigError, PluginError) as exc:
             # No connector.class, or one no plugin answers to: the request is at fault (400), as in Java.
