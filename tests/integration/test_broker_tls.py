@@ -9,9 +9,6 @@ take a PKCS12 key store, as a Java worker's ``producer.ssl.keystore.*`` would na
 
 from __future__ import annotations
 
-import os
-import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,8 +17,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconnect.runtime.cli.broker import free_port
-from tests.support.cluster import WorkerProcess, wait_until, worker_command, worker_properties
-from tests.support.held_worker import with_repo_on_path
+from tests.support.cluster import WorkerProcess, run_worker, wait_until, worker_properties
 from tests.support.tls_proxy import TlsBroker, make_ca, stunnel_binary, tls_broker
 
 pytestmark = [
@@ -125,19 +121,8 @@ def test_a_worker_trusting_another_ca_fails_start_up_naming_the_setting(
     other_ca, _key = make_ca(tmp_path, "other-ca")
     props = tls_properties(tls, f"tls-bad-{uuid.uuid4().hex[:6]}")
     props["ssl.truststore.location"] = str(other_ca)
-    path = tmp_path / "bad.properties"
-    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    started = time.monotonic()
-    proc = subprocess.run(
-        worker_command(path),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=with_repo_on_path(dict(os.environ)),
-    )
-    took = time.monotonic() - started
-    assert proc.returncode != 0
-    errors = [line for line in proc.stderr.splitlines() if "ssl.truststore.location" in line]
-    assert len(errors) == 1, proc.stderr[-3000:]
+    code, errors, took = run_worker(tmp_path, props, timeout=120)
+    assert code != 0
+    assert len(errors) == 1 and "ssl.truststore.location" in errors[0], errors
     assert str(other_ca) in errors[0] and "certificate" in errors[0], errors[0]
-    print(f"\nwrong CA: exit {proc.returncode} after {took:.1f} s: {errors[0]}")
+    print(f"\nwrong CA: exit {code} after {took:.1f} s: {errors[0]}")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import shutil
 import ssl
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 
 from kconnect.rest.server import BASIC_AUTH_EXTENSION, PROPERTY_FILE_LOGIN_MODULE
 from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
-from tests.support.cluster import WorkerProcess, wait_until, worker_properties
+from tests.support.cluster import WorkerProcess, run_worker, wait_until, worker_properties
 
 pytestmark = pytest.mark.integration
 
@@ -200,14 +199,8 @@ def test_rest_settings_kconnect_cannot_honour_exit_2_naming_the_key(
     port = free_port()
     props = worker_properties("127.0.0.1:1", "g-rest-bad", port)
     props.update({k: v.format(port=port) for k, v in change.items()})
-    path = tmp_path / "w.properties"
-    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    proc = subprocess.run(
-        [sys.executable, "-m", "kconnect.runtime.cli.main", "worker", str(path)],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("kconnect:")]
-    assert proc.returncode == 2, proc.stderr
+    code, errors, _took = run_worker(tmp_path, props)
+    assert code == 2, errors
     assert len(errors) == 1 and fragment in errors[0], errors
     if "MyAuth" in str(change):
         assert "com.example.MyAuth" in errors[0]

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -13,23 +11,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconnect.runtime.cli import broker as embedded
 from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
-from tests.support.cluster import worker_properties
+from tests.support.cluster import run_worker, worker_properties
 
 pytestmark = pytest.mark.integration
-
-
-def run_worker(tmp_path: Path, props: dict[str, str], timeout: float = 60) -> tuple[int, list[str], float]:
-    path = tmp_path / f"{uuid.uuid4().hex[:6]}.properties"
-    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    started = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", "kconnect.runtime.cli.main", "worker", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("kconnect:")]
-    return proc.returncode, errors, time.monotonic() - started
 
 
 @pytest.mark.parametrize(

@@ -63,6 +63,17 @@ def worker_command(props_path: Path, *, spark: bool = False) -> list[str]:
     return [sys.executable, "-m", "tests.support.held_worker", str(props_path)]
 
 
+def run_worker(tmp_path: Path, props: dict[str, str], timeout: float = 60) -> tuple[int, list[str], float]:
+    """Run the product's ``kconnect worker`` with ``props`` until it exits (the start-up failure tests):
+    its exit code, its ``kconnect:`` error lines, and how long it took."""
+    path = tmp_path / f"{uuid.uuid4().hex[:6]}.properties"
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    started = time.monotonic()
+    proc = subprocess.run(worker_command(path, spark=True), capture_output=True, text=True, timeout=timeout)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("kconnect:")]
+    return proc.returncode, errors, time.monotonic() - started
+
+
 class WorkerProcess:
     """One worker process on loopback, its properties file and log in ``workdir``.
 
