@@ -44,6 +44,7 @@ from kconnect.runtime.plugins.api import (
     SinkTask,
     TopicPartition,
 )
+from kconnect.runtime.plugins.plugin_metrics import PluginMetrics, PluginMetricsRegistry
 
 #: How often a sink task's streaming query looks for new records.
 SINK_TRIGGER = "500 milliseconds"
@@ -133,6 +134,9 @@ class _SinkContext:
     def request_commit(self) -> None:
         """Every batch already ends with a commit."""
 
+    def plugin_metrics(self) -> PluginMetrics:
+        return self._runner.plugin_metrics
+
 
 class SinkTaskRunner(TaskRunner):
     """One sink task: a Structured Streaming query whose micro-batches go through the connector's
@@ -158,8 +162,9 @@ class SinkTaskRunner(TaskRunner):
         consumer_settings: Mapping[str, str],
         producer_settings: Mapping[str, str] | None = None,
         admin_settings: Mapping[str, str] | None = None,
+        plugin_metrics: PluginMetricsRegistry | None = None,
     ) -> None:
-        super().__init__(task_id, task, config, on_failure)
+        super().__init__(task_id, task, config, on_failure, plugin_metrics)
         self.sink: SinkTask = task
         #: The dead letter queue's producer and admin client (Java's connector producer and admin configs).
         self._producer_settings = dict(producer_settings or {})
@@ -194,7 +199,12 @@ class SinkTaskRunner(TaskRunner):
         self._sink_lock = threading.Lock()
         self._last_batch_end = 0.0
         self._idle_busy = False
-        self.sink.initialize(_SinkContext(self))
+        try:
+            self.monitor_converters(self._plan.key_converter, self._plan.value_converter)
+            self.sink.initialize(_SinkContext(self))
+        except BaseException:
+            self.close_plugin_metrics()
+            raise
 
     @property
     def pool(self) -> str:

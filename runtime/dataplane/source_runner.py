@@ -31,6 +31,7 @@ from kconnect.runtime.dataplane.source_encoding import source_encoder
 from kconnect.runtime.dataplane.task_runner import TaskRunner, produce
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.api import ConnectorError, SourceRecord, SourceTask
+from kconnect.runtime.plugins.plugin_metrics import PluginMetrics, PluginMetricsRegistry
 from kconnect.runtime.storage.offset_log import OffsetMap, OffsetState, SourceOffset, partition_json
 from kconnect.runtime.storage.offset_log import encode as encode_offset
 
@@ -127,9 +128,10 @@ class _OffsetReader:
 
 
 class _SourceContext:
-    def __init__(self, config: Mapping[str, str], reader: _OffsetReader) -> None:
+    def __init__(self, config: Mapping[str, str], reader: _OffsetReader, metrics: PluginMetrics) -> None:
         self._config = config
         self._reader = reader
+        self._metrics = metrics
 
     def configs(self) -> Mapping[str, str]:
         return self._config
@@ -137,6 +139,9 @@ class _SourceContext:
     @property
     def offset_storage_reader(self) -> _OffsetReader:
         return self._reader
+
+    def plugin_metrics(self) -> PluginMetrics:
+        return self._metrics
 
 
 class SourceTaskRunner(TaskRunner):
@@ -168,8 +173,9 @@ class SourceTaskRunner(TaskRunner):
         sync_offsets: Callable[[], OffsetState] | None = None,
         fence: Callable[[str], None] | None = None,
         spark: Callable[[], Any] | None = None,
+        plugin_metrics: PluginMetricsRegistry | None = None,
     ) -> None:
-        super().__init__(task_id, task, config, on_failure)
+        super().__init__(task_id, task, config, on_failure, plugin_metrics)
         self.source: SourceTask = task
         #: Set when the worker has exactly.once.source.support=enabled: records and offsets go to Kafka
         #: in one transaction per boundary (``exactly_once``), and the task starts on its own thread.
@@ -203,7 +209,13 @@ class SourceTaskRunner(TaskRunner):
         #: Topics of records Kafka acknowledged since the last look (KIP-558 tracking, when on): Java
         #: records a source task's topic from the producer's callback, under the topic it was sent to.
         self._acked_topics: set[str] = set()
-        self.source.initialize(_SourceContext(self.config, _OffsetReader(task_id.connector, read_offsets)))
+        try:
+            self.monitor_converters(self._encoder.key_converter, self._encoder.value_converter)
+            reader = _OffsetReader(task_id.connector, read_offsets)
+            self.source.initialize(_SourceContext(self.config, reader, self.plugin_metrics))
+        except BaseException:
+            self.close_plugin_metrics()
+            raise
 
     def _on_delivery(self, error: Any, message: Any) -> None:
         if error is not None and self._delivery_error is None:

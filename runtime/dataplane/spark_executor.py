@@ -35,6 +35,7 @@ from kconnect.runtime.dataplane.source_runner import SourceTaskRunner
 from kconnect.runtime.dataplane.task_runner import TaskRunner, client_settings, instantiate_task
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.api import ConnectorError, PluginRegistry, SinkTask, SourceTask
+from kconnect.runtime.plugins.plugin_metrics import PluginMetricsRegistry
 from kconnect.runtime.storage.offset_log import OffsetState, SourceOffset
 from kconnect.runtime.storage.status_log import TopicStatus
 
@@ -132,8 +133,11 @@ class SparkExecutor:
         sync_offsets: Callable[[], OffsetState] | None = None,
         fence: Callable[[str], None] | None = None,
         topic_status: tuple[Callable[[str, str], bool], Callable[[TopicStatus], None]] | None = None,
+        plugin_metrics: PluginMetricsRegistry | None = None,
     ) -> None:
         self.config = config
+        #: The worker's KIP-877 registry, where tasks and their converters register their own metrics.
+        self.plugin_metrics = plugin_metrics
         #: KIP-558: whether the status topic has a connector's topic record, and how to write one (None:
         #: ``topic.tracking.enable=false``).
         self._topic_status = topic_status
@@ -223,6 +227,7 @@ class SparkExecutor:
                 consumer_settings=self._client_settings("consumer", config),
                 producer_settings=self._client_settings("producer", config),
                 admin_settings=self._client_settings("admin", config),
+                plugin_metrics=self.plugin_metrics,
             )
         if isinstance(task, SourceTask):
             eos = None
@@ -251,6 +256,7 @@ class SparkExecutor:
                 sync_offsets=self._sync_offsets,
                 fence=self._fence,
                 spark=self.spark.get,
+                plugin_metrics=self.plugin_metrics,
             )
         raise ConnectorError(f"{type(task).__name__} is neither a SourceTask nor a SinkTask")
 

@@ -22,7 +22,8 @@ from kconnect.runtime import logs
 from kconnect.runtime.client_config import Role, task_clients
 from kconnect.runtime.dataplane.active_topics import ActiveTopics
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.plugins.api import ConnectorError, PluginRegistry, Task
+from kconnect.runtime.plugins.api import ConnectorError, Monitorable, PluginRegistry, Task
+from kconnect.runtime.plugins.plugin_metrics import PluginMetrics, PluginMetricsRegistry
 
 log = logs.get(__name__)
 
@@ -95,7 +96,13 @@ def instantiate_task(registry: PluginRegistry, config: Mapping[str, str]) -> Tas
 
 
 class TaskRunner:
-    """What the executor holds per task: a thread, a target state, counters and the way to stop."""
+    """What the executor holds per task: a thread, a target state, counters and the way to stop.
+
+    ``plugin_metrics`` is the worker's registry of KIP-877 metrics (a private one when not given): the
+    task's context hands out :attr:`plugin_metrics`, and ``Monitorable`` converters get their own
+    (:meth:`monitor_converters`). All of them are closed when the task's thread ends or the task is
+    stopped, so a restarted task registers its metrics again without colliding with the old instance's.
+    """
 
     def __init__(
         self,
@@ -103,6 +110,7 @@ class TaskRunner:
         task: Task,
         config: Mapping[str, str],
         on_failure: Callable[[TaskId, str], None],
+        plugin_metrics: PluginMetricsRegistry | None = None,
     ) -> None:
         self.task_id = task_id
         self.task = task
@@ -116,6 +124,24 @@ class TaskRunner:
         self.log = logs.get("kconnect.task", task=str(task_id))
         #: KIP-558 topic tracking (``topic.tracking.enable``); None when the worker disables it.
         self.active_topics: ActiveTopics | None = None
+        self._metrics_registry = plugin_metrics or PluginMetricsRegistry()
+        #: What the task's context gives the task (``plugin_metrics()``).
+        self.plugin_metrics = self._metrics_registry.task(task_id.connector, task_id.task)
+        self._all_metrics: list[PluginMetrics] = [self.plugin_metrics]
+
+    def monitor_converters(self, key: object, value: object) -> None:
+        """Offer the task's key and value converters their metrics if they are ``Monitorable`` (Java does
+        after configuring them), tagged ``converter=key``/``value``."""
+        for role, converter in (("key", key), ("value", value)):
+            if isinstance(converter, Monitorable):
+                metrics = self._metrics_registry.converter(self.task_id.connector, self.task_id.task, role)
+                self._all_metrics.append(metrics)
+                converter.with_plugin_metrics(metrics)
+
+    def close_plugin_metrics(self) -> None:
+        """Remove every metric the task and its converters registered (idempotent)."""
+        for metrics in self._all_metrics:
+            metrics.close()
 
     # --- lifecycle, called by the executor
 
@@ -126,7 +152,11 @@ class TaskRunner:
     def start(self, paused: bool) -> None:
         """Start the plugin task on the caller's thread (quick), then its loop on a thread of its own."""
         if not self.starts_on_thread:
-            self.task.start(dict(self.config))
+            try:
+                self.task.start(dict(self.config))
+            except BaseException:
+                self.close_plugin_metrics()  # the executor drops a runner whose task failed to start
+                raise
         if not paused:
             self._running.set()
         self._thread = threading.Thread(target=self._main, name=f"task-{self.task_id}", daemon=True)
@@ -147,10 +177,14 @@ class TaskRunner:
         self._running.set()
         self._wake()
         thread = self._thread
-        if thread is not None:
-            thread.join(timeout_s)
-            return not thread.is_alive()
-        return True
+        try:
+            if thread is not None:
+                thread.join(timeout_s)
+                return not thread.is_alive()
+            return True
+        finally:
+            # Even for a thread abandoned past the timeout: the task is gone for the worker.
+            self.close_plugin_metrics()
 
     # --- the loop
 
@@ -172,6 +206,7 @@ class TaskRunner:
                 self.task.stop()
             except Exception as exc:
                 self.log.warning("task stop failed", error=str(exc))
+            self.close_plugin_metrics()
 
     def track_topics(self, topics: Iterable[str]) -> None:
         """Record the topics a batch used as the connector's active topics (when tracking is on)."""

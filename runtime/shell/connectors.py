@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from kconnect.runtime import logs
 from kconnect.runtime.plugins.api import Connector, ConnectorContext, PluginRegistry, connector_type
+from kconnect.runtime.plugins.plugin_metrics import PluginMetrics, PluginMetricsRegistry
 from kconnect.runtime.shell.stores import InternalTopics
 from kconnect.runtime.shell.writes import ClusterWrites
 from kconnect.runtime.storage import status_log
@@ -35,6 +36,8 @@ class _RunningConnector:
     config: Properties
     #: Whether ``instance.start`` ran (and ``stop`` is owed): not while PAUSED or STOPPED.
     started: bool = False
+    #: The KIP-877 metrics of the started instance, closed whenever it is stopped.
+    metrics: PluginMetrics | None = None
 
 
 class Connectors:
@@ -42,7 +45,8 @@ class Connectors:
 
     Called from the herder thread only. ``generation`` gives the group generation statuses are written
     with; ``request_reconfigure`` asks the herder thread to recompute a connector's task configs soon (a
-    connector's own request, or a retry); ``stopping`` is set once the worker shuts down.
+    connector's own request, or a retry); ``stopping`` is set once the worker shuts down; ``plugin_metrics``
+    is the worker's registry of KIP-877 metrics (a private one when not given).
     """
 
     def __init__(
@@ -55,8 +59,10 @@ class Connectors:
         generation: Callable[[], int],
         request_reconfigure: Callable[[str], None],
         stopping: threading.Event,
+        plugin_metrics: PluginMetricsRegistry | None = None,
     ) -> None:
         self.registry = registry
+        self.plugin_metrics = plugin_metrics or PluginMetricsRegistry()
         self.stores = stores
         self.writes = writes
         self.worker_id = worker_id
@@ -75,12 +81,14 @@ class Connectors:
         False when it failed (reported FAILED with the trace): the worker counts start-up failures.
         """
         clog = log.bind(connector=name)
+        metrics = None
         try:
             desc = self.registry.find(config.get("connector.class") or "")
             instance = desc.cls()
             started = target_state == TargetState.STARTED
             if started:
-                instance.initialize(_Context(self, name))
+                metrics = self.plugin_metrics.connector(name)
+                instance.initialize(_Context(self, name, metrics))
                 instance.start(strings(config))
                 state = status_log.State.RUNNING
             else:
@@ -89,10 +97,12 @@ class Connectors:
                     if target_state == TargetState.PAUSED
                     else status_log.State.STOPPED
                 )
-            self._running[name] = _RunningConnector(instance, config, started=started)
+            self._running[name] = _RunningConnector(instance, config, started=started, metrics=metrics)
             self._status(name, state, None, gen)
             clog.info("connector started", state=state.value)
         except Exception as exc:
+            if metrics is not None:
+                metrics.close()
             clog.error("connector failed to start", error=str(exc))
             self._status(name, status_log.State.FAILED, traceback.format_exc(), gen)
             return False
@@ -110,6 +120,8 @@ class Connectors:
                 running.instance.stop()
         except Exception as exc:
             log.warning("connector stop raised", connector=name, error=str(exc))
+        finally:
+            _close_metrics(running)
         if self.stores.snapshot().contains(name):
             self._status(name, status_log.State.UNASSIGNED, None, gen)
         log.info("connector stopped", connector=name)
@@ -124,14 +136,19 @@ class Connectors:
         try:
             if target_state == TargetState.STARTED:
                 if not running.started:
-                    running.instance.initialize(_Context(self, name))
+                    _close_metrics(running)  # a start that failed before may have left some
+                    running.metrics = self.plugin_metrics.connector(name)
+                    running.instance.initialize(_Context(self, name, running.metrics))
                     running.instance.start(strings(running.config))
                     running.started = True
                 state = status_log.State.RUNNING
             else:
                 if running.started:
                     running.started = False
-                    running.instance.stop()
+                    try:
+                        running.instance.stop()
+                    finally:
+                        _close_metrics(running)
                 state = (
                     status_log.State.PAUSED
                     if target_state == TargetState.PAUSED
@@ -224,15 +241,28 @@ class Connectors:
         self._status(name, status_log.State.FAILED, trace, self._generation())
 
 
-class _Context(ConnectorContext):
-    """What a connector instance may ask of the runtime: new task configs, or to be reported failed."""
+def _close_metrics(running: _RunningConnector) -> None:
+    """A stopped instance's KIP-877 metrics go with it (Java closes them with the connector), so a
+    resumed or restarted instance registers its metrics again without colliding with its own."""
+    if running.metrics is not None:
+        running.metrics.close()
+        running.metrics = None
 
-    def __init__(self, connectors: Connectors, name: str) -> None:
+
+class _Context(ConnectorContext):
+    """What a connector instance may ask of the runtime: new task configs, to be reported failed, or where
+    to register its own metrics."""
+
+    def __init__(self, connectors: Connectors, name: str, metrics: PluginMetrics) -> None:
         self._connectors = connectors
         self._name = name
+        self._metrics = metrics
 
     def request_task_reconfiguration(self) -> None:
         self._connectors._request_reconfigure(self._name)
 
     def raise_error(self, exc: BaseException) -> None:
         self._connectors.raise_error(self._name, exc)
+
+    def plugin_metrics(self) -> PluginMetrics:
+        return self._metrics

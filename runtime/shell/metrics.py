@@ -6,16 +6,25 @@ Java exposes ``kafka.connect:type=connect-worker-rebalance-metrics`` attributes 
 dashboards built for Apache Kafka Connect find them: ``<group without -metrics>_<attribute>`` with dashes
 as underscores, and the worker, connector and task as labels. Pure: the worker shell gathers a
 :class:`WorkerFigures`, this module renders it in Prometheus' text exposition format (version 0.0.4).
+
+KIP-877 plugin metrics (``runtime/plugins/plugin_metrics.py``) follow the same rule: Java registers them
+as ``kafka.connect:type=plugins,<tags>`` with the metric's name as the attribute, so a metric ``records``
+of task 0 of connector ``c`` is ``plugins_records{worker=...,connector="c",task="0"}``, every tag a label
+(the worker's first). Names and label names keep ``[a-zA-Z0-9_]`` and turn anything else into ``_``; a
+label name that would repeat an earlier one (``worker``, or two tags that read alike once sanitised) gets a
+``tag_`` prefix. Their type is ``gauge``: a plugin metric does not say whether it only grows.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kconnect.config.worker_keys import ConnectProtocol, GroupProtocol
 from kconnect.runtime.group.protocol import ProtocolName
+from kconnect.runtime.plugins.plugin_metrics import GROUP, PluginSample
 from kconnect.runtime.storage.status_log import State
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -93,6 +102,8 @@ class WorkerFigures:
     member_epoch: int = -1
     connectors_to_receive: int = 0
     tasks_to_receive: int = 0
+    #: KIP-877: the metrics this worker's plugins registered, as read now.
+    plugins: Sequence[PluginSample] = ()
 
 
 def _escape_help(value: str) -> str:
@@ -124,6 +135,42 @@ def render(families: Iterable[Family]) -> str:
                 f"{s.name}{{{labels}}} {_number(s.value)}" if labels else f"{s.name} {_number(s.value)}"
             )
     return "\n".join(lines) + "\n"
+
+
+_INVALID = re.compile(r"[^a-zA-Z0-9_]")
+
+
+def prometheus_name(group: str, name: str) -> str:
+    """``<group without -metrics>_<attribute>``, with every character Prometheus does not allow as ``_``."""
+    return _INVALID.sub("_", f"{group.removesuffix('-metrics')}_{name}")
+
+
+def _label_name(tag: str, taken: set[str]) -> str:
+    label = _INVALID.sub("_", tag) or "_"
+    if label[0].isdigit() or label.startswith("__"):  # Prometheus reserves the double underscore
+        label = "tag_" + label
+    while label in taken:
+        label = "tag_" + label
+    taken.add(label)
+    return label
+
+
+def plugin_families(worker: str, samples: Iterable[PluginSample]) -> list[Family]:
+    """The KIP-877 plugin metrics (see the module docstring), one family per Prometheus name; a second
+    sample with the same name and labels (names that read alike once sanitised) is dropped, as Prometheus
+    refuses a repeated series."""
+    by_name: dict[str, tuple[str, list[Sample]]] = {}
+    seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+    for s in samples:
+        name = prometheus_name(s.group or GROUP, s.name)
+        taken = {"worker"}
+        labels = (("worker", worker), *((_label_name(k, taken), v) for k, v in s.tags))
+        if (name, labels) in seen:
+            continue
+        seen.add((name, labels))
+        text = s.description or f"Plugin metric {s.name}."
+        by_name.setdefault(name, (text, []))[1].append(Sample(name, s.value, labels))
+    return [Family(name, "gauge", text, tuple(found)) for name, (text, found) in sorted(by_name.items())]
 
 
 def worker_families(f: WorkerFigures) -> list[Family]:
@@ -313,4 +360,5 @@ def worker_families(f: WorkerFigures) -> list[Family]:
             "connect_worker_task_",
         )
     )
+    families.extend(plugin_families(f.worker, f.plugins))
     return families

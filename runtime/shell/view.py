@@ -8,7 +8,7 @@ consistent reading under its lock (``Worker.view``) and hands out these frozen v
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kconnect.config.worker_keys import ConnectProtocol, GroupProtocol
@@ -17,6 +17,7 @@ from kconnect.runtime.group.group_records import GroupState
 from kconnect.runtime.group.herder import Herder
 from kconnect.runtime.group.protocol import ConnectAssignment, ProtocolName, WorkerState
 from kconnect.runtime.ids import TaskId
+from kconnect.runtime.plugins.plugin_metrics import PluginSample
 from kconnect.runtime.shell import metrics
 from kconnect.runtime.storage import status_log
 
@@ -208,12 +209,13 @@ def figures(
     status: status_log.StatusState,
     running: Mapping[TaskId, TaskCounters],
     default_protocol: ConnectProtocol,
+    plugins: Sequence[PluginSample] = (),
 ) -> metrics.WorkerFigures:
     """What ``GET /metrics`` reports, from one reading of the worker (``view``) and its statuses.
 
     Pure, so the mapping from the worker's state to Java's metric names is checked without a worker.
     ``default_protocol`` (the worker's ``connect.protocol``) is the protocol shown before the first
-    rebalance selects one.
+    rebalance selects one; ``plugins`` the KIP-877 metrics read from the worker's registry.
     """
     connector_states: dict[str, status_log.State] = {}
     for name in view.owned_connectors:
@@ -261,4 +263,5 @@ def figures(
         member_epoch=view.member_epoch,
         connectors_to_receive=view.connectors_to_receive,
         tasks_to_receive=view.tasks_to_receive,
+        plugins=tuple(plugins),
     )

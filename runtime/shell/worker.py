@@ -29,6 +29,7 @@ from kconnect.runtime.group.herder import Action, Herder
 from kconnect.runtime.group.member import GroupDescription, Joined, MemberError, WorkerMember
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.api import PluginRegistry
+from kconnect.runtime.plugins.plugin_metrics import PluginMetricsRegistry
 from kconnect.runtime.shell import metrics, session_keys, view
 from kconnect.runtime.shell.connectors import Connectors
 from kconnect.runtime.shell.leader import LeaderRound, group_configuration, new_member
@@ -70,6 +71,8 @@ class Worker:
         self.worker_id = config.worker_id or _host_port(self.url)
         self.registry = registry or PluginRegistry.discover(config.plugin_path)
         self.metrics = WorkerMetrics()
+        #: KIP-877: the metrics this worker's connectors, tasks and converters register (``GET /metrics``).
+        self.plugin_metrics = PluginMetricsRegistry()
         self._lock = threading.RLock()  # guards the herder and the states folded from the internal topics
         self._events: queue.Queue[object] = queue.Queue()
         self._rejoin_at: float | None = None
@@ -110,6 +113,7 @@ class Worker:
             generation=lambda: self.herder.group.generation,
             request_reconfigure=lambda name: events.put(_ReconfigureRequest(name)),
             stopping=self._stopping,
+            plugin_metrics=self.plugin_metrics,
         )
         self.executor: Executor = executor or self._spark_executor()
         self.tasks = Tasks(config, wid, self.executor, self.stores, self.metrics)
@@ -141,6 +145,7 @@ class Worker:
             topic_status=(self._topic_known, self.stores.write_status)
             if self.config.topic_tracking_enable
             else None,
+            plugin_metrics=self.plugin_metrics,
         )
 
     def _topic_known(self, connector: str, topic: str) -> bool:
@@ -369,9 +374,14 @@ class Worker:
 
     def figures(self) -> metrics.WorkerFigures:
         """What ``GET /metrics`` reports: one consistent reading of this worker's figures."""
-        running = self.executor.task_figures()
+        running, plugins = self.executor.task_figures(), self.plugin_metrics.snapshot()
         return view.figures(
-            self.view(), self.metrics, self.stores.status_state(), running, self.config.connect_protocol
+            self.view(),
+            self.metrics,
+            self.stores.status_state(),
+            running,
+            self.config.connect_protocol,
+            plugins,
         )
 
     def group_state(self) -> group_records.GroupState | None:

@@ -16,6 +16,7 @@ from kconnect.runtime.group.group_records import (
 from kconnect.runtime.group.herder import GroupView, Herder
 from kconnect.runtime.group.protocol import ProtocolName
 from kconnect.runtime.ids import TaskId
+from kconnect.runtime.plugins.plugin_metrics import PluginMetricsRegistry, PluginSample
 from kconnect.runtime.shell import view
 from kconnect.runtime.shell.metrics import Family, Sample, TaskFigures, WorkerFigures, render, worker_families
 from kconnect.runtime.storage.config_log import ClusterConfigSnapshot
@@ -42,7 +43,8 @@ FIGURES = WorkerFigures(
     connector_startup_failures=1,
 )
 
-LINE = re.compile(r'^[a-z_]+(\{([a-z_]+="[^"]*",?)*\})? (-?[0-9.e+]+|NaN)$')
+#: Prometheus' grammar for a sample line: metric and label names, then the value.
+LINE = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="[^"]*",?)*\})? (-?[0-9.e+]+|NaN)$')
 
 
 def samples(text: str) -> dict[str, float]:
@@ -162,3 +164,43 @@ def test_label_values_are_escaped() -> None:
     text = render([Family("x", "gauge", 'a "b"\nc', (Sample("x", 1, (("l", 'q"\\\n'),)),))])
     assert 'x{l="q\\"\\\\\\n"} 1' in text
     assert '# HELP x a "b"\\nc' in text
+
+
+def test_plugin_metrics_are_named_after_javas_plugins_group_with_every_tag_a_label() -> None:
+    registry = PluginMetricsRegistry()
+    task = registry.task("orders", 0)
+    task.add_metric(task.metric_name("rows-written", "Rows written.", {"table.name": "t1"}), lambda: 12)
+    other = registry.task("orders", 1)
+    other.add_metric(other.metric_name("rows-written", "Rows written.", {"table.name": "t2"}), lambda: 3)
+    connector = registry.connector("orders")
+    connector.add_metric(connector.metric_name("tables", "", {"worker": "w9", "2nd": "x"}), lambda: 2.5)
+    figures = replace(FIGURES, plugins=registry.snapshot())
+    families = {f.name: f for f in worker_families(figures)}
+    rows = families["plugins_rows_written"]
+    assert (rows.kind, rows.help) == ("gauge", "Rows written.")
+    assert len(rows.samples) == 2  # one family, one HELP/TYPE, a sample per task
+    text = render(worker_families(figures))
+    got = samples(text)
+    w = 'worker="127.0.0.1:8083"'
+    assert got[f'plugins_rows_written{{{w},connector="orders",task="0",table_name="t1"}}'] == 12
+    assert got[f'plugins_rows_written{{{w},connector="orders",task="1",table_name="t2"}}'] == 3
+    # A tag named like the worker label, or not a valid label name, still shows, renamed.
+    assert got[f'plugins_tables{{{w},connector="orders",tag_worker="w9",tag_2nd="x"}}'] == 2.5
+    assert "# HELP plugins_tables Plugin metric tables." in text
+    assert text.count("# TYPE plugins_rows_written gauge") == 1
+
+
+def test_plugin_metric_names_that_read_alike_once_sanitised_give_one_series() -> None:
+    figures = replace(
+        FIGURES,
+        plugins=(
+            PluginSample("a-b", "plugins", "first", (("connector", "c"),), 1.0),
+            PluginSample("a.b", "plugins", "second", (("connector", "c"),), 2.0),
+        ),
+    )
+    (family,) = [f for f in worker_families(figures) if f.name == "plugins_a_b"]
+    assert [s.value for s in family.samples] == [1.0]
+
+
+def test_no_plugin_metrics_no_plugin_families() -> None:
+    assert not [f for f in worker_families(FIGURES) if f.name.startswith("plugins_")]
