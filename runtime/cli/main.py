@@ -291,9 +291,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 "file": str(source),
                 "topic": "demo-lines",
                 "tasks.max": "1",
-                # The embedded test broker reports a batch's base offset + 1 as the end of a partition
-                # (DESIGN.md, test broker quirk 2): one record per batch lets the sink see every line.
-                "producer.override.batch.num.messages": "1",
             },
         }
         for _ in range(60):
@@ -344,6 +341,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             f"kconnect demo: {arrived} of 100 lines went {source.name} -> topic demo-lines -> {output.name}"
             f" (Spark sink task) in {time.monotonic() - started:.0f} s"
         )
+        print(_next_steps(urls[0], args.keep_running))
         if args.keep_running:
             print("kconnect demo: running; Ctrl-C stops it")
             signal.sigwait({signal.SIGINT, signal.SIGTERM})
@@ -358,6 +356,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
             except subprocess.TimeoutExpired:
                 p.kill()
         b.stop()
+
+
+def _next_steps(url: str, keep_running: bool) -> str:
+    """Where to look next: the demo's cluster stops with it unless asked to keep running, so the hint
+    says how to keep it before it names what to curl."""
+    where = "" if keep_running else "with `kconnect demo --keep-running`, "
+    paths = ("/connectors?expand=status", "/workers", "/connectors/demo-file-source/topics", "/metrics")
+    return f"kconnect demo: next, {where}try " + ", ".join(f"curl {url}{path}" for path in paths)
 
 
 def _status_line(status: Mapping[str, Any]) -> str:

@@ -37,6 +37,7 @@ __all__ = [
     "assigned_partitions",
     "decode_offsets",
     "encode_offsets",
+    "idle_partitions",
     "plan_ranges",
     "raw_batch",
     "subscribed_topics",
@@ -146,6 +147,28 @@ def advance(
     return merged
 
 
+def idle_partitions(
+    planned: Mapping[TopicPartitionKey, int],
+    highs: Mapping[TopicPartitionKey, int],
+    probed: Mapping[TopicPartitionKey, int],
+) -> list[TopicPartitionKey]:
+    """The partitions to ask for records past their reported end: those whose high watermark says nothing
+    is left past what is already planned, and that were not asked at that position before.
+
+    Why ask at all: a broker may hold records past the high watermark it reports (the embedded test
+    broker reports the base offset of a partition's last batch + 1, so the rest of that batch would wait
+    for the next one to arrive). Apache Kafka serves no record past its high watermark (nor, to a
+    read_committed reader, past the last stable offset), so there the answer is always "nothing" and
+    the planned end stays the high watermark. Asking once per position keeps an idle partition from
+    being asked on every trigger.
+    """
+    return sorted(
+        tp
+        for tp, high in highs.items()
+        if tp in planned and high <= planned[tp] and probed.get(tp) != planned[tp]
+    )
+
+
 def client_config(options: Mapping[str, str]) -> dict[str, str]:
     """The ``kafka.*`` options without their prefix: the stream reader's options are the one channel Spark
     gives from the task runner to the reader, so the client settings travel inside them."""
@@ -161,6 +184,9 @@ def client_config(options: Mapping[str, str]) -> dict[str, str]:
 DEFAULT_MAX_RECORDS = 400000
 #: Records per ``consume`` call, and so per Arrow batch, when reading a range.
 READ_CHUNK = 10000
+#: The longest a planner waits for a fetch answer when asking for records past a reported end: the
+#: answer comes at once either way (records, or the end of the partition).
+PROBE_S = 5.0
 
 
 def raw_batch(messages: Sequence[Any], topic: str, partition: int) -> Any:
@@ -274,8 +300,10 @@ class _ConsumerPool:
             consumer, position, _ = kept
             if position == start:
                 return consumer, start
-        else:
-            consumer = Consumer(dict(conf))
+            # Elsewhere (a rewind, a restarted query): a fresh consumer, because re-assigning a kept one
+            # can still hand out what it prefetched from the old position first.
+            consumer.close()
+        consumer = Consumer(dict(conf))
         consumer.assign([TopicPartition(topic, partition, start)])
         return consumer, start
 
@@ -340,7 +368,12 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.timeout_s = int(self.options.get("read.timeout.ms", "30000")) / 1000
         self.cap = int(self.options.get("max.records.per.partition", str(DEFAULT_MAX_RECORDS)))
         self._last: dict[TopicPartitionKey, int] = {}
+        #: Where the query starts, once worked out (``initialOffset``).
+        self._start: dict[TopicPartitionKey, int] | None = None
+        #: The planned end each partition was last asked for records past (``idle_partitions``).
+        self._probed: dict[TopicPartitionKey, int] = {}
         self._consumer: Any = None
+        self._prober: Any = None
 
     def _client(self) -> Any:
         from confluent_kafka import Consumer
@@ -368,12 +401,55 @@ class KafkaStreamReader(DataSourceStreamReader):
             for tp in tps
         }
 
+    def _served_end(self, tp: TopicPartitionKey, position: int) -> int:
+        """The offset after the last record the broker serves from ``position`` on, or ``position``.
+
+        Read with the task's own client settings (its ``isolation.level`` included), so a read_committed
+        task is told of committed records only: the broker decides what may be read, this only counts
+        it. Stops at the partition's end as the fetch answer reports it (librdkafka's partition EOF).
+        """
+        from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+        if self._prober is None:
+            conf: dict[str, Any] = {
+                **client_config(self.options),
+                "group.id": f"{self.group_id}-reader",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+                "auto.offset.reset": "latest",
+            }
+            self._prober = Consumer(conf)
+        self._prober.assign([TopicPartition(tp[0], tp[1], position)])
+        end = position
+        deadline = time.monotonic() + min(self.timeout_s, PROBE_S)
+        try:
+            while time.monotonic() < deadline:
+                messages = self._prober.consume(num_messages=READ_CHUNK, timeout=0.05)
+                eof = False
+                for msg in messages:
+                    error = msg.error()
+                    if error is None:
+                        end = max(end, msg.offset() + 1)
+                    elif error.code() == KafkaError._PARTITION_EOF:
+                        eof = True
+                if eof:
+                    break
+        finally:
+            self._prober.unassign()
+        return end
+
     def initialOffset(self) -> dict[str, int]:
         """Where the query starts: the task's committed consumer-group offsets, else ``auto.offset.reset``
         (``none`` fails as Java's consumer does), never Spark's checkpoint, because a task that moved to
-        another worker has none there."""
+        another worker has none there.
+
+        Worked out once per query: Spark may ask for the latest offset before the initial one, and the
+        first end planned must start from here, never from 0 below the committed offsets.
+        """
         from confluent_kafka import TopicPartition
 
+        if self._start is not None:
+            return encode_offsets(self._start)
         tps = self._partitions()
         committed = self._client().committed([TopicPartition(t, p) for t, p in tps], timeout=self.timeout_s)
         marks = self._watermarks(tps)
@@ -392,14 +468,21 @@ class KafkaStreamReader(DataSourceStreamReader):
                 )
             else:
                 start[key] = low
-        self._last = start
+        self._start = start
+        self._last = dict(start)
         return encode_offsets(start)
 
     def latestOffset(self) -> dict[str, int]:
         """The end of the next micro-batch: the partitions' high watermarks, capped per partition so that one
-        batch stays bounded in memory."""
+        batch stays bounded in memory; a partition whose watermark has not moved past what was planned is
+        asked once whether the broker serves records past it (``idle_partitions``)."""
+        if self._start is None:
+            self.initialOffset()
         tps = self._partitions()
         highs = {tp: high for tp, (_, high) in self._watermarks(tps).items()}
+        for tp in idle_partitions(self._last, highs, self._probed):
+            self._probed[tp] = self._last[tp]
+            highs[tp] = max(highs[tp], self._served_end(tp, self._last[tp]))
         self._last = advance(self._last, highs, self.cap)
         return encode_offsets(self._last)
 
@@ -441,9 +524,11 @@ class KafkaStreamReader(DataSourceStreamReader):
                 for msg in messages:
                     if msg.error() is not None:
                         raise RuntimeError(f"reading {r.topic}-{r.partition}: {msg.error()}")
-                position = messages[-1].offset() + 1  # where the consumer now is
-                if position > r.end:  # read past the range (offsets rise within a partition): cut there
-                    messages = messages[: bisect.bisect_left([m.offset() for m in messages], r.end)]
+                offsets = [m.offset() for m in messages]
+                # Only [position, end): offsets rise within a partition, so both cuts are bisections.
+                low = bisect.bisect_left(offsets, position)
+                position = max(position, offsets[-1] + 1)  # where the consumer now is
+                messages = messages[low : bisect.bisect_left(offsets, r.end)]
                 if messages:
                     deadline = time.monotonic() + self.timeout_s
                     yield raw_batch(messages, r.topic, r.partition)
@@ -457,8 +542,9 @@ class KafkaStreamReader(DataSourceStreamReader):
         ``flush``, because only then is the output durable."""
 
     def stop(self) -> None:
-        """Close the driver-side metadata consumer when the query stops, so a stopped task leaves no
-        connection to the brokers behind."""
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
+        """Close the driver-side consumers (metadata, and the one asking past reported ends) when the
+        query stops, so a stopped task leaves no connection to the brokers behind."""
+        for client in (self._consumer, self._prober):
+            if client is not None:
+                client.close()
+        self._consumer = self._prober = None

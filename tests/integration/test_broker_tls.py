@@ -69,8 +69,6 @@ def test_a_worker_over_mutual_tls_forms_its_group_runs_a_pipeline_and_serves_res
             "spark.master": "local[2]",
             "spark.ui.enabled": "false",
             "spark.sql.shuffle.partitions": "1",
-            # The test broker's high-watermark quirk (DESIGN.md): one record per batch.
-            "producer.batch.num.messages": "1",
         }
     )
     topic = f"tls-lines-{uuid.uuid4().hex[:6]}"

@@ -139,10 +139,6 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory, broker: EmbeddedBroker) -
             "spark.ui.enabled": "false",
             "spark.sql.shuffle.partitions": "1",
             "offset.flush.interval.ms": "1000",
-            # The test broker reports a batch's base offset + 1 as the high watermark, so a reader that
-            # stops there misses the tail of a multi-record batch until more data comes: one record per
-            # batch keeps the watermark exact (a test-broker workaround, not needed on Apache Kafka).
-            "producer.batch.num.messages": "1",
             # Client settings as an Apache Kafka Connect worker file names them: librdkafka refuses the
             # Java-only names, so these run only because the worker translates them (client_config).
             "consumer.fetch.max.wait.ms": "100",
@@ -317,8 +313,7 @@ def test_sink_with_topics_regex_reads_matching_topics_and_ones_created_later(pip
     (it joins at a later micro-batch and is read from its start); topics that do not match are not read."""
     p = pipeline
     prefix = f"rx{uuid.uuid4().hex[:6]}"
-    # One record per produce call and flush: the test broker's high watermark misses multi-record tails.
-    producer = Producer({"bootstrap.servers": p.bootstrap, "batch.num.messages": 1})
+    producer = Producer({"bootstrap.servers": p.bootstrap})
 
     def write(topic: str, count: int) -> set[str]:
         lines = {f"{topic} {n}" for n in range(count)}
@@ -362,7 +357,7 @@ def test_sink_task_context_offset_and_a_retriable_put(pipeline: Pipeline) -> Non
     p = pipeline
     topic = f"ctx-{uuid.uuid4().hex[:6]}"
     create_topic(p.bootstrap, topic)
-    producer = Producer({"bootstrap.servers": p.bootstrap, "batch.num.messages": 1})
+    producer = Producer({"bootstrap.servers": p.bootstrap})
     for n in range(30):
         producer.produce(topic, value=f"v{n}".encode())
     assert producer.flush(15) == 0

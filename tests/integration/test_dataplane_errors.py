@@ -51,10 +51,10 @@ class Bench:
         return name
 
     def produce(self, topic: str, values: list[bytes]) -> None:
-        producer = Producer({"bootstrap.servers": self.bootstrap, "batch.num.messages": 1, "linger.ms": 0})
+        producer = Producer({"bootstrap.servers": self.bootstrap})
         for value in values:
             producer.produce(topic, value=value)
-            producer.flush(10)
+        assert producer.flush(10) == 0
 
     def consume(self, topic: str, count: int, timeout_s: float = 60) -> list[Any]:
         consumer = Consumer(
@@ -95,8 +95,6 @@ def bench(tmp_path_factory: pytest.TempPathFactory, broker: EmbeddedBroker) -> I
             "spark.ui.enabled": "false",
             "spark.sql.shuffle.partitions": "1",
             "offset.flush.interval.ms": "1000",
-            # One record per producer batch keeps the test broker's high watermark exact (see test_dataplane).
-            "producer.batch.num.messages": "1",
         }
     )
     worker = WorkerProcess(workdir, props, name="dpe-w0", spark=True).start()

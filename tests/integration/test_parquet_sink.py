@@ -72,10 +72,6 @@ def test_parquet_sink_exactly_once_across_restart_and_kill(tmp_path: Path, broke
             "spark.ui.enabled": "false",
             "spark.sql.shuffle.partitions": "2",
             "offset.flush.interval.ms": "1000",
-            # The test broker reports a batch's base offset + 1 as the high watermark, so a reader that
-            # stops there misses the tail of a multi-record batch until more data comes: one record per
-            # batch keeps the watermark exact (a test-broker workaround, not needed on Apache Kafka).
-            "producer.batch.num.messages": "1",
         }
     )
     topic = f"orders-{uuid.uuid4().hex[:6]}"
@@ -170,7 +166,7 @@ def test_parquet_sink_exactly_once_across_restart_and_kill(tmp_path: Path, broke
         wait_until(source_done, 60, "the source offset at the end of the file")
         assert worker.request("DELETE", "/connectors/src").status_code == 204
         third = second + 1200
-        producer = Producer({"bootstrap.servers": broker.bootstrap, "batch.num.messages": 1})
+        producer = Producer({"bootstrap.servers": broker.bootstrap})
         for n in range(second, third):
             producer.produce(topic, value=envelope(n).encode(), partition=n % 2)
         assert producer.flush(30) == 0

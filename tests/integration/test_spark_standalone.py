@@ -92,8 +92,6 @@ def test_pipeline_runs_on_the_standalone_cluster(
             "spark.ui.enabled": "false",
             "spark.sql.shuffle.partitions": "1",
             "offset.flush.interval.ms": "1000",
-            # The test broker's high watermark is a batch's base offset + 1: one record per batch.
-            "producer.batch.num.messages": "1",
         }
     )
     worker = WorkerProcess(tmp_path, props, name="sa-w0", spark=True).start()

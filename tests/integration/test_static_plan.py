@@ -100,9 +100,6 @@ class Plan:
                 "spark.ui.enabled": "false",
                 "spark.sql.shuffle.partitions": "1",
                 "offset.flush.interval.ms": "1000",
-                # The test broker's high watermark misses the tail of multi-record batches: one record
-                # per batch (a test-broker workaround only, see test_dataplane.py).
-                "producer.batch.num.messages": "1",
             }
         )
         if static_connectors:

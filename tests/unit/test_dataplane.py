@@ -20,6 +20,7 @@ from kconnect.runtime.dataplane.kafka_reader import (
     client_config,
     decode_offsets,
     encode_offsets,
+    idle_partitions,
     plan_ranges,
     subscribed_topics,
 )
@@ -152,6 +153,31 @@ def test_advance_moves_forward_within_the_cap(
         assert before <= nxt[tp] <= before + cap
     for tp in latest.keys() - previous.keys():
         assert nxt[tp] <= cap
+
+
+@pytest.mark.parametrize(
+    ("planned", "highs", "probed", "asked"),
+    [
+        # the watermark moved past the plan: the next batch reads up to it, nobody is asked
+        ({("t", 0): 10}, {("t", 0): 12}, {}, []),
+        # it stands at the plan: ask once whether records are served past it...
+        ({("t", 0): 10}, {("t", 0): 10}, {}, [("t", 0)]),
+        # ...and not again at the same position
+        ({("t", 0): 10}, {("t", 0): 10}, {("t", 0): 10}, []),
+        # the plan moved past the watermark (records were served past it): ask again there
+        ({("t", 0): 15}, {("t", 0): 10}, {("t", 0): 10}, [("t", 0)]),
+        # a partition never planned is read up to its watermark first
+        ({}, {("t", 0): 3}, {}, []),
+        ({("a", 0): 5, ("b", 1): 7}, {("b", 1): 7, ("a", 0): 5}, {}, [("a", 0), ("b", 1)]),
+    ],
+)
+def test_idle_partitions_are_asked_once_per_position(
+    planned: dict[tuple[str, int], int],
+    highs: dict[tuple[str, int], int],
+    probed: dict[tuple[str, int], int],
+    asked: list[tuple[str, int]],
+) -> None:
+    assert idle_partitions(planned, highs, probed) == asked
 
 
 def test_client_config_strips_the_prefix() -> None:
