@@ -39,7 +39,8 @@ from kconnect.runtime.group.protocol import ConnectAssignment, ProtocolName, Wor
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.shell.view import WorkerView, member_holds
 from kconnect.runtime.shell.worker import Worker
-from kconnect.runtime.storage.config_log import TargetState
+from kconnect.runtime.storage import wire
+from kconnect.runtime.storage.config_log import INT32_MAX, TargetState
 
 #: How long a request forwarded to the leader may take before this worker answers with an error.
 FORWARD_TIMEOUT_S = 90.0
@@ -102,9 +103,13 @@ def create_app(worker: Worker) -> FastAPI:
         if not raw.strip():
             raise BadRequestError("Request body is empty; a JSON document was expected")
         try:
-            return json.loads(raw)
-        except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
+            body = json.loads(raw)
+            # A \ud800 escape is valid JSON but no Unicode text: it would fail, as a 500, wherever the body
+            # is next encoded (the config topic, an error message naming it).
+            json.dumps(body, ensure_ascii=False).encode("utf-8")
+        except ValueError as exc:  # JSONDecodeError, bytes that are not UTF-8, or a lone surrogate
             raise BadRequestError(f"Request body is not valid JSON: {exc}") from exc
+        return body
 
     def string_map(value: Any, what: str) -> dict[str, str]:
         if not isinstance(value, dict):
@@ -404,11 +409,22 @@ def create_app(worker: Worker) -> FastAPI:
             if not isinstance(items, list) or not all(isinstance(i, str) and i.strip() for i in items):
                 raise BadRequestError(f"'{key}' must be a list of non-empty strings")
             out.append(tuple(dict.fromkeys(items)))
+        names = list(out[0])
         for text in out[1]:
             try:
-                TaskId.parse(text)
+                task = TaskId.parse(text)
             except ValueError as exc:
                 raise BadRequestError(f"Invalid task id '{text}': {exc}") from exc
+            if task.task > INT32_MAX:
+                raise BadRequestError(f"Invalid task id '{text}': task numbers are at most {INT32_MAX}")
+            names.append(task.connector)
+        # The worker's group metadata carries its static assignment as Kafka strings and INT32s: what they
+        # cannot hold, accepted here, would fail every rebalance of the worker it names.
+        for name in names:
+            try:
+                wire.string(name, "a static connector name")
+            except wire.WireError as exc:
+                raise BadRequestError(f"Invalid static assignment: {exc}") from exc
         return out[0], out[1]
 
     async def static_request(worker_id: str, request: Request) -> Response:
