@@ -9,10 +9,13 @@ adds are described here too, and appear in the document once their route exists.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from fastapi.routing import iter_route_contexts
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema
 
@@ -171,6 +174,20 @@ class StaticAssignment(BaseModel):
     tasks: list[str] = Field(description="Task ids such as orders-0")
 
 
+class StaticAssignmentRequest(BaseModel):
+    """``PUT /workers/{worker_id}/static-assignment``, as strict as the API: no other field, each connector
+    name with a character other than whitespace, each task id ``<connector>-<number>``; both lists
+    optional (an absent one is empty)."""
+
+    model_config = ConfigDict(extra="forbid")
+    connectors: list[Annotated[str, Field(pattern=r"\S")]] = Field(default_factory=list)
+    # Python's \d, as the schema's readers (jsonschema, hypothesis) apply it, is the API's int() of the
+    # number; $ admits a trailing newline the API refuses, which errs on the lenient side.
+    tasks: list[Annotated[str, Field(pattern=r"^[\s\S]+-\d+$")]] = Field(
+        default_factory=list, description="Task ids such as orders-0"
+    )
+
+
 class Health(BaseModel):
     """``GET /health`` (KIP-1017): ``healthy``, ``starting`` or ``unhealthy``, with a message saying why."""
 
@@ -198,6 +215,7 @@ _MODELS: list[type[BaseModel]] = [
     LoggerLevel,
     LoggerLevelRequest,
     StaticAssignment,
+    StaticAssignmentRequest,
     Health,
 ]
 
@@ -277,7 +295,7 @@ _OPERATIONS: dict[tuple[str, str], tuple[dict[str, Any] | None, int, dict[str, A
     ("get", "/group"): (None, 200, {"type": "object"}),
     ("get", "/workers/{worker_id}/static-assignment"): (None, 200, _ref("StaticAssignment")),
     ("put", "/workers/{worker_id}/static-assignment"): (
-        _ref("StaticAssignment"),
+        _ref("StaticAssignmentRequest"),
         200,
         _ref("StaticAssignment"),
     ),
@@ -292,8 +310,12 @@ _ERRORS = {
 }
 
 
-def describe(schema: dict[str, Any]) -> dict[str, Any]:
-    """Apply the operation table to a generated OpenAPI document (pure: returns the same dict, changed)."""
+def describe(schema: dict[str, Any], connector_plugins: Sequence[Mapping[str, str]] = ()) -> dict[str, Any]:
+    """Apply the operation table to a generated OpenAPI document (pure: returns the same dict, changed).
+
+    ``connector_plugins`` is what this worker's ``GET /connector-plugins`` answers: the document names
+    them as examples, so that a client (or fuzzer) reading only the document can create a connector.
+    """
     generator = GenerateJsonSchema(ref_template="#/components/schemas/{model}")
     _, definitions = generator.generate_definitions(
         [(t.__name__, "serialization", TypeAdapter(t).core_schema) for t in [*_MODELS, *_ENTITIES]]
@@ -309,7 +331,8 @@ def describe(schema: dict[str, Any]) -> dict[str, Any]:
             if body is not None:
                 operation["requestBody"] = {
                     "required": True,
-                    "content": {"application/json": {"schema": body}},
+                    # A copy: the examples added below are this worker's, the table is every worker's.
+                    "content": {"application/json": {"schema": copy.deepcopy(body)}},
                 }
             ok: dict[str, Any] = {"description": "Success"}
             if response is not None and status != 204:
@@ -337,22 +360,46 @@ def describe(schema: dict[str, Any]) -> dict[str, Any]:
                 }
             operation["responses"] = responses
     _add_links(schema)
+    _add_examples(schema, connector_plugins)
     return schema
 
 
-#: Answers that name a connector or a worker, and where in them the name is: a stateful client (or
-#: fuzzer) follows these links from ``POST /connectors`` to every operation on that connector.
-_CONNECTOR_ANSWERS = (
-    ("post", "/connectors", "201"),
-    ("put", "/connectors/{name}/config", "201"),
-    ("put", "/connectors/{name}/config", "200"),
-    ("get", "/connectors/{name}", "200"),
+#: Answers that name a connector, a task, a plugin or a worker, and where in them the name is: a stateful
+#: client (or fuzzer) follows these links from ``POST /connectors`` (or the list of connectors) to every
+#: operation on that connector, from a connector's tasks or status to each task's operations, from the
+#: plugin list to a plugin's config and validation, and from ``GET /workers`` to this worker's static
+#: assignment. (source method, path, status), target path prefix, parameters.
+_LINKS: tuple[tuple[tuple[tuple[str, str, str], ...], str, Mapping[str, str]], ...] = (
+    (
+        (
+            ("post", "/connectors", "201"),
+            ("put", "/connectors/{name}/config", "201"),
+            ("put", "/connectors/{name}/config", "200"),
+            ("get", "/connectors/{name}", "200"),
+        ),
+        "/connectors/{name}",
+        {"name": "$response.body#/name", "task": "$response.body#/tasks/0/task"},
+    ),
+    # A connector's tasks, listed or with their states, lead to each task's operations.
+    (
+        (("get", "/connectors/{name}/tasks", "200"),),
+        "/connectors/{name}/tasks/{task}",
+        {"name": "$response.body#/0/id/connector", "task": "$response.body#/0/id/task"},
+    ),
+    (
+        (("get", "/connectors/{name}/status", "200"),),
+        "/connectors/{name}/tasks/{task}",
+        {"name": "$response.body#/name", "task": "$response.body#/tasks/0/id"},
+    ),
+    # The plain list is names (sorted); with ?expand= it is an object and the link finds no name.
+    ((("get", "/connectors", "200"),), "/connectors/{name}", {"name": "$response.body#/0"}),
+    (
+        (("get", "/connector-plugins", "200"),),
+        "/connector-plugins/{plugin}",
+        {"plugin": "$response.body#/0/class"},
+    ),
+    ((("get", "/workers", "200"),), "/workers/{worker_id}", {"worker_id": "$response.body#/this_worker/id"}),
 )
-_LINK_PARAMETERS = {
-    "name": "$response.body#/name",
-    "task": "$response.body#/tasks/0/task",
-    "worker_id": "$response.body#/this_worker/id",
-}
 
 
 def _link_name(method: str, path: str) -> str:
@@ -361,34 +408,113 @@ def _link_name(method: str, path: str) -> str:
 
 
 def _add_links(schema: dict[str, Any]) -> None:
-    """OpenAPI links from the answers that name a connector (its ``ConnectorInfo``) to the operations on
-    ``/connectors/{name}...``, and from ``GET /workers`` (this worker's ``id``) to its static assignment."""
+    """The links of ``_LINKS``, each to every operation under its target prefix that takes one of its
+    parameters (the others, such as a task number after the list of connectors, are the client's)."""
     paths: dict[str, dict[str, Any]] = schema.get("paths", {})
-
-    def links(prefix: str, params: tuple[str, ...]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    for sources, prefix, parameters in _LINKS:
+        targets: dict[str, Any] = {}
         for path, item in paths.items():
             if not path.startswith(prefix):
                 continue
             for method, operation in item.items():
-                wanted = [p for p in params if "{" + p + "}" in path]
-                if "operationId" not in operation or not wanted:
-                    continue
-                out[_link_name(method, path)] = {
-                    "operationId": operation["operationId"],
-                    "parameters": {p: _LINK_PARAMETERS[p] for p in wanted},
-                }
-        return out
+                wanted = {p: e for p, e in parameters.items() if "{" + p + "}" in path}
+                if "operationId" in operation and wanted:
+                    targets[_link_name(method, path)] = {
+                        "operationId": operation["operationId"],
+                        "parameters": wanted,
+                    }
+        for method, path, code in sources:
+            answer = paths.get(path, {}).get(method, {}).get("responses", {}).get(code)
+            if answer is not None and targets:
+                answer.setdefault("links", {}).update(targets)
 
-    to_connector = links("/connectors/{name}", ("name", "task"))
-    for method, path, code in _CONNECTOR_ANSWERS:
-        answer = paths.get(path, {}).get(method, {}).get("responses", {}).get(code)
-        if answer is not None and to_connector:
-            answer["links"] = to_connector
-    to_worker = links("/workers/{worker_id}", ("worker_id",))
-    answer = paths.get("/workers", {}).get("get", {}).get("responses", {}).get("200")
-    if answer is not None and to_worker:
-        answer["links"] = to_worker
+
+#: The connector the document's examples create: a FileStream sink on a topic of its own and no file,
+#: so that trying it out (by hand or by a fuzzer) writes nothing but the worker's stdout.
+EXAMPLE_CONNECTOR = "example-file-sink"
+_EXAMPLE_SINK = "FileStreamSinkConnector"
+
+
+_TASK_NUMBER: dict[str, Any] = {
+    "type": "integer",
+    "format": "int32",
+    "minimum": -(2**31),
+    "maximum": 2**31 - 1,
+}
+
+
+def _add_examples(schema: dict[str, Any], connector_plugins: Sequence[Mapping[str, str]]) -> None:
+    """Examples a client can send as they are: the worker's connector classes for ``connector.class`` and
+    ``{plugin}``, a FileStream sink config for the bodies that create or validate a connector (when the
+    worker has that plugin), the example connector's name, task 0, and the root logger to read. A task
+    number is the 32-bit integer Java binds.
+
+    Examples, never enums: the API also accepts aliases (``FileStreamSink``, Java's class names), and a
+    plugin installed after the document was built."""
+    classes = [
+        p["class"] for p in connector_plugins if p.get("type") in ("source", "sink") and p.get("class")
+    ]
+    sink = next((c for c in classes if c.rsplit(".", 1)[-1] == _EXAMPLE_SINK), None)
+    config = {"connector.class": sink, "topics": EXAMPLE_CONNECTOR, "tasks.max": "1"} if sink else None
+    components = schema.get("components", {}).get("schemas", {})
+    paths: dict[str, dict[str, Any]] = schema.get("paths", {})
+
+    def body_schema(method: str, path: str) -> dict[str, Any] | None:
+        content = paths.get(path, {}).get(method, {}).get("requestBody", {}).get("content", {})
+        found: dict[str, Any] | None = content.get("application/json", {}).get("schema")
+        return found
+
+    def name_the_classes(config_schema: dict[str, Any] | None) -> None:
+        # New dicts, never an update in place: pydantic's schema shares them with _CONFIG_NAMES_ITS_CLASS.
+        properties = config_schema.get("properties", {}) if config_schema is not None else {}
+        if config_schema is not None and "connector.class" in properties and classes:
+            named = {**properties["connector.class"], "examples": classes}
+            config_schema["properties"] = {**properties, "connector.class": named}
+
+    request = components.get("CreateConnectorRequest", {}).get("properties", {})
+    name_the_classes(request.get("config"))
+    name_the_classes(body_schema("put", "/connectors/{name}/config"))
+    name_the_classes(body_schema("put", "/connector-plugins/{plugin}/config/validate"))
+    if config is not None:
+        bodies = {
+            ("post", "/connectors"): {"name": EXAMPLE_CONNECTOR, "config": config},
+            ("put", "/connectors/{name}/config"): config,
+            ("put", "/connector-plugins/{plugin}/config/validate"): config,
+        }
+        for (method, path), value in bodies.items():
+            media = paths.get(path, {}).get(method, {}).get("requestBody", {}).get("content", {})
+            if "application/json" in media:
+                media["application/json"]["examples"] = {
+                    "file-sink": {"summary": "A FileStream sink writing to stdout", "value": value}
+                }
+    parameters: dict[str, list[Any]] = {"name": [EXAMPLE_CONNECTOR], "task": [0], "plugin": classes}
+    for item in paths.values():
+        for method, operation in item.items():
+            # The root logger is one that exists; only to read it: setting its level is the whole worker's.
+            examples = {**parameters, "logger": ["root"]} if method == "get" else parameters
+            for parameter in operation.get("parameters", []):
+                if parameter.get("in") != "path" or "schema" not in parameter:
+                    continue
+                if parameter.get("name") == "task":  # Java binds it with Integer.valueOf; other text is 404
+                    parameter["schema"] = {**parameter["schema"], **_TASK_NUMBER}
+                values = examples.get(parameter.get("name", ""))
+                if values:
+                    parameter["schema"]["examples"] = values
+
+
+def _connector_plugins(app: FastAPI) -> list[dict[str, str]]:
+    """What this worker's ``GET /connector-plugins`` answers, asked of its own route: the document is built
+    per worker, from the app alone, and the plugins are the worker's (its ``plugin.path``)."""
+    for route in iter_route_contexts(app.routes):
+        if (
+            route.path == "/connector-plugins"
+            and "GET" in (route.methods or ())
+            and route.endpoint is not None
+        ):
+            answer = route.endpoint()  # connectors only, by its default
+            if isinstance(answer, list):  # an async route would answer a coroutine; no examples then
+                return [p for p in answer if isinstance(p, dict)]
+    return []
 
 
 def install_openapi(app: FastAPI) -> None:
@@ -403,7 +529,7 @@ def install_openapi(app: FastAPI) -> None:
                 "errors are {error_code, message}.",
                 routes=app.routes,
             )
-            app.openapi_schema = describe(generated)
+            app.openapi_schema = describe(generated, _connector_plugins(app))
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

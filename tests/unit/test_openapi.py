@@ -7,16 +7,25 @@ from typing import Any
 
 import jsonschema
 import pytest
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
 
 from kconnect.config.worker import WorkerConfig
+from kconnect.rest import openapi
 from kconnect.rest.app import create_app
+from kconnect.rest.openapi import EXAMPLE_CONNECTOR, describe
+from kconnect.runtime.plugins.catalog import PluginCatalog
 from kconnect.runtime.shell.worker import Worker
 from tests.support.cluster import worker_properties
 
 
+def _config() -> WorkerConfig:
+    return WorkerConfig.from_properties(worker_properties("127.0.0.1:1", "g", 8083))
+
+
 @pytest.fixture(scope="module")
 def document() -> dict[str, Any]:
-    worker = Worker(WorkerConfig.from_properties(worker_properties("127.0.0.1:1", "g", 8083)))
+    worker = Worker(_config())
     schema: dict[str, Any] = create_app(worker).openapi()
     return json.loads(json.dumps(schema))  # what clients get: plain JSON
 
@@ -151,3 +160,105 @@ def test_links_lead_from_a_named_connector_or_worker_to_the_operations_on_it(
     assert {operation_ids[link["operationId"]][1] for link in workers.values()} == {
         "/workers/{worker_id}/static-assignment"
     }
+
+
+def _body(document: dict[str, Any], method: str, path: str) -> dict[str, Any]:
+    media: dict[str, Any] = document["paths"][path][method]["requestBody"]["content"]["application/json"]
+    return media
+
+
+def _admits(document: dict[str, Any], instance: Any, schema: dict[str, Any]) -> bool:
+    try:
+        jsonschema.validate(instance, {**schema, "components": document["components"]})
+    except jsonschema.ValidationError:
+        return False
+    return True
+
+
+def test_examples_name_this_workers_connector_plugins_and_a_config_the_api_accepts(
+    document: dict[str, Any],
+) -> None:
+    """A fuzzer reading only the document can create a connector: ``connector.class`` lists the classes
+    ``GET /connector-plugins`` answers, and the bodies that create or validate one have a FileStream sink
+    example. Examples, not an enum: an alias the API accepts stays admitted."""
+    listed = {p["class"] for p in PluginCatalog.of(Worker(_config()).registry).listing()}
+    create = document["components"]["schemas"]["CreateConnectorRequest"]["properties"]["config"]
+    put = _body(document, "put", "/connectors/{name}/config")["schema"]
+    validate = _body(document, "put", "/connector-plugins/{plugin}/config/validate")["schema"]
+    for config_schema in (create, put, validate):
+        assert set(config_schema["properties"]["connector.class"]["examples"]) == listed
+        assert "enum" not in config_schema["properties"]["connector.class"]
+    assert _admits(document, {"connector.class": "FileStreamSink", "topics": "t"}, put)
+    for method, path in (
+        ("post", "/connectors"),
+        ("put", "/connectors/{name}/config"),
+        ("put", "/connector-plugins/{plugin}/config/validate"),
+    ):
+        media = _body(document, method, path)
+        values = [example["value"] for example in media["examples"].values()]
+        assert values and all(_admits(document, value, media["schema"]) for value in values), (method, path)
+        for value in values:
+            config = value.get("config", value)
+            assert config["connector.class"] in listed and config["topics"] == EXAMPLE_CONNECTOR
+    # The shared table is untouched: another worker's document lists its own plugins.
+    assert "examples" not in openapi._CONFIG_NAMES_ITS_CLASS["properties"]["connector.class"]
+
+
+def test_a_document_without_plugins_still_describes_every_body() -> None:
+    app = FastAPI()
+    schema = describe(get_openapi(title="t", version="1", routes=app.routes), connector_plugins=())
+    assert schema["paths"] == {} and "CreateConnectorRequest" in schema["components"]["schemas"]
+
+
+def test_path_examples_name_the_example_connector_task_zero_and_the_root_logger(
+    document: dict[str, Any],
+) -> None:
+    def parameter(method: str, path: str, name: str) -> dict[str, Any]:
+        found: dict[str, Any] = next(
+            p for p in document["paths"][path][method]["parameters"] if p["name"] == name
+        )
+        return found["schema"]
+
+    assert parameter("get", "/connectors/{name}", "name")["examples"] == [EXAMPLE_CONNECTOR]
+    task = parameter("post", "/connectors/{name}/tasks/{task}/restart", "task")
+    # Java binds {task} with Integer.valueOf: a 32-bit integer, anything else is its 404.
+    assert task["type"] == "integer" and task["examples"] == [0]
+    assert task["minimum"] == -(2**31) and task["maximum"] == 2**31 - 1
+    assert parameter("get", "/admin/loggers/{logger}", "logger")["examples"] == ["root"]
+    # Setting a level on the root logger would be the whole worker's: no example there.
+    assert "examples" not in parameter("put", "/admin/loggers/{logger}", "logger")
+    plugins = parameter("get", "/connector-plugins/{plugin}/config", "plugin")["examples"]
+    assert any(p.endswith(".FileStreamSinkConnector") for p in plugins)
+
+
+def test_lists_link_to_the_operations_on_one_of_their_items(document: dict[str, Any]) -> None:
+    paths = document["paths"]
+
+    def links(path: str) -> dict[str, Any]:
+        found: dict[str, Any] = paths[path]["get"]["responses"]["200"]["links"]
+        return found
+
+    by_list = links("/connectors")
+    assert {link["parameters"]["name"] for link in by_list.values()} == {"$response.body#/0"}
+    assert "task" not in by_list["post_connectors_name_tasks_task_restart"]["parameters"]
+    for path, task in (
+        ("/connectors/{name}/tasks", "$response.body#/0/id/task"),
+        ("/connectors/{name}/status", "$response.body#/tasks/0/id"),
+    ):
+        task_links = links(path)
+        assert set(task_links) == {
+            "get_connectors_name_tasks_task_status",
+            "post_connectors_name_tasks_task_restart",
+        }
+        assert all(link["parameters"]["task"] == task for link in task_links.values())
+    plugin_links = links("/connector-plugins")
+    assert {link["parameters"]["plugin"] for link in plugin_links.values()} == {"$response.body#/0/class"}
+    assert len(plugin_links) == 2
+
+
+def test_a_static_assignment_body_is_as_strict_as_the_api(document: dict[str, Any]) -> None:
+    schema = _body(document, "put", "/workers/{worker_id}/static-assignment")["schema"]
+    for accepted in ({}, {"connectors": ["a b"]}, {"tasks": ["my-conn-12"], "connectors": []}):
+        assert _admits(document, accepted, schema), accepted
+    for refused in ({"other": []}, {"connectors": [" "]}, {"tasks": ["orders"]}, {"tasks": ["-1"]}):
+        assert not _admits(document, refused, schema), refused
