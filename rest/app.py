@@ -167,6 +167,8 @@ def create_app(worker: Worker) -> FastAPI:
         out: dict[str, Any] = {"state": entry.state, "worker_id": entry.worker_id}
         if entry.trace:
             out["trace"] = entry.trace
+        if entry.version:  # the plugin version running (KIP-891, Kafka 4.1), when the worker said
+            out["version"] = entry.version
         return out
 
     def connector_status(name: str) -> dict[str, Any]:

@@ -20,11 +20,12 @@ from fastapi.responses import JSONResponse
 from kconnect.config.worker import ExactlyOnceSourceSupport
 from kconnect.runtime import logs
 from kconnect.runtime.errors import BadRequestError, NotFoundError
-from kconnect.runtime.plugins.api import AmbiguousPluginError, PluginError
+from kconnect.runtime.plugins.api import AmbiguousPluginError, PluginError, PluginVersionError
 from kconnect.runtime.plugins.catalog import PluginCatalog, UnknownPluginError
 from kconnect.runtime.plugins.connector_config import ConnectorConfigError
 from kconnect.runtime.plugins.connector_validation import plugin_mismatch_error, validate_connector_config
 from kconnect.runtime.plugins.override_policy import OverridePolicy
+from kconnect.runtime.plugins.plugin_versions import InvalidVersionSpec
 from kconnect.runtime.shell.worker import Worker
 
 log = logs.get(__name__)
@@ -40,7 +41,9 @@ def parse_config_body(raw: bytes) -> dict[str, str | None]:
         raise BadRequestError("Request body is empty; a JSON object of connector configs was expected")
     try:
         body = json.loads(raw)
-    except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
+        # A lone surrogate escape (\ud800) is valid JSON but no Unicode text: refused here, not a 500 later.
+        json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except ValueError as exc:  # JSONDecodeError, bytes that are not UTF-8, or a lone surrogate
         raise BadRequestError(f"Request body is not valid JSON: {exc}") from exc
     if not isinstance(body, dict):
         raise BadRequestError(
@@ -84,13 +87,14 @@ def plugins_router(worker: Worker) -> APIRouter:
         return [{"error": problem} for problem in worker.registry.load_errors]
 
     @router.get("/connector-plugins/{plugin}/config")
-    def plugin_config(plugin: str) -> list[dict[str, Any]]:
-        """The plugin's config keys; for connectors followed by the keys every connector of its type has."""
+    def plugin_config(plugin: str, version: str | None = None) -> list[dict[str, Any]]:
+        """The plugin's config keys; for connectors followed by the keys every connector of its type has.
+        ``version`` (KIP-891) picks among installed versions: a version, a range or ``latest``."""
         try:
-            return [k.to_json() for k in catalog.config_keys(plugin)]
-        except UnknownPluginError as exc:
+            return [k.to_json() for k in catalog.config_keys(plugin, version)]
+        except (UnknownPluginError, PluginVersionError) as exc:
             raise NotFoundError(str(exc)) from exc
-        except AmbiguousPluginError as exc:
+        except (AmbiguousPluginError, InvalidVersionSpec) as exc:
             raise BadRequestError(str(exc)) from exc
 
     @router.put("/connector-plugins/{plugin}/config/validate")

@@ -25,6 +25,8 @@ class TaskState:
 
     state: str  # Apache Kafka Connect's task states: UNASSIGNED, RUNNING, PAUSED, FAILED, RESTARTING
     trace: str | None = None
+    #: The version of the plugin the task runs (KIP-891), for its status; None when not known.
+    version: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

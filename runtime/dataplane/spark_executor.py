@@ -32,7 +32,12 @@ from kconnect.runtime.dataplane.exactly_once import exactly_once
 from kconnect.runtime.dataplane.executor import FailureListener, TaskCounters, TaskState
 from kconnect.runtime.dataplane.sink_runner import SinkTaskRunner
 from kconnect.runtime.dataplane.source_runner import SourceTaskRunner
-from kconnect.runtime.dataplane.task_runner import TaskRunner, client_settings, instantiate_task
+from kconnect.runtime.dataplane.task_runner import (
+    TaskRunner,
+    client_settings,
+    instantiate_task,
+    plugin_version,
+)
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.api import ConnectorError, PluginRegistry, SinkTask, SourceTask
 from kconnect.runtime.plugins.plugin_metrics import PluginMetricsRegistry
@@ -154,6 +159,8 @@ class SparkExecutor:
         self.spark = SparkSessionHolder(spark_settings(config))
         self._lock = threading.Lock()
         self._runners: dict[TaskId, TaskRunner] = {}
+        #: The plugin version each held task runs (KIP-891), for the statuses its transitions report.
+        self._versions: dict[TaskId, str | None] = {}
         self._listener: FailureListener | None = None
         self.starts: Counter[TaskId] = Counter()
         self.stops: Counter[TaskId] = Counter()
@@ -202,7 +209,8 @@ class SparkExecutor:
             return TaskState("FAILED", trace)
         with self._lock:
             self._runners[task] = runner
-        return TaskState("PAUSED" if paused else "RUNNING", None)
+            self._versions[task] = plugin_version(self.registry, config)
+        return TaskState("PAUSED" if paused else "RUNNING", None, self._versions[task])
 
     def _client_settings(self, kind: Role, config: Mapping[str, str]) -> dict[str, str]:
         return client_settings(kind, self.config.security_protocol, self.config.passthrough, config)
@@ -289,7 +297,7 @@ class SparkExecutor:
             return TaskState("FAILED", runner.failed)
         paused = target_state != "STARTED"
         runner.set_paused(paused)
-        return TaskState("PAUSED" if paused else "RUNNING", None)
+        return TaskState("PAUSED" if paused else "RUNNING", None, self._versions.get(task))
 
     def held(self) -> set[TaskId]:
         """The tasks whose runners are held here: started and not yet stopped."""

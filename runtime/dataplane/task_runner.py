@@ -22,7 +22,7 @@ from kconnect.runtime import logs
 from kconnect.runtime.client_config import Role, task_clients
 from kconnect.runtime.dataplane.active_topics import ActiveTopics
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.plugins.api import ConnectorError, Monitorable, PluginRegistry, Task
+from kconnect.runtime.plugins.api import ConnectorError, Monitorable, PluginError, PluginRegistry, Task
 from kconnect.runtime.plugins.plugin_metrics import PluginMetrics, PluginMetricsRegistry
 
 log = logs.get(__name__)
@@ -76,23 +76,44 @@ class RunnerCounters:
         self.offset_commit_ms_total += (time.monotonic() - started) * 1000
 
 
+def plugin_version(registry: PluginRegistry, config: Mapping[str, str]) -> str | None:
+    """The version of the connector plugin a task config runs (KIP-891), None if it names none the
+    registry has: the task's status reports it."""
+    try:
+        return registry.find(config.get("connector.class") or "", config.get("connector.version")).version
+    except (PluginError, ValueError):
+        return None
+
+
 def instantiate_task(registry: PluginRegistry, config: Mapping[str, str]) -> Task:
-    """The task object for a task config: ``task.class`` if the config names one, else the connector's."""
+    """The task object for a task config: the task class of the connector plugin at the version
+    ``connector.version`` selects (KIP-891: two versions of a plugin share their task's class name, so a
+    name alone may import the other one) when ``task.class`` names it or nothing; else the class
+    ``task.class`` names, falling back on the connector's."""
     name = config.get("task.class")
-    if name:
-        module, _, qualname = name.rpartition(".")
-        try:
-            obj: Any = importlib.import_module(module)
-            for part in qualname.split("."):
-                obj = getattr(obj, part)
-        except (ImportError, AttributeError, ValueError):
-            obj = None
-        if isinstance(obj, type) and issubclass(obj, Task):
-            return obj()
     connector_class = config.get("connector.class")
-    if not connector_class:
+    task_class: type[Task] | None = None
+    if connector_class:
+        try:
+            task_class = registry.new_connector(connector_class, config.get("connector.version")).task_class()
+        except PluginError:
+            if not name:
+                raise
+        named = name == f"{task_class.__module__}.{task_class.__qualname__}" if task_class else False
+        if task_class is not None and (not name or named):
+            return task_class()
+    if not name:
         raise ConnectorError("the task config names neither task.class nor connector.class")
-    return registry.new_connector(connector_class).task_class()()
+    module, _, qualname = name.rpartition(".")
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError, ValueError):
+        obj = task_class
+    if isinstance(obj, type) and issubclass(obj, Task):
+        return obj()
+    raise ConnectorError(f"task.class {name} is no Task class this worker can import")
 
 
 class TaskRunner:

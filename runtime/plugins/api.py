@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Literal, Protocol, TypeVar, runtime_checkable
 
 from kconnect.runtime.plugins.config_def import ConfigDef, ConfigValue
 from kconnect.runtime.plugins.plugin_metrics import PluginMetrics
+from kconnect.runtime.plugins.plugin_versions import newest, not_found_message, requirement, version_key
 
 log = logging.getLogger(__name__)
 
@@ -475,6 +476,15 @@ class PluginNotFoundError(PluginError):
     pass
 
 
+class PluginVersionError(PluginError):
+    """A plugin is installed, but no version of it meets the requirement (``connector.version`` and the
+    like, KIP-891); ``available`` lists the versions there are."""
+
+    def __init__(self, message: str, available: Sequence[str]) -> None:
+        super().__init__(message)
+        self.available = list(available)
+
+
 class AmbiguousPluginError(PluginError):
     """An alias several plugins share; ``candidates`` names them so the user can pick a full class name."""
 
@@ -548,7 +558,8 @@ class PluginRegistry:
     guessing would silently run the wrong connector.
     """
 
-    _plugins: dict[str, PluginDesc] = field(default_factory=dict)
+    #: Class name -> version -> plugin: KIP-891 lets one class be installed in several versions.
+    _plugins: dict[str, dict[str, PluginDesc]] = field(default_factory=dict)
     #: Problems met while loading plugins; loading goes on past them, as Java's scanning does.
     load_errors: list[str] = field(default_factory=list)
 
@@ -570,27 +581,33 @@ class PluginRegistry:
 
     # ---- registration
 
-    def register(self, plugin: type[Connector], location: str = "classpath") -> PluginDesc:
-        """Add one connector class; a second class of the same name is ignored and reported, as Java
-        keeps the first."""
+    def register(
+        self, plugin: type[Connector], location: str = "classpath", version: str | None = None
+    ) -> PluginDesc:
+        """Add one connector class at one version: ``version`` (its distribution's, when it comes from
+        one) or else what its ``version()`` says. Another version of a class already known is added
+        beside it (KIP-891); a second class of the same name and version is ignored and reported, as
+        Java keeps the first."""
         if not _is_plugin_class(plugin):
             raise TypeError(f"{plugin!r} is not a concrete SourceConnector or SinkConnector subclass")
         name = _qualified_name(plugin)
-        existing = self._plugins.get(name)
+        if version is None:
+            try:
+                version = str(plugin().version())
+            except Exception as exc:  # a plugin's own bug must not take the registry down
+                version = "undefined"
+                self.load_errors.append(f"{name}: version() failed: {exc!r}")
+        versions = self._plugins.setdefault(name, {})
+        existing = versions.get(version)
         if existing is not None:
             if existing.cls is not plugin:
                 self.load_errors.append(
-                    f"{name} from {location} ignored: a different class of that name was loaded from "
-                    f"{existing.location}"
+                    f"{name} {version} from {location} ignored: a different class of that name and "
+                    f"version was loaded from {existing.location}"
                 )
             return existing
-        try:
-            version = str(plugin().version())
-        except Exception as exc:  # a plugin's own bug must not take the registry down
-            version = "undefined"
-            self.load_errors.append(f"{name}: version() failed: {exc!r}")
         desc = PluginDesc(plugin, name, connector_type(plugin), version, location)
-        self._plugins[name] = desc
+        versions[version] = desc
         return desc
 
     def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> None:
@@ -608,7 +625,8 @@ class PluginRegistry:
             if not _is_plugin_class(obj):
                 self.load_errors.append(f"entry point {ep.name} = {ep.value} is not a connector class")
                 continue
-            self.register(obj, f"entry-point:{ep.name}")
+            # KIP-891 for Python: a plugin's version is its distribution's.
+            self.register(obj, f"entry-point:{ep.name}", ep.dist.version if ep.dist is not None else None)
 
     def load_path(self, path: str | Path) -> None:
         """Import the modules and packages in one ``plugin.path`` entry and register their connectors.
@@ -625,9 +643,15 @@ class PluginRegistry:
         if not directory.is_dir():
             self.load_errors.append(f"plugin path {path} is not a directory; ignored")
             return
+        if _is_installation(directory):
+            self._load_installation(directory)
+            return
         names = []
         for child in sorted(directory.iterdir()):
             if child.name.startswith((".", "_")):
+                continue
+            if child.is_dir() and _is_installation(child):
+                self._load_installation(child)
                 continue
             if (child.is_file() and child.suffix == ".py") or (
                 child.is_dir() and (child / "__init__.py").is_file()
@@ -660,6 +684,65 @@ class PluginRegistry:
                     if _is_plugin_class(obj) and obj.__module__ == mod.__name__:
                         self.register(obj, str(directory))
 
+    def _load_installation(self, directory: Path) -> None:
+        """Register the connectors of the distributions installed in one directory (``pip install
+        --target``), each at its distribution's version, so that several versions of one plugin can sit
+        side by side in ``plugin.path`` (KIP-891), each in a directory of its own.
+
+        Python has one module per name in a process, where Java gives each plugin directory a class
+        loader: all of a directory's modules are imported while it is on the path; the first directory to
+        bring a module name keeps it in ``sys.modules``; a later one (another version) is imported with the
+        earlier modules set aside and then set aside itself, so its classes keep the modules they were
+        defined with. A plugin loaded that way must import what it needs when its modules load, not later
+        inside functions (such an import finds the first version's module).
+        """
+        from importlib.metadata import distributions
+
+        found = [
+            (dist, ep)
+            for dist in distributions(path=[str(directory)])
+            for ep in dist.entry_points
+            if ep.group == ENTRY_POINT_GROUP
+        ]
+        if not found:
+            self.load_errors.append(f"{directory}: no {ENTRY_POINT_GROUP} entry point in its distributions")
+            return
+        roots = {ep.module.split(".")[0] for _, ep in found}
+
+        def ours(module_name: str) -> bool:
+            return module_name.split(".")[0] in roots
+
+        earlier = {name: module for name, module in sys.modules.items() if ours(name)}
+        for name in earlier:
+            del sys.modules[name]
+        sys.path.insert(0, str(directory))
+        importlib.invalidate_caches()
+        try:
+            for dist, ep in found:
+                try:
+                    obj = ep.load()
+                except Exception as exc:
+                    self.load_errors.append(f"{directory}: entry point {ep.name} = {ep.value}: {exc!r}")
+                    log.warning(
+                        "could not load connector plugin %s from %s", ep.value, directory, exc_info=True
+                    )
+                    continue
+                if not _is_plugin_class(obj):
+                    self.load_errors.append(f"{directory}: entry point {ep.name} is not a connector class")
+                    continue
+                self.register(obj, str(directory), dist.version)
+            for root in sorted(roots):  # every module now, while the directory is on the path
+                module = sys.modules.get(root)
+                if module is not None:
+                    self._walk(module)
+        finally:
+            # Off the path again, so its distributions are not taken for installed ones (entry points).
+            sys.path.remove(str(directory))
+            if earlier:  # another version came first: it keeps the names
+                for name in [n for n in sys.modules if ours(n)]:
+                    del sys.modules[name]
+                sys.modules.update(earlier)
+
     def _walk(self, module: ModuleType) -> list[ModuleType]:
         modules = [module]
         search = getattr(module, "__path__", None)
@@ -675,30 +758,51 @@ class PluginRegistry:
     # ---- lookup
 
     def plugins(self) -> list[PluginDesc]:
-        """Every connector plugin, sorted by class name as Java lists them."""
-        return sorted(self._plugins.values(), key=lambda d: d.class_name)
+        """Every connector plugin at every version, sorted by class name (as Java lists them), then by
+        version."""
+        descs = [d for versions in self._plugins.values() for d in versions.values()]
+        return sorted(descs, key=lambda d: (d.class_name, version_key(d.version)))
 
     def plugin_info(self) -> list[dict[str, str]]:
         """The ``GET /connector-plugins`` entries of every connector plugin."""
         return [d.info() for d in self.plugins()]
 
-    def connector_class(self, name: str) -> type[Connector]:
-        """The class a name resolves to (see ``find``)."""
-        return self.find(name).cls
+    def connector_class(self, name: str, version: str | None = None) -> type[Connector]:
+        """The class a name (and ``connector.version``) resolves to (see ``find``)."""
+        return self.find(name, version).cls
 
-    def find(self, name: str) -> PluginDesc:
-        """The plugin a ``connector.class`` value names; raises PluginNotFoundError or AmbiguousPluginError
-        with Java's messages."""
+    def find(self, name: str, version: str | None = None) -> PluginDesc:
+        """The plugin a ``connector.class`` value names, at the newest version ``version`` (a
+        ``connector.version`` value: a version, a range, ``latest`` or None) allows.
+
+        Raises PluginNotFoundError or AmbiguousPluginError with Java's messages, PluginVersionError when
+        no installed version meets the requirement, InvalidVersionSpec when it is no version range.
+        """
+        versions = self._versions_of(name)
+        wanted = requirement(version)
+        chosen = newest(versions, wanted)
+        if chosen is None:
+            assert wanted is not None  # some version is installed, so only a requirement can miss
+            desc = next(iter(versions.values()))
+            available = sorted(versions, key=version_key)
+            raise PluginVersionError(not_found_message(desc.class_name, wanted, available), available)
+        return versions[chosen]
+
+    def versions(self, name: str) -> list[str]:
+        """The installed versions of the plugin a name resolves to, oldest first."""
+        return sorted(self._versions_of(name), key=version_key)
+
+    def _versions_of(self, name: str) -> dict[str, PluginDesc]:
         exact = self._plugins.get(name)
         if exact is not None:
             return exact
-        declared = [d for d in self._plugins.values() if name in d.cls.class_aliases]
+        declared = [v for v in self._plugins.values() if name in _any(v).cls.class_aliases]
         if not declared:
-            declared = [d for d in self._plugins.values() if name in (d.simple_name, d.alias)]
+            declared = [v for v in self._plugins.values() if name in (_any(v).simple_name, _any(v).alias)]
         if len(declared) == 1:
             return declared[0]
         if declared:
-            candidates = sorted(d.class_name for d in declared)
+            candidates = sorted(_any(v).class_name for v in declared)
             raise AmbiguousPluginError(
                 f"More than one connector matches alias {name}. Please use full package and class name "
                 f"instead. Classes found: {', '.join(candidates)}",
@@ -710,9 +814,9 @@ class PluginRegistry:
             f"available connectors are: {available}"
         )
 
-    def new_connector(self, name: str) -> Connector:
-        """A fresh instance of the connector a name resolves to."""
-        return self.connector_class(name)()
+    def new_connector(self, name: str, version: str | None = None) -> Connector:
+        """A fresh instance of the connector a name (and ``connector.version``) resolves to."""
+        return self.connector_class(name, version)()
 
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):
@@ -722,3 +826,13 @@ class PluginRegistry:
         except PluginError:
             return False
         return True
+
+
+def _any(versions: Mapping[str, PluginDesc]) -> PluginDesc:
+    """One version of a class: they share every name the class is known by."""
+    return next(iter(versions.values()))
+
+
+def _is_installation(directory: Path) -> bool:
+    """A directory that distributions were installed into (``pip install --target``)."""
+    return any(child.suffix == ".dist-info" and child.is_dir() for child in directory.iterdir())

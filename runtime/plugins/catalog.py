@@ -19,10 +19,17 @@ from dataclasses import dataclass
 
 from kconnect.config.classes import CONVERTERS, HEADER_CONVERTERS
 from kconnect.runtime import __version__
-from kconnect.runtime.plugins.api import AmbiguousPluginError, PluginDesc, PluginError, PluginRegistry
+from kconnect.runtime.plugins.api import (
+    AmbiguousPluginError,
+    PluginDesc,
+    PluginError,
+    PluginRegistry,
+    PluginVersionError,
+)
 from kconnect.runtime.plugins.config_def import ConfigDef
 from kconnect.runtime.plugins.config_infos import ConfigKeyInfo, plugin_config_key_infos
 from kconnect.runtime.plugins.converter_configs import converter_config_def
+from kconnect.runtime.plugins.plugin_versions import not_found_message, requirement
 from kconnect.runtime.plugins.transform_configs import PREDICATE_DEFS, TRANSFORMATION_DEFS
 
 __all__ = [
@@ -109,20 +116,26 @@ class PluginCatalog:
         rank = {t: max(i - 1, 0) for i, t in enumerate(PLUGIN_TYPE_ORDER)}
         return sorted(entries, key=lambda e: (rank.get(e["type"], len(rank)), e["class"]))
 
-    def config_keys(self, plugin: str) -> list[ConfigKeyInfo]:
-        """What ``GET /connector-plugins/{plugin}/config`` answers for a plugin of any kind.
+    def config_keys(self, plugin: str, version: str | None = None) -> list[ConfigKeyInfo]:
+        """What ``GET /connector-plugins/{plugin}/config[?version=...]`` answers for a plugin of any kind.
 
         Connector names resolve as the registry resolves them (class name, declared alias, simple name,
-        simple name without ``Connector``); other plugins by class name or simple name.
-        Raises UnknownPluginError when nothing matches, PluginError when a connector alias is ambiguous.
+        simple name without ``Connector``); other plugins by class name or simple name. ``version`` is a
+        KIP-891 requirement (a version, a range or ``latest``); the other kinds have kconnect's version.
+        Raises UnknownPluginError when nothing matches, PluginError when a connector alias is ambiguous,
+        PluginVersionError when no version meets ``version``, InvalidVersionSpec when it is malformed.
         """
+        wanted = requirement(version)
         try:
-            return plugin_config_key_infos(self.registry, plugin)
-        except AmbiguousPluginError:
+            return plugin_config_key_infos(self.registry, plugin, version)
+        except (AmbiguousPluginError, PluginVersionError):
             raise
         except PluginError:
             pass
         matches = [p for p in self.others if plugin in (p.class_name, p.simple_name)]
         if not matches:
             raise UnknownPluginError(f"Unknown plugin {plugin}.")
+        if wanted is not None and not wanted.contains(matches[0].version):
+            available = [matches[0].version]
+            raise PluginVersionError(not_found_message(matches[0].class_name, wanted, available), available)
         return [ConfigKeyInfo.of(k) for k in matches[0].config_def().config_keys.values()]

@@ -193,9 +193,12 @@ def generate_result(
     return ConfigInfos(name, errors, list(groups), infos)
 
 
-def plugin_config_key_infos(registry: PluginRegistry, plugin: str) -> list[ConfigKeyInfo]:
-    """What ``GET /connector-plugins/{plugin}/config`` lists: the plugin's keys, then its type's base keys."""
-    desc = registry.find(plugin)
+def plugin_config_key_infos(
+    registry: PluginRegistry, plugin: str, version: str | None = None
+) -> list[ConfigKeyInfo]:
+    """What ``GET /connector-plugins/{plugin}/config[?version=...]`` lists: the plugin's keys (at the
+    newest version ``version`` allows, KIP-891), then its type's base keys."""
+    desc = registry.find(plugin, version)
     plugin_def = plugin_config_def(desc.cls())
     base = base_config_def(desc.cls)
     keys = [*plugin_def.config_keys.values()]

@@ -37,12 +37,16 @@ from kconnect.runtime.plugins.config_def import (
     Width,
     parse_type,
 )
+from kconnect.runtime.plugins.plugin_versions import InvalidVersionSpec, requirement
 from kconnect.runtime.plugins.transform_configs import find_definition
 
 # ---- keys
 
 NAME_CONFIG = "name"
 CONNECTOR_CLASS_CONFIG = "connector.class"
+#: KIP-891 (Kafka 4.1): which installed version of a plugin to use; see ``plugin_versions``.
+CONNECTOR_VERSION_CONFIG = "connector.version"
+VERSION_SUFFIX = ".version"
 TASKS_MAX_CONFIG = "tasks.max"
 TASKS_MAX_ENFORCE_CONFIG = "tasks.max.enforce"
 KEY_CONVERTER_CLASS_CONFIG = "key.converter"
@@ -125,6 +129,27 @@ class RegexValidator(Validator):
         return "valid regex"
 
 
+def _version_range(name: str, value: Any) -> None:
+    """Java's ``PluginVersionValidator``: a ``*.version`` value must be a version, a range or ``latest``."""
+    if value is None:
+        return
+    try:
+        requirement(str(value))
+    except InvalidVersionSpec as exc:
+        raise ConfigValidationError(name, value, str(exc)) from exc
+
+
+VERSION_RANGE = LambdaValidator.with_(
+    _version_range, "a version (1.2), a Maven version range ([1.0,2.0), (,1.5], [1.0,1.2),(1.2,)) or latest"
+)
+
+
+def version_key_of(plugin_key: str) -> str:
+    """The key that selects the version of the plugin ``plugin_key`` names (``key.converter`` ->
+    ``key.converter.version``, ``transforms.x.type`` -> ``transforms.x.version``)."""
+    return plugin_key.removesuffix(".type") + VERSION_SUFFIX
+
+
 def class_name_syntax(name: str) -> object:
     """The default resolver for CLASS keys of connector configs: accepts any well-formed class name.
 
@@ -171,6 +196,19 @@ def common_config_def() -> ConfigDef:
             display_name="Connector class",
         )
         .define(
+            CONNECTOR_VERSION_CONFIG,
+            Type.STRING,
+            None,
+            VERSION_RANGE,
+            Importance.LOW,
+            "Version of the connector to use (KIP-891): a version, a version range, or latest "
+            "(the default, the newest installed).",
+            group=COMMON_GROUP,
+            order_in_group=next(order),
+            width=Width.MEDIUM,
+            display_name="Connector version",
+        )
+        .define(
             TASKS_MAX_CONFIG,
             Type.INT,
             1,
@@ -209,6 +247,19 @@ def common_config_def() -> ConfigDef:
             display_name="Key converter class",
         )
         .define(
+            version_key_of(KEY_CONVERTER_CLASS_CONFIG),
+            Type.STRING,
+            None,
+            VERSION_RANGE,
+            Importance.LOW,
+            "Version of the key converter to use (KIP-891): a version, a version range, or latest "
+            "(the default, the newest installed).",
+            group=COMMON_GROUP,
+            order_in_group=next(order),
+            width=Width.MEDIUM,
+            display_name="Key converter version",
+        )
+        .define(
             VALUE_CONVERTER_CLASS_CONFIG,
             Type.CLASS,
             None,
@@ -221,6 +272,19 @@ def common_config_def() -> ConfigDef:
             display_name="Value converter class",
         )
         .define(
+            version_key_of(VALUE_CONVERTER_CLASS_CONFIG),
+            Type.STRING,
+            None,
+            VERSION_RANGE,
+            Importance.LOW,
+            "Version of the value converter to use (KIP-891): a version, a version range, or latest "
+            "(the default, the newest installed).",
+            group=COMMON_GROUP,
+            order_in_group=next(order),
+            width=Width.MEDIUM,
+            display_name="Value converter version",
+        )
+        .define(
             HEADER_CONVERTER_CLASS_CONFIG,
             Type.CLASS,
             None,
@@ -231,6 +295,19 @@ def common_config_def() -> ConfigDef:
             order_in_group=next(order),
             width=Width.SHORT,
             display_name="Header converter class",
+        )
+        .define(
+            version_key_of(HEADER_CONVERTER_CLASS_CONFIG),
+            Type.STRING,
+            None,
+            VERSION_RANGE,
+            Importance.LOW,
+            "Version of the header converter to use (KIP-891): a version, a version range, or latest "
+            "(the default, the newest installed).",
+            group=COMMON_GROUP,
+            order_in_group=next(order),
+            width=Width.MEDIUM,
+            display_name="Header converter version",
         )
         .define(
             TRANSFORMS_CONFIG,
@@ -519,6 +596,17 @@ def enrich(config_def: ConfigDef, props: Mapping[str, str | None]) -> ConfigDef:
                 display_name=f"{display} type for {alias}",
             )
             prefix = f"{list_key}.{alias}."
+            enriched.define(
+                prefix + VERSION_SUFFIX[1:],
+                Type.STRING,
+                None,
+                VERSION_RANGE,
+                Importance.LOW,
+                f"Version of the '{alias}' {kind} (KIP-891): a version, a version range, or latest.",
+                group=group,
+                order_in_group=3,
+                display_name=f"Version of {alias}",
+            )
             if kind == "transformation":
                 enriched.define(
                     prefix + "predicate",

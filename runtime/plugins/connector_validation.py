@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from kconnect.config.errors import ConfigError
+from kconnect.runtime import __version__
 from kconnect.runtime.client_config import ROLES, task_clients
 from kconnect.runtime.plugins.api import (
     ConnectorTransactionBoundaries,
     ExactlyOnceSupport,
     PluginDesc,
     PluginRegistry,
+    PluginVersionError,
     SinkConnector,
     SourceConnector,
     pruned_plugin_name,
@@ -39,29 +41,42 @@ from kconnect.runtime.plugins.config_def import (
 from kconnect.runtime.plugins.config_infos import ConfigInfos, generate_result
 from kconnect.runtime.plugins.connector_config import (
     CONNECTOR_CLASS_CONFIG,
+    CONNECTOR_VERSION_CONFIG,
     CONSUMER_OVERRIDES_PREFIX,
     DLQ_TOPIC_NAME_CONFIG,
     EXACTLY_ONCE_SUPPORT_CONFIG,
+    HEADER_CONVERTER_CLASS_CONFIG,
+    KEY_CONVERTER_CLASS_CONFIG,
     NAME_CONFIG,
+    PREDICATES_CONFIG,
     TASKS_MAX_CONFIG,
     TASKS_MAX_ENFORCE_CONFIG,
     TOPICS_CONFIG,
     TOPICS_REGEX_CONFIG,
     TRANSACTION_BOUNDARY_CONFIG,
     TRANSFORMS_CONFIG,
+    VALUE_CONVERTER_CLASS_CONFIG,
     ConnectorConfigError,
     base_config_def,
     class_name_syntax,
     connector_config_def,
     enrich,
     plugin_config_def,
+    version_key_of,
 )
 from kconnect.runtime.plugins.override_policy import ConnectorKind, OverridePolicy, refused_overrides
+from kconnect.runtime.plugins.plugin_versions import (
+    InvalidVersionSpec,
+    VersionRequirement,
+    not_found_message,
+    requirement,
+)
 
 __all__ = [
     "NULL_VALUE_ERROR",
     "ParsedConnectorConfig",
     "connector_name_errors",
+    "find_connector_plugin",
     "normalize_connector_name",
     "parse_connector_config",
     "plugin_mismatch_error",
@@ -87,6 +102,51 @@ def _java_map_str(props: Mapping[str, str | None]) -> str:
 
 def _add_error(values: dict[str, ConfigValue], name: str, message: str) -> None:
     values.setdefault(name, ConfigValue(name)).add_error(message)
+
+
+def _wanted(spec: str | None) -> VersionRequirement | None:
+    """A ``*.version`` requirement, None for none or a malformed one (its key's validator reports that)."""
+    try:
+        return requirement(spec)
+    except InvalidVersionSpec:
+        return None
+
+
+def find_connector_plugin(
+    registry: PluginRegistry, props: Mapping[str, str | None]
+) -> tuple[PluginDesc, str | None]:
+    """The plugin ``connector.class`` and ``connector.version`` select, and why the version could not be
+    met (then the newest version, so the rest of the config is still checked against a real plugin)."""
+    class_value = props.get(CONNECTOR_CLASS_CONFIG) or ""
+    if _wanted(props.get(CONNECTOR_VERSION_CONFIG)) is None:
+        return registry.find(class_value), None
+    try:
+        return registry.find(class_value, props.get(CONNECTOR_VERSION_CONFIG)), None
+    except PluginVersionError as exc:
+        return registry.find(class_value), str(exc)
+
+
+def _builtin_plugin_keys(props: Mapping[str, str | None]) -> list[str]:
+    """The keys naming plugins kconnect implements itself: the converters, and each alias's type."""
+    keys = [KEY_CONVERTER_CLASS_CONFIG, VALUE_CONVERTER_CLASS_CONFIG, HEADER_CONVERTER_CLASS_CONFIG]
+    for list_key in (TRANSFORMS_CONFIG, PREDICATES_CONFIG):
+        try:
+            aliases = parse_type(list_key, props.get(list_key), Type.LIST) or []
+        except ConfigValidationError:
+            continue
+        keys += [f"{list_key}.{alias}.type" for alias in aliases]
+    return keys
+
+
+def _validate_builtin_versions(props: Mapping[str, str | None], values: dict[str, ConfigValue]) -> None:
+    """``key.converter.version``, ``transforms.<alias>.version`` and the like (KIP-891): the converters,
+    transformations and predicates kconnect implements come in one version, the runtime's own."""
+    for plugin_key in _builtin_plugin_keys(props):
+        plugin = props.get(plugin_key)
+        key = version_key_of(plugin_key)
+        wanted = _wanted(props.get(key))
+        if plugin and wanted is not None and not wanted.contains(__version__):
+            _add_error(values, key, not_found_message(plugin.strip(), wanted, [__version__]))
 
 
 def validate_sink_topics(props: Mapping[str, str | None], values: dict[str, ConfigValue]) -> None:
@@ -265,10 +325,13 @@ def validate_connector_config(
     class_value = props.get(CONNECTOR_CLASS_CONFIG)
     if class_value is None:
         raise ConnectorConfigError(f"Connector config {_java_map_str(props)} contains no connector type")
-    desc: PluginDesc = registry.find(class_value)
+    desc, version_problem = find_connector_plugin(registry, props)
     connector = desc.cls()
     base = enrich(base_config_def(desc.cls), props)
     values = base.validate_all(props, class_resolver=class_resolver)
+    if version_problem is not None:
+        _add_error(values, CONNECTOR_VERSION_CONFIG, version_problem)
+    _validate_builtin_versions(props, values)
     # Plugins read plain string maps; a null value is reported below instead of reaching them.
     string_props = {k: v for k, v in props.items() if v is not None}
     kind: ConnectorKind | None = None
@@ -393,7 +456,7 @@ def parse_connector_config(
     class_value = props.get(CONNECTOR_CLASS_CONFIG)
     if class_value is None:
         raise ConnectorConfigError(f"Connector config {_java_map_str(props)} contains no connector type")
-    desc = registry.find(class_value)
+    desc = registry.find(class_value, props.get(CONNECTOR_VERSION_CONFIG))
     config_def = connector_config_def(desc.cls(), props)
     values = config_def.parse(props, class_resolver=class_resolver)
     if desc.type == "sink":

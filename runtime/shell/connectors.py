@@ -38,6 +38,8 @@ class _RunningConnector:
     started: bool = False
     #: The KIP-877 metrics of the started instance, closed whenever it is stopped.
     metrics: PluginMetrics | None = None
+    #: The plugin version running (KIP-891), reported in the connector's status.
+    version: str | None = None
 
 
 class Connectors:
@@ -72,8 +74,10 @@ class Connectors:
         self._stopping = stopping
         self._running: dict[str, _RunningConnector] = {}
 
-    def _status(self, name: str, state: status_log.State, trace: str | None, gen: int) -> None:
-        self.stores.put_status(status_log.ConnectorStatus(name, state, trace, self.worker_id, gen))
+    def _status(
+        self, name: str, state: status_log.State, trace: str | None, gen: int, version: str | None = None
+    ) -> None:
+        self.stores.put_status(status_log.ConnectorStatus(name, state, trace, self.worker_id, gen, version))
 
     def start(self, name: str, config: Properties, target_state: TargetState, gen: int) -> bool:
         """Create the instance; start it only if its target state is STARTED, then ask for task configs.
@@ -83,7 +87,7 @@ class Connectors:
         clog = log.bind(connector=name)
         metrics = None
         try:
-            desc = self.registry.find(config.get("connector.class") or "")
+            desc = self.registry.find(config.get("connector.class") or "", config.get("connector.version"))
             instance = desc.cls()
             started = target_state == TargetState.STARTED
             if started:
@@ -97,8 +101,10 @@ class Connectors:
                     if target_state == TargetState.PAUSED
                     else status_log.State.STOPPED
                 )
-            self._running[name] = _RunningConnector(instance, config, started=started, metrics=metrics)
-            self._status(name, state, None, gen)
+            self._running[name] = _RunningConnector(
+                instance, config, started=started, metrics=metrics, version=desc.version
+            )
+            self._status(name, state, None, gen, desc.version)
             clog.info("connector started", state=state.value)
         except Exception as exc:
             if metrics is not None:
@@ -158,7 +164,7 @@ class Connectors:
             clog.error("connector failed in a state transition", target_state=target_state, error=str(exc))
             self._status(name, status_log.State.FAILED, traceback.format_exc(), gen)
             return
-        self._status(name, state, None, gen)
+        self._status(name, state, None, gen, running.version)
         clog.info("connector transitioned", state=state.value)
         if target_state == TargetState.STARTED:
             self._request_reconfigure(name)

@@ -158,7 +158,9 @@ class ConnectorOperations:
             raise NotFoundError(f"Connector {name} not found")
         props = {k: v for k, v in config.items() if v is not None}
         try:
-            desc = self.worker.registry.find(props.get("connector.class") or "")
+            desc = self.worker.registry.find(
+                props.get("connector.class") or "", props.get("connector.version")
+            )
         except Exception as exc:
             raise ConnectError(f"Cannot find the plugin of connector {name}: {exc}") from exc
         return desc.cls(), props

@@ -52,7 +52,9 @@ class Tasks:
         else:
             self.metrics.task_startup_successes += 1
         self._report(
-            status_log.TaskStatus(action.task, State(state.state), state.trace, self.worker_id, generation)
+            status_log.TaskStatus(
+                action.task, State(state.state), state.trace, self.worker_id, generation, state.version
+            )
         )
         self.log.info("task started", connector=action.task.connector, task=action.task.task)
 
@@ -76,7 +78,9 @@ class Tasks:
         """Move a running task to a new target state and report the state that results."""
         state = self.executor.transition_task(action.task, action.target_state)
         self._report(
-            status_log.TaskStatus(action.task, State(state.state), state.trace, self.worker_id, generation)
+            status_log.TaskStatus(
+                action.task, State(state.state), state.trace, self.worker_id, generation, state.version
+            )
         )
         self.log.info("task transitioned", task=str(action.task), target_state=action.target_state)
 

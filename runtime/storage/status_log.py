@@ -81,13 +81,16 @@ class State(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ConnectorStatus:
-    """``status-connector-<name>``. ``trace`` is the only nullable field (written as JSON null)."""
+    """``status-connector-<name>``. ``trace`` is nullable (written as JSON null); ``version`` is the
+    plugin version running (KIP-891), written only when known, so Java workers before 4.1, which read
+    the fields they know, still read the record."""
 
     connector: str
     state: State
     trace: str | None
     worker_id: str
     generation: int
+    version: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "state", State(self.state))
@@ -102,6 +105,7 @@ class TaskStatus:
     trace: str | None
     worker_id: str
     generation: int
+    version: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "state", State(self.state))
@@ -156,12 +160,21 @@ def _check_int(value: int, low: int, high: int, what: str) -> int:
     return value
 
 
-def _status_value(state: State, trace: str | None, worker_id: str, generation: int) -> bytes | None:
+def _status_value(
+    state: State, trace: str | None, worker_id: str, generation: int, version: str | None
+) -> bytes | None:
     if state is State.DESTROYED:
         # Java's send() turns a DESTROYED status into a tombstone rather than a record.
         return None
     _check_int(generation, INT32_MIN, INT32_MAX, "generation")
-    fields = {"state": state.value, "trace": trace, "worker_id": worker_id, "generation": generation}
+    fields: dict[str, object] = {
+        "state": state.value,
+        "trace": trace,
+        "worker_id": worker_id,
+        "generation": generation,
+    }
+    if version is not None:
+        fields["version"] = version
     encoded: bytes = java_json.write_record(fields)
     return encoded
 
@@ -186,12 +199,12 @@ def encode(record: StatusRecord) -> tuple[bytes, bytes | None]:
     key: str
     value: bytes | None
     match record:
-        case ConnectorStatus(connector, state, trace, worker_id, generation):
+        case ConnectorStatus(connector, state, trace, worker_id, generation, version):
             key = CONNECTOR_STATUS_PREFIX + connector
-            value = _status_value(state, trace, worker_id, generation)
-        case TaskStatus(task, state, trace, worker_id, generation):
+            value = _status_value(state, trace, worker_id, generation, version)
+        case TaskStatus(task, state, trace, worker_id, generation, version):
             key = f"{TASK_STATUS_PREFIX}{task.connector}-{_check_int(task.task, 0, INT32_MAX, 'task number')}"
-            value = _status_value(state, trace, worker_id, generation)
+            value = _status_value(state, trace, worker_id, generation, version)
         case ConnectorStatusDeletion(connector):
             key, value = CONNECTOR_STATUS_PREFIX + connector, None
         case TaskStatusDeletion(task):
@@ -245,7 +258,7 @@ def _str(key: str, obj: Mapping[str, object], name: str) -> str:
     return value
 
 
-def _status_fields(key: str, raw: bytes) -> tuple[State, str | None, str, int]:
+def _status_fields(key: str, raw: bytes) -> tuple[State, str | None, str, int, str | None]:
     # Unlike the config store, Java's status reader does not treat empty bytes as a tombstone: its
     # converter yields null, the parser fails and the record is dropped.
     obj = _object(key, None if not raw else parse_json(key, raw))
@@ -259,7 +272,11 @@ def _status_fields(key: str, raw: bytes) -> tuple[State, str | None, str, int]:
     trace = obj.get("trace")
     if trace is not None and not isinstance(trace, str):
         raise CorruptRecord(key, f"'trace' should be a string or null but is {_describe(trace)}")
-    return state, trace, _str(key, obj, "worker_id"), _int(key, obj, "generation", INT32_MIN, INT32_MAX)
+    version = obj.get("version")
+    if version is not None and not isinstance(version, str):
+        raise CorruptRecord(key, f"'version' should be a string or absent but is {_describe(version)}")
+    worker_id, generation = _str(key, obj, "worker_id"), _int(key, obj, "generation", INT32_MIN, INT32_MAX)
+    return state, trace, worker_id, generation, version
 
 
 def decode(key: bytes | None, value: bytes | None) -> StatusRecord:

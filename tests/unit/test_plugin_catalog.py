@@ -140,6 +140,7 @@ def test_validate_body_keeps_nulls_and_stringifies_scalars(
         (b"{nope", "not valid JSON"),
         (b'{"a": {"b": 1}}', "value of 'a'"),
         (b'{"a": [1]}', "value of 'a'"),
+        (b'{"name": "\\ud800"}', "not valid JSON"),  # a lone surrogate: valid JSON, no text
     ],
 )
 def test_validate_body_errors_say_what_is_wrong(raw: bytes, message: str) -> None:

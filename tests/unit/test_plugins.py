@@ -416,18 +416,43 @@ SOURCE_GROUPS = [
 SINK_GROUPS = ["Common", "Transforms", "Predicates", "Error Handling"]
 
 # (name, type, required, default_value, importance, group, width, display_name, order),
-# as Java 3.9 lists them.
+# as Java 3.9 lists them, plus the four version keys of KIP-891 (Kafka 4.1), each after the key naming
+# its plugin, which shift the orders of the common keys after them.
 SOURCE_DEFINITIONS = [
     ("name", "STRING", True, None, "HIGH", "Common", "MEDIUM", "Connector name", 1),
     ("connector.class", "STRING", True, None, "HIGH", "Common", "LONG", "Connector class", 2),
-    ("tasks.max", "INT", False, "1", "HIGH", "Common", "SHORT", "Tasks max", 3),
-    ("tasks.max.enforce", "BOOLEAN", False, "true", "LOW", "Common", "SHORT", "Enforce tasks max", 4),
-    ("key.converter", "CLASS", False, None, "LOW", "Common", "SHORT", "Key converter class", 5),
-    ("value.converter", "CLASS", False, None, "LOW", "Common", "SHORT", "Value converter class", 6),
-    ("header.converter", "CLASS", False, None, "LOW", "Common", "SHORT", "Header converter class", 7),
-    ("transforms", "LIST", False, "", "LOW", "Transforms", "LONG", "Transforms", 8),
-    ("predicates", "LIST", False, "", "LOW", "Predicates", "LONG", "Predicates", 9),
-    ("config.action.reload", "STRING", False, "restart", "LOW", "Common", "MEDIUM", "Reload Action", 10),
+    ("connector.version", "STRING", False, None, "LOW", "Common", "MEDIUM", "Connector version", 3),
+    ("tasks.max", "INT", False, "1", "HIGH", "Common", "SHORT", "Tasks max", 4),
+    ("tasks.max.enforce", "BOOLEAN", False, "true", "LOW", "Common", "SHORT", "Enforce tasks max", 5),
+    ("key.converter", "CLASS", False, None, "LOW", "Common", "SHORT", "Key converter class", 6),
+    ("key.converter.version", "STRING", False, None, "LOW", "Common", "MEDIUM", "Key converter version", 7),
+    ("value.converter", "CLASS", False, None, "LOW", "Common", "SHORT", "Value converter class", 8),
+    (
+        "value.converter.version",
+        "STRING",
+        False,
+        None,
+        "LOW",
+        "Common",
+        "MEDIUM",
+        "Value converter version",
+        9,
+    ),
+    ("header.converter", "CLASS", False, None, "LOW", "Common", "SHORT", "Header converter class", 10),
+    (
+        "header.converter.version",
+        "STRING",
+        False,
+        None,
+        "LOW",
+        "Common",
+        "MEDIUM",
+        "Header converter version",
+        11,
+    ),
+    ("transforms", "LIST", False, "", "LOW", "Transforms", "LONG", "Transforms", 12),
+    ("predicates", "LIST", False, "", "LOW", "Predicates", "LONG", "Predicates", 13),
+    ("config.action.reload", "STRING", False, "restart", "LOW", "Common", "MEDIUM", "Reload Action", 14),
     (
         "errors.retry.timeout",
         "LONG",
@@ -507,11 +532,15 @@ SOURCE_DEFINITIONS = [
 GOOD_SOURCE_VALUES: list[tuple[str, str | None, list[str]]] = [
     ("name", "src", []),
     ("connector.class", "FileStreamSource", []),
+    ("connector.version", None, []),
     ("tasks.max", "1", []),
     ("tasks.max.enforce", "true", []),
     ("key.converter", None, []),
+    ("key.converter.version", None, []),
     ("value.converter", None, []),
+    ("value.converter.version", None, []),
     ("header.converter", None, []),
+    ("header.converter.version", None, []),
     ("transforms", "", []),
     ("predicates", "", []),
     ("config.action.reload", "restart", []),
@@ -685,12 +714,12 @@ def test_sink_topics_rules(
     assert (body["name"], body["groups"]) == ("FileStreamSink", SINK_GROUPS)
     assert body["error_count"] == sum(len(e) for e in errors.values())
     definitions, values = _compact(body)
-    assert [d[0] for d in definitions[:15]] == [d[0] for d in SOURCE_DEFINITIONS[:15]]
-    assert definitions[15:17] == [
+    assert [d[0] for d in definitions[:19]] == [d[0] for d in SOURCE_DEFINITIONS[:19]]
+    assert definitions[19:21] == [
         ("topics", "LIST", False, "", "HIGH", "Common", "LONG", "Topics", 4),
         ("topics.regex", "STRING", False, "", "HIGH", "Common", "LONG", "Topics regex", 4),
     ]
-    tail = {name: value for name, value, _ in values[15:]}
+    tail = {name: value for name, value, _ in values[19:]}
     dlq = props.get("errors.deadletterqueue.topic.name", "")
     expected_tail = {n: {"TOPICS": topics, "REGEX": regex}.get(str(v), v) for n, v in SINK_TAIL}
     expected_tail["errors.deadletterqueue.topic.name"] = dlq
@@ -961,7 +990,7 @@ def test_config_infos_without_definition_or_value_serialize_as_null() -> None:
 
 def test_plugin_config_lists_plugin_keys_then_base_keys(registry: PluginRegistry) -> None:
     names = [k.name for k in plugin_config_key_infos(registry, "FileStreamSource")]
-    assert names == ["file", "topic", "batch.size"] + [d[0] for d in SOURCE_DEFINITIONS[:20]]
+    assert names == ["file", "topic", "batch.size"] + [d[0] for d in SOURCE_DEFINITIONS[:24]]
     sink = plugin_config_key_infos(registry, "FileStreamSinkConnector")
     assert sink[0].to_json() == {
         "name": "file",
