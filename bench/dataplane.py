@@ -24,11 +24,6 @@ is importable, Kafka -> Parquet records per second on the same kconnect worker.
     .venv/bin/python bench/dataplane.py --records 100000    # a quick run
     .venv/bin/python bench/dataplane.py --only ceiling,kconnect
     .venv/bin/python bench/dataplane.py --group-protocol connect    # kconnect rows for one protocol only
-
-Test-broker workaround (Tansu reports a batch's base offset + 1 as the high watermark, DESIGN.md): a sink
-that reads up to the high watermark, as kconnect's does, would wait forever for the tail of the last
-batch. While kconnect runs, the bench therefore writes a one-record "sentinel" batch (value ``#``) to the
-topic every second; the sentinel lines are dropped before the output is compared. Apache Kafka needs none.
 """
 
 from __future__ import annotations
@@ -60,7 +55,6 @@ from tests.support.cluster import WorkerProcess, wait_until, worker_properties
 from tests.support.reference import ReferenceWorker, reference_available
 
 STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
-SENTINEL = b"#"
 PARQUET_CLASS = "kconnect.connectors.parquet.ParquetSinkConnector"
 #: The JVM options ``connect-distributed.sh`` runs a worker with (its heap, kafka-run-class.sh's GC settings),
 #: not the test harness's small C1-only JVM, which is tuned for start-up time, not throughput.
@@ -189,10 +183,10 @@ def wait_for_size(path: Path, size: int, timeout: float, alive: Callable[[], boo
     raise TimeoutError(f"{path} holds {have} of {size} bytes after {timeout:.0f} s")
 
 
-def same_lines(expected: Path, actual: Path, drop: bytes | None = None) -> bool:
-    """Whether ``actual`` holds exactly the lines of ``expected``, in order (``drop`` lines ignored)."""
+def same_lines(expected: Path, actual: Path) -> bool:
+    """Whether ``actual`` holds exactly the lines of ``expected``, in order."""
     with open(expected, "rb") as e, open(actual, "rb") as a:
-        lines = (line for line in a if drop is None or line.rstrip(b"\n") != drop)
+        lines = iter(a)
         for want in e:
             if next(lines, None) != want:
                 return False
@@ -340,42 +334,19 @@ def connector_configs(source: Path, out: Path, topic: str) -> dict[str, dict[str
     }
 
 
-class Sentinels:
-    """Writes a one-record batch to a topic every second (the test-broker workaround, module docstring)."""
-
-    def __init__(self, bootstrap: str, topic: str) -> None:
-        self.topic = topic
-        self._producer = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1, "linger.ms": 0})
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.wait(1.0):
-            self._producer.produce(self.topic, SENTINEL)
-            self._producer.flush(10)
-
-    def __enter__(self) -> Sentinels:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
-def count_lines(path: Path, drop: bytes) -> int:
+def count_lines(path: Path) -> int:
     with open(path, "rb") as f:
-        return sum(1 for line in f if line.rstrip(b"\n") != drop)
+        return sum(1 for _ in f)
 
 
 def wait_for_lines(
     path: Path, records: int, line_size: int, timeout: float, alive: Callable[[], bool]
 ) -> float:
-    """Wait until ``path`` holds ``records`` lines besides sentinels; the monotonic time it did."""
+    """Wait until ``path`` holds ``records`` lines; the monotonic time it did."""
     deadline = time.monotonic() + timeout
     while True:
         at = wait_for_size(path, records * line_size, max(1.0, deadline - time.monotonic()), alive)
-        if count_lines(path, SENTINEL) >= records:
+        if count_lines(path) >= records:
             return at
         time.sleep(0.2)
 
@@ -436,7 +407,7 @@ def warm_up(worker: WorkerProcess, bootstrap: str, work: Path, group_protocol: s
     """Start the worker's SparkSession with a one-record sink connector, then delete the connector."""
     topic = f"warm-{uuid.uuid4().hex[:6]}"
     create_topic(bootstrap, topic)
-    producer = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1})
+    producer = Producer({"bootstrap.servers": bootstrap})
     producer.produce(topic, b"warm")
     producer.flush(10)
     out = work / f"warm-{group_protocol}.txt"
@@ -472,7 +443,7 @@ def run_kconnect(
     assert worker.proc is not None
     # Each sink batch's timings in the worker's log (kept with --keep).
     worker.request("PUT", "/admin/loggers/kconnect.task", json={"level": "DEBUG"})
-    with PeakSampler(worker.proc.pid) as sampler, Sentinels(bootstrap, topic):
+    with PeakSampler(worker.proc.pid) as sampler:
         started = time.monotonic()
         for name, config in connector_configs(source, out, topic).items():
             create(worker, name, config)
@@ -482,7 +453,7 @@ def run_kconnect(
     peak = sampler.peak
     for name in ("bench-source", "bench-sink"):
         worker.request("DELETE", f"/connectors/{name}")
-    ok = same_lines(source, out, drop=SENTINEL)
+    ok = same_lines(source, out)
     memory = {
         "idle worker (no Spark)": mib(idle["root"]),
         "peak with 2 tasks": mib(peak["root"]),
@@ -536,22 +507,21 @@ def run_parquet(
     producer.flush(60)
     path = work / f"parquet-{group_protocol}"
     path.mkdir()
-    with Sentinels(bootstrap, topic):
-        started = time.monotonic()
-        create(
-            worker,
-            "bench-parquet",
-            {
-                "connector.class": PARQUET_CLASS,
-                "topics": topic,
-                "path": str(path),
-                "flush.size": str(min(records, 100000)),
-                "tasks.max": "1",
-            },
-        )
-        health = Health(worker, ["bench-parquet"])
-        wait_until(lambda: parquet_rows(path) >= records or not health(), 1800, "parquet rows", 0.5)
-        finished = time.monotonic()
+    started = time.monotonic()
+    create(
+        worker,
+        "bench-parquet",
+        {
+            "connector.class": PARQUET_CLASS,
+            "topics": topic,
+            "path": str(path),
+            "flush.size": str(min(records, 100000)),
+            "tasks.max": "1",
+        },
+    )
+    health = Health(worker, ["bench-parquet"])
+    wait_until(lambda: parquet_rows(path) >= records or not health(), 1800, "parquet rows", 0.5)
+    finished = time.monotonic()
     worker.request("DELETE", "/connectors/bench-parquet")
     return Result(label, records, finished - started, "topic pre-loaded")
 

@@ -110,8 +110,6 @@ def test_a_tasks_own_metric_counts_the_records_it_moved_and_goes_when_the_connec
     (plugins / "counting_source.py").write_text(COUNTING_SOURCE)
     group = f"pm-{uuid.uuid4().hex[:8]}"
     props = worker_properties(broker.bootstrap, group, free_port(), plugin_path=str(plugins))
-    # The embedded broker is read one record per batch until its multi-record batches are read back.
-    props["producer.batch.num.messages"] = "1"
     props["offset.flush.interval.ms"] = "1000"
     worker = WorkerProcess(tmp_path, props, name=f"{group}-w0", spark=True).start()
     topic = f"counted-{uuid.uuid4().hex[:6]}"
