@@ -130,6 +130,8 @@ class ClusterWrites:
             infos = validate_connector_config(
                 self.registry,
                 dict(config),
+                # As the validate endpoint: a sink's consumer group may not be the workers' own group.
+                worker_group_id=self.config.group_id,
                 exactly_once_source_enabled=self.config.exactly_once_source_support == "enabled",
                 worker_passthrough=self.config.passthrough,
                 worker_security_protocol=self.config.security_protocol,

@@ -56,5 +56,13 @@ def test_the_allowlist_policy_refuses_what_it_does_not_list(tmp_path: Path, brok
         update = worker.request("PUT", "/connectors/p/config", json={**config, "producer.override.acks": "1"})
         assert update.status_code == 400 and REFUSED in update.json()["message"], update.text
         assert worker.get("/connectors/p/config").json().get("producer.override.acks") is None
+
+        # Creating checks what validating checks: a sink may not consume as the workers' own group.
+        group = worker.props["group.id"]
+        sink = {"connector.class": "FileStreamSink", "topics": "t", "consumer.override.group.id": group}
+        clash = worker.request("POST", "/connectors", json={"name": "s", "config": sink})
+        assert clash.status_code == 400, clash.text
+        conflict = f"Consumer group {group} conflicts with Connect worker group {group}"
+        assert conflict in clash.json()["message"]
     finally:
         worker.stop()
