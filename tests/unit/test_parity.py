@@ -20,6 +20,7 @@ from tests.support.parity import (
     shape,
     shape_differences,
     summary,
+    without_status_versions,
 )
 
 json_values = st.recursive(
@@ -138,3 +139,26 @@ def test_task_number_binds_as_java_integer(text: str, expected: int) -> None:
 def test_task_number_not_an_integer_is_javas_404(text: str) -> None:
     with pytest.raises(NotFoundError, match="HTTP 404 Not Found"):
         task_number(text)
+
+
+def test_status_versions_are_set_aside_and_counted_nowhere_else() -> None:
+    body = {
+        "src": {
+            "status": {
+                "name": "src",
+                "connector": {"state": "RUNNING", "worker_id": "w:1", "version": "0.1.0"},
+                "tasks": [{"id": 0, "state": "RUNNING", "worker_id": "w:1", "version": "0.1.0"}],
+            },
+            # a plugin listing's version is no status's: kept
+            "info": {"version": "3.9.0", "class": "x"},
+        }
+    }
+    stripped, found = without_status_versions(body)
+    assert found == 2
+    assert stripped["src"]["status"]["connector"] == {"state": "RUNNING", "worker_id": "w:1"}
+    assert stripped["src"]["status"]["tasks"] == [{"id": 0, "state": "RUNNING", "worker_id": "w:1"}]
+    assert stripped["src"]["info"] == {"version": "3.9.0", "class": "x"}
+    assert without_status_versions([{"state": "FAILED", "worker_id": "", "trace": "t"}]) == (
+        [{"state": "FAILED", "worker_id": "", "trace": "t"}],
+        0,
+    )
