@@ -1,7 +1,8 @@
 """The narrow interface through which the herder starts and stops tasks.
 
 The herder only needs to start a task with its config, stop it within a bound, and learn its state;
-a task that fails later, on a thread of its own, is reported through the failure listener. The data
+what happens later on a task's own thread (its loop got running, or it failed) is reported through the
+task listener, since only the worker writes statuses. The data
 plane (``spark_executor.SparkExecutor``) runs tasks; it is the worker's executor unless whoever builds
 the worker passes another one (the tests pass one that only holds tasks, ``tests/support/held_executor.py``).
 """
@@ -45,8 +46,19 @@ class TaskCounters:
         return self.offset_commit_ms_total / self.offset_commits if self.offset_commits else 0.0
 
 
-#: Called with a task and its trace when a task fails after ``start_task`` returned.
-FailureListener = Callable[[TaskId, str], None]
+@dataclass(frozen=True, slots=True)
+class TaskListener:
+    """Where an executor reports what a task's own thread learns after ``start_task`` answered.
+
+    Why both: a task is RUNNING only once its start has returned and its loop runs (Java's WorkerTask
+    reports onStartup then), which takes seconds to a minute for a sink task's streaming query, far too
+    long for the herder's thread to wait; and a task can fail at any time. The worker writes the statuses.
+    """
+
+    #: A task failed, with its trace.
+    failed: Callable[[TaskId, str], None]
+    #: A task's loop runs now (its start returned); the listener asks ``task_state`` what to report.
+    running: Callable[[TaskId], None]
 
 
 class Executor(Protocol):
@@ -59,8 +71,9 @@ class Executor(Protocol):
     def start_task(self, task: TaskId, config: Mapping[str, str], target_state: str) -> TaskState:
         """Start ``task`` in ``target_state`` and answer at once with the state to report.
 
-        Called on the herder's thread, which must keep heartbeating: only quick work belongs here, and a
-        task that fails later reports through the failure listener instead.
+        Called on the herder's thread, which must keep heartbeating: only quick work belongs here. A task
+        started STARTED is UNASSIGNED until its loop runs, then the task listener hears ``running``; one
+        that fails later reports through the listener's ``failed``.
         """
         ...
 
@@ -80,6 +93,15 @@ class Executor(Protocol):
         """
         ...
 
+    def task_state(self, task: TaskId) -> TaskState | None:
+        """The state to report for a held task now, None for one not held (stopped, or never started).
+
+        Why the worker asks rather than trusts an event: a task's thread and the herder's both report, and
+        whichever writes last must write what the task is at that moment, not what it was when the event
+        was raised (a task stopped or paused meanwhile is not RUNNING).
+        """
+        ...
+
     def held(self) -> set[TaskId]:
         """The tasks started here and not stopped since: this executor's own view of its assignment, which
         ``close`` stops and the tests compare with the herder's."""
@@ -96,8 +118,9 @@ class Executor(Protocol):
         """
         ...
 
-    def set_failure_listener(self, listener: FailureListener) -> None:
-        """Where to report a task that fails on its own thread; the worker writes its FAILED status."""
+    def set_listener(self, listener: TaskListener) -> None:
+        """Where to report a task whose loop got running or that failed on its own thread; the worker
+        writes its RUNNING or FAILED status."""
         ...
 
     def task_figures(self) -> Mapping[TaskId, TaskCounters]:

@@ -163,8 +163,9 @@ class SinkTaskRunner(TaskRunner):
         producer_settings: Mapping[str, str] | None = None,
         admin_settings: Mapping[str, str] | None = None,
         plugin_metrics: PluginMetricsRegistry | None = None,
+        on_running: Callable[[TaskId], None] | None = None,
     ) -> None:
-        super().__init__(task_id, task, config, on_failure, plugin_metrics)
+        super().__init__(task_id, task, config, on_failure, plugin_metrics, on_running)
         self.sink: SinkTask = task
         #: The dead letter queue's producer and admin client (Java's connector producer and admin configs).
         self._producer_settings = dict(producer_settings or {})
@@ -585,7 +586,8 @@ class SinkTaskRunner(TaskRunner):
 
     def run(self) -> None:
         """Keep the query running while the task is started, stop it while paused, restart it after a
-        rewind or a failed Spark job; on the way out close the partitions and the task's clients."""
+        rewind or a failed Spark job; on the way out close the partitions and the task's clients. The task
+        is RUNNING once its first query is active (the SparkSession and the query take seconds to start)."""
         try:
             while not self._stopping.is_set():
                 if not self._running.is_set():
@@ -599,6 +601,9 @@ class SinkTaskRunner(TaskRunner):
                     with self._lock:
                         self._query = query
                     self.log.info("sink query started", pool=self.pool, group=self.group_id)
+                    if query.isActive:
+                        # RUNNING from here, not from the first batch: the topics may well be empty.
+                        self.loop_began()
                 if query.awaitTermination(0.5):
                     error = query.exception()
                     raise ConnectorError(

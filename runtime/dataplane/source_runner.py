@@ -174,13 +174,14 @@ class SourceTaskRunner(TaskRunner):
         fence: Callable[[str], None] | None = None,
         spark: Callable[[], Any] | None = None,
         plugin_metrics: PluginMetricsRegistry | None = None,
+        on_running: Callable[[TaskId], None] | None = None,
     ) -> None:
-        super().__init__(task_id, task, config, on_failure, plugin_metrics)
+        super().__init__(task_id, task, config, on_failure, plugin_metrics, on_running)
         self.source: SourceTask = task
         #: Set when the worker has exactly.once.source.support=enabled: records and offsets go to Kafka
-        #: in one transaction per boundary (``exactly_once``), and the task starts on its own thread.
+        #: in one transaction per boundary (``exactly_once``), and ``run`` starts the task after fencing.
         self.eos = exactly_once
-        self.starts_on_thread = exactly_once is not None
+        self.run_starts_task = exactly_once is not None
         self._sync_offsets = sync_offsets
         self._fence = fence
         self._open: list[SourceRecord] = []  # records of the open transaction, in poll order
@@ -349,6 +350,7 @@ class SourceTaskRunner(TaskRunner):
         )
         next_flush = time.monotonic() + self._flush_interval_s
         self._committer = ThreadPoolExecutor(1, thread_name_prefix=f"offsets-{self.task_id}")
+        self.loop_began()  # the task's start returned (on this thread, before run): RUNNING from here
         try:
             while not self._stopping.is_set():
                 if not self._running.is_set():
@@ -411,6 +413,7 @@ class SourceTaskRunner(TaskRunner):
         if self._sync_offsets is not None:
             self._sync_offsets()
         self.source.start(dict(self.config))
+        self.loop_began()
         clean = False
         try:
             while not self._stopping.is_set():

@@ -7,10 +7,13 @@ not at worker start; workers that only take part in the group stay light. The se
 ``spark.scheduler.mode=FAIR`` so that each task, in a pool of its own, gets a share of the executors
 instead of waiting behind another task's micro-batch. Every ``spark.*`` worker property is passed to it.
 
-``start_task`` does only quick work on the herder's thread (instantiate and ``start`` the plugin task)
-and answers RUNNING, PAUSED or FAILED with the trace; anything that fails later, on the task's thread,
-is reported through the failure listener, and the worker writes the FAILED status. A failing task
-never affects another: each has its own thread, query and Kafka clients.
+``start_task`` does only quick work on the herder's thread (instantiate the plugin task, start its
+thread) and answers UNASSIGNED (PAUSED for a paused connector, FAILED with the trace for a task that
+cannot even be made). The task's thread starts the plugin task and its loop; once the loop runs (a
+source's poll loop, a sink's active streaming query) it tells the task listener, and the worker writes
+RUNNING, as Java reports RUNNING once a task's start returned. A task that fails on its thread is
+reported the same way, and the worker writes FAILED. A failing task never affects another: each has its
+own thread, query and Kafka clients.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from kconnect.runtime.client_config import Role
 from kconnect.runtime.dataplane.active_topics import ActiveTopics
 from kconnect.runtime.dataplane.converters import converter_config
 from kconnect.runtime.dataplane.exactly_once import exactly_once
-from kconnect.runtime.dataplane.executor import FailureListener, TaskCounters, TaskState
+from kconnect.runtime.dataplane.executor import TaskCounters, TaskListener, TaskState
 from kconnect.runtime.dataplane.sink_runner import SinkTaskRunner
 from kconnect.runtime.dataplane.source_runner import SourceTaskRunner
 from kconnect.runtime.dataplane.task_runner import (
@@ -125,6 +128,13 @@ class SparkSessionHolder:
             session.stop()
 
 
+def _state_of(runner: TaskRunner, version: str | None) -> TaskState:
+    """A runner's state as a status to write, the trace with FAILED only (read after the state, since a
+    runner's failure is set once, on its own thread, and never cleared)."""
+    state = runner.state()
+    return TaskState(state, runner.failed if state == "FAILED" else None, version)
+
+
 class SparkExecutor:
     """The ``Executor`` that runs tasks (see the module docstring)."""
 
@@ -161,7 +171,7 @@ class SparkExecutor:
         self._runners: dict[TaskId, TaskRunner] = {}
         #: The plugin version each held task runs (KIP-891), for the statuses its transitions report.
         self._versions: dict[TaskId, str | None] = {}
-        self._listener: FailureListener | None = None
+        self._listener: TaskListener | None = None
         self.starts: Counter[TaskId] = Counter()
         self.stops: Counter[TaskId] = Counter()
         self._worker_converters = {
@@ -176,21 +186,33 @@ class SparkExecutor:
 
     # ------------------------------------------------------------------------- Executor protocol
 
-    def set_failure_listener(self, listener: FailureListener) -> None:
-        """Where to report a task that fails on its own thread after ``start_task`` answered: the worker
-        sets it to write the FAILED status, which only the worker can write."""
+    def set_listener(self, listener: TaskListener) -> None:
+        """Where to report a task whose loop got running, or that failed, on its own thread after
+        ``start_task`` answered: the worker sets it to write the status, which only the worker can write."""
         self._listener = listener
 
     def _failed(self, task: TaskId, trace: str) -> None:
         listener = self._listener
         if listener is not None:
-            listener(task, trace)
+            listener.failed(task, trace)
+
+    def _loop_began(self, task: TaskId) -> None:
+        """A runner's loop runs: tell the worker, unless the task was stopped meanwhile (the worker asks
+        ``task_state`` before it writes anything, so a runner replaced since cannot report the new one's
+        state wrongly either)."""
+        with self._lock:
+            held = task in self._runners
+        listener = self._listener
+        if held and listener is not None:
+            listener.running(task)
 
     def start_task(self, task: TaskId, config: Mapping[str, str], target_state: str) -> TaskState:
-        """Instantiate and start the plugin task on the herder's thread and answer RUNNING, PAUSED or
-        FAILED with its trace; the long work happens on the runner's own thread.
+        """Instantiate the plugin task on the herder's thread and start its runner's thread, which starts
+        it; answer UNASSIGNED (RUNNING comes from that thread once its loop runs), PAUSED, or FAILED with
+        the trace for a task that cannot be made.
 
         A task already held here is stopped first: a restart without a stop must never run one task twice.
+        The runner is held before its thread starts, so that the thread's first report finds it.
         """
         with self._lock:
             self.starts[task] += 1
@@ -202,15 +224,26 @@ class SparkExecutor:
             runner = self._runner(task, config)
             if self._topic_status is not None:
                 runner.active_topics = ActiveTopics(task, *self._topic_status)
-            runner.start(paused)
         except Exception:
             trace = traceback.format_exc()
             log.error("task failed to start", task=str(task), trace=trace)
             return TaskState("FAILED", trace)
+        version = plugin_version(self.registry, config)
         with self._lock:
             self._runners[task] = runner
-            self._versions[task] = plugin_version(self.registry, config)
-        return TaskState("PAUSED" if paused else "RUNNING", None, self._versions[task])
+            self._versions[task] = version
+        try:
+            runner.start(paused)
+        except Exception:  # no thread could be started for it
+            trace = traceback.format_exc()
+            log.error("task failed to start", task=str(task), trace=trace)
+            with self._lock:
+                if self._runners.get(task) is runner:
+                    del self._runners[task]
+                    self._versions.pop(task, None)
+            runner.close_plugin_metrics()
+            return TaskState("FAILED", trace)
+        return _state_of(runner, version)
 
     def _client_settings(self, kind: Role, config: Mapping[str, str]) -> dict[str, str]:
         return client_settings(kind, self.config.security_protocol, self.config.passthrough, config)
@@ -236,6 +269,7 @@ class SparkExecutor:
                 producer_settings=self._client_settings("producer", config),
                 admin_settings=self._client_settings("admin", config),
                 plugin_metrics=self.plugin_metrics,
+                on_running=self._loop_began,
             )
         if isinstance(task, SourceTask):
             eos = None
@@ -265,6 +299,7 @@ class SparkExecutor:
                 fence=self._fence,
                 spark=self.spark.get,
                 plugin_metrics=self.plugin_metrics,
+                on_running=self._loop_began,
             )
         raise ConnectorError(f"{type(task).__name__} is neither a SourceTask nor a SinkTask")
 
@@ -286,8 +321,9 @@ class SparkExecutor:
     def transition_task(self, task: TaskId, target_state: str) -> TaskState:
         """Pause or resume a held task in place, keeping its thread, query and position.
 
-        Answers UNASSIGNED for a task not held here and FAILED with the trace for one that already failed,
-        so the status written is what the task is, not what it was asked to be.
+        Answers UNASSIGNED for a task not held here, FAILED with the trace for one that already failed,
+        and for a resumed task RUNNING only if its loop ever ran (UNASSIGNED until it does: its thread
+        reports RUNNING then), so the status written is what the task is, not what it was asked to be.
         """
         with self._lock:
             runner = self._runners.get(task)
@@ -295,9 +331,17 @@ class SparkExecutor:
             return TaskState("UNASSIGNED", None)
         if runner.failed is not None:
             return TaskState("FAILED", runner.failed)
-        paused = target_state != "STARTED"
-        runner.set_paused(paused)
-        return TaskState("PAUSED" if paused else "RUNNING", None, self._versions.get(task))
+        runner.set_paused(target_state != "STARTED")
+        return _state_of(runner, self._versions.get(task))
+
+    def task_state(self, task: TaskId) -> TaskState | None:
+        """What a held runner is now (see ``TaskRunner.state``), None for a task not held here."""
+        with self._lock:
+            runner = self._runners.get(task)
+            version = self._versions.get(task)
+        if runner is None:
+            return None
+        return _state_of(runner, version)
 
     def held(self) -> set[TaskId]:
         """The tasks whose runners are held here: started and not yet stopped."""

@@ -132,14 +132,19 @@ class TaskRunner:
         config: Mapping[str, str],
         on_failure: Callable[[TaskId, str], None],
         plugin_metrics: PluginMetricsRegistry | None = None,
+        on_running: Callable[[TaskId], None] | None = None,
     ) -> None:
         self.task_id = task_id
         self.task = task
         self.config = dict(config)
         self.counters = RunnerCounters()
         self._on_failure = on_failure
+        self._on_running = on_running
         self._stopping = threading.Event()
         self._running = threading.Event()  # set while the target state is STARTED
+        #: Set once the plugin task's start returned and its loop ran (``loop_began``); never cleared, so
+        #: that a resume of a task whose loop once ran is RUNNING at once.
+        self._began = threading.Event()
         self._thread: threading.Thread | None = None
         self.failed: str | None = None
         self.log = logs.get("kconnect.task", task=str(task_id))
@@ -166,22 +171,42 @@ class TaskRunner:
 
     # --- lifecycle, called by the executor
 
-    #: Whether the plugin task is started by ``run`` on the task's own thread instead of by ``start``
-    #: (an exactly-once source task must first fence older instances and read offsets to the end).
-    starts_on_thread = False
+    #: Whether ``run`` starts the plugin task itself instead of the thread doing it before ``run``: an
+    #: exactly-once source task must first fence older instances and read offsets to the end.
+    run_starts_task = False
 
     def start(self, paused: bool) -> None:
-        """Start the plugin task on the caller's thread (quick), then its loop on a thread of its own."""
-        if not self.starts_on_thread:
-            try:
-                self.task.start(dict(self.config))
-            except BaseException:
-                self.close_plugin_metrics()  # the executor drops a runner whose task failed to start
-                raise
+        """Start the task's thread, which starts the plugin task and then its loop.
+
+        Why the plugin task starts on that thread and not the caller's: ``start`` may take long (a
+        database to reach), and the caller is the herder's thread, which must keep heartbeating; Java
+        also starts a task on its own thread, where a failing start fails the task.
+        """
         if not paused:
             self._running.set()
         self._thread = threading.Thread(target=self._main, name=f"task-{self.task_id}", daemon=True)
         self._thread.start()
+
+    def state(self) -> str:
+        """The task state to report now, in Connect's terms: FAILED once it failed, PAUSED while its
+        target state is not STARTED, RUNNING once its loop ran, UNASSIGNED before (Java's task is
+        UNASSIGNED until its start returned)."""
+        if self.failed is not None:
+            return "FAILED"
+        if not self._running.is_set():
+            return "PAUSED"
+        return "RUNNING" if self._began.is_set() else "UNASSIGNED"
+
+    def loop_began(self) -> None:
+        """Called by ``run`` on the task's thread once the plugin task's start returned and its loop runs
+        (a source's poll loop, a sink's active streaming query): the moment Java reports RUNNING. Only the
+        first call reports; later ones (a query restarted after a pause) change nothing."""
+        if self._began.is_set():
+            return
+        self._began.set()
+        self.log.info("task loop running")
+        if self._on_running is not None and not self._stopping.is_set():
+            self._on_running(self.task_id)
 
     def set_paused(self, paused: bool) -> None:
         """Follow the connector's target state: a paused task keeps its plugin task and clients but its
@@ -211,7 +236,12 @@ class TaskRunner:
 
     def _main(self) -> None:
         logs.bind(task=str(self.task_id))
+        if self._stopping.is_set():  # stopped before its thread ran: the plugin task never started
+            self.close_plugin_metrics()
+            return
         try:
+            if not self.run_starts_task:
+                self.task.start(dict(self.config))
             self.run()
         except BaseException:
             trace = traceback.format_exc()

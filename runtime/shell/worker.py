@@ -22,7 +22,7 @@ from confluent_kafka.admin import AdminClient
 from kconnect.config.worker import WorkerConfig
 from kconnect.runtime import logs
 from kconnect.runtime.client_config import WorkerClients
-from kconnect.runtime.dataplane.executor import Executor
+from kconnect.runtime.dataplane.executor import Executor, TaskListener
 from kconnect.runtime.group import group_records, protocol
 from kconnect.runtime.group import herder as hd
 from kconnect.runtime.group.herder import Action, Herder
@@ -117,7 +117,12 @@ class Worker:
         )
         self.executor: Executor = executor or self._spark_executor()
         self.tasks = Tasks(config, wid, self.executor, self.stores, self.metrics)
-        self.executor.set_failure_listener(lambda task, trace: self.tasks.failed(task, trace, self.herder))
+        self.executor.set_listener(
+            TaskListener(
+                failed=lambda task, trace: self.tasks.failed(task, trace, self.herder),
+                running=lambda task: self.tasks.running(task, self.herder),
+            )
+        )
         # What REST's ConnectorOperations calls on the worker; the routes call ``writes`` and ``view()``.
         self.snapshot = self.stores.snapshot
         self.status_state = self.stores.status_state

@@ -2,7 +2,8 @@
 
 FileStream source -> topic -> FileStream sink end to end; a restarted sink task resumes from the offsets
 it committed to its consumer group; a task that fails on bad data is FAILED with its trace while the
-other pipeline keeps running. One worker for the module: the SparkSession takes seconds to start.
+other pipeline keeps running; a task is UNASSIGNED until its start returned and its query is active, then
+RUNNING. One worker for the module: the SparkSession takes seconds to start.
 """
 
 from __future__ import annotations
@@ -88,6 +89,54 @@ class ContextSinkTask(SinkTask):
         self.calls.close()
 """
 
+#: A sink plugin whose task's ``start`` waits for a gate file (it marks that it entered first): while it
+#: waits the task is not RUNNING, as a Java task is not before its start returned.
+GATED_START_SINK = r"""
+import os
+import time
+
+from kconnect.runtime.plugins.config_def import ConfigDef
+from kconnect.runtime.plugins.api import SinkConnector, SinkTask
+
+
+class GatedStartSinkConnector(SinkConnector):
+    def version(self):
+        return "1.0"
+
+    def config_def(self):
+        return ConfigDef()
+
+    def start(self, props):
+        self.props = dict(props)
+
+    def task_class(self):
+        return GatedStartSinkTask
+
+    def task_configs(self, max_tasks):
+        return [dict(self.props)]
+
+    def stop(self):
+        pass
+
+
+class GatedStartSinkTask(SinkTask):
+    def version(self):
+        return "1.0"
+
+    def start(self, props):
+        gate = props["gate"]
+        open(gate + ".entered", "w").close()
+        deadline = time.monotonic() + 120
+        while not os.path.exists(gate) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def put(self, records):
+        pass
+
+    def stop(self):
+        pass
+"""
+
 
 class Pipeline:
     def __init__(self, worker: WorkerProcess, workdir: Path, bootstrap: str) -> None:
@@ -127,6 +176,7 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory, broker: EmbeddedBroker) -
     plugins = workdir / "plugins"
     plugins.mkdir()
     (plugins / "context_sink.py").write_text(CONTEXT_SINK)
+    (plugins / "gated_sink.py").write_text(GATED_START_SINK)
     props = worker_properties(
         broker.bootstrap,
         f"dp-{uuid.uuid4().hex[:8]}",
@@ -471,3 +521,43 @@ def test_active_topics_recorded_once_reset_and_forgotten_with_the_connector(pipe
     wait_until(lambda: topics("at-sink") == {"at-sink": {"topics": []}}, 60, "the deleted sink's topics gone")
     assert topics("at-src") == {"at-src": {"topics": [topic]}}
     assert p.worker.request("DELETE", "/connectors/at-src").status_code == 204
+
+
+def test_a_sink_task_is_unassigned_until_its_start_returned_and_its_query_is_active(
+    pipeline: Pipeline,
+) -> None:
+    """Issue 15: RUNNING only once the task's loop runs. While the task's ``start`` waits (on the task's
+    own thread) the status is UNASSIGNED, as Java's is before its start returns; once it returned and the
+    streaming query is active it is RUNNING, without a record on the topic."""
+    p = pipeline
+    topic = f"gate-topic-{uuid.uuid4().hex[:6]}"
+    create_topic(p.bootstrap, topic)
+    gate = p.workdir / "gate"
+    p.create(
+        "gated-sink",
+        {"connector.class": "gated_sink.GatedStartSinkConnector", "topics": topic, "gate": str(gate)},
+    )
+
+    def waiting_unassigned() -> Any:
+        state = p.task_state("gated-sink")
+        return (
+            Path(f"{gate}.entered").exists()
+            and state is not None
+            and state["state"] == "UNASSIGNED"
+            and state
+        )
+
+    wait_until(waiting_unassigned, 60, "the gated task's start entered while it is UNASSIGNED")
+    # The herder answered at once, though the task's start still waits: the worker is not held up.
+    assert p.worker.get("/connectors/gated-sink/status").json()["connector"]["state"] == "RUNNING"
+    gate.touch()
+    wait_until(
+        lambda: (p.task_state("gated-sink") or {}).get("state") == "RUNNING", 120, "the gated task RUNNING"
+    )
+    started = [
+        line
+        for line in p.worker.log_text().splitlines()
+        if "sink query started" in line and "gated-sink-0" in line
+    ]
+    assert started, "RUNNING was reported before the task's streaming query started"
+    assert p.worker.request("DELETE", "/connectors/gated-sink").status_code == 204
