@@ -20,12 +20,12 @@ from fastapi.responses import JSONResponse
 from kconnect.config.worker import ExactlyOnceSourceSupport
 from kconnect.runtime import logs
 from kconnect.runtime.errors import BadRequestError, NotFoundError
-from kconnect.runtime.plugins.api import AmbiguousPluginError, PluginError, PluginVersionError
 from kconnect.runtime.plugins.catalog import PluginCatalog, UnknownPluginError
 from kconnect.runtime.plugins.connector_config import ConnectorConfigError
 from kconnect.runtime.plugins.connector_validation import plugin_mismatch_error, validate_connector_config
 from kconnect.runtime.plugins.override_policy import OverridePolicy
 from kconnect.runtime.plugins.plugin_versions import InvalidVersionSpec
+from kconnect.runtime.plugins.registry import AmbiguousPluginError, PluginError, PluginVersionError
 from kconnect.runtime.shell.worker import Worker
 
 log = logs.get(__name__)

@@ -42,8 +42,9 @@ from kconnect.runtime.dataplane.task_runner import (
     plugin_version,
 )
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.plugins.api import ConnectorError, PluginRegistry, SinkTask, SourceTask
+from kconnect.runtime.plugins.api import ConnectorError, SinkTask, SourceTask
 from kconnect.runtime.plugins.plugin_metrics import PluginMetricsRegistry
+from kconnect.runtime.plugins.registry import PluginRegistry
 from kconnect.runtime.storage.offset_log import OffsetState, SourceOffset
 from kconnect.runtime.storage.status_log import TopicStatus
 

@@ -22,8 +22,9 @@ from kconnect.runtime import logs
 from kconnect.runtime.client_config import Role, task_clients
 from kconnect.runtime.dataplane.active_topics import ActiveTopics
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.plugins.api import ConnectorError, Monitorable, PluginError, PluginRegistry, Task
+from kconnect.runtime.plugins.api import ConnectorError, Monitorable, Task
 from kconnect.runtime.plugins.plugin_metrics import PluginMetrics, PluginMetricsRegistry
+from kconnect.runtime.plugins.registry import PluginError, PluginRegistry
 
 log = logs.get(__name__)
 

@@ -19,17 +19,17 @@ from dataclasses import dataclass
 
 from kconnect.config.classes import CONVERTERS, HEADER_CONVERTERS
 from kconnect.runtime import __version__
-from kconnect.runtime.plugins.api import (
+from kconnect.runtime.plugins.config_def import ConfigDef
+from kconnect.runtime.plugins.config_infos import ConfigKeyInfo, plugin_config_key_infos
+from kconnect.runtime.plugins.converter_configs import converter_config_def
+from kconnect.runtime.plugins.plugin_versions import not_found_message, requirement
+from kconnect.runtime.plugins.registry import (
     AmbiguousPluginError,
     PluginDesc,
     PluginError,
     PluginRegistry,
     PluginVersionError,
 )
-from kconnect.runtime.plugins.config_def import ConfigDef
-from kconnect.runtime.plugins.config_infos import ConfigKeyInfo, plugin_config_key_infos
-from kconnect.runtime.plugins.converter_configs import converter_config_def
-from kconnect.runtime.plugins.plugin_versions import not_found_message, requirement
 from kconnect.runtime.plugins.transform_configs import PREDICATE_DEFS, TRANSFORMATION_DEFS
 
 __all__ = [

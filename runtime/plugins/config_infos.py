@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kconnect.runtime.plugins.api import PluginRegistry
 from kconnect.runtime.plugins.config_def import ConfigKey, ConfigValue, Type, convert_to_string
 from kconnect.runtime.plugins.connector_config import base_config_def, plugin_config_def
+from kconnect.runtime.plugins.registry import PluginRegistry
 
 __all__ = [
     "ConfigInfo",

@@ -21,12 +21,8 @@ from kconnect.runtime.client_config import ROLES, task_clients
 from kconnect.runtime.plugins.api import (
     ConnectorTransactionBoundaries,
     ExactlyOnceSupport,
-    PluginDesc,
-    PluginRegistry,
-    PluginVersionError,
     SinkConnector,
     SourceConnector,
-    pruned_plugin_name,
 )
 from kconnect.runtime.plugins.config_def import (
     ClassResolver,
@@ -70,6 +66,12 @@ from kconnect.runtime.plugins.plugin_versions import (
     VersionRequirement,
     not_found_message,
     requirement,
+)
+from kconnect.runtime.plugins.registry import (
+    PluginDesc,
+    PluginRegistry,
+    PluginVersionError,
+    pruned_plugin_name,
 )
 
 __all__ = [

@@ -11,7 +11,7 @@ Versions are ordered as PEP 440 orders them where they parse (a Python distribut
 otherwise by their dot- and dash-separated parts, numbers as numbers: close to Maven's ordering for the
 versions plugins actually carry, without re-implementing Maven's qualifier rules.
 
-Pure: no plugin is loaded here; the registry (``api.PluginRegistry``) asks these functions which of its
+Pure: no plugin is loaded here; the registry (``registry.PluginRegistry``) asks these functions which of its
 versions a config selects.
 """
 

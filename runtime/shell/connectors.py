@@ -15,8 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kconnect.runtime import logs
-from kconnect.runtime.plugins.api import Connector, ConnectorContext, PluginRegistry, connector_type
+from kconnect.runtime.plugins.api import Connector, ConnectorContext, connector_type
 from kconnect.runtime.plugins.plugin_metrics import PluginMetrics, PluginMetricsRegistry
+from kconnect.runtime.plugins.registry import PluginRegistry
 from kconnect.runtime.shell.stores import InternalTopics
 from kconnect.runtime.shell.writes import ClusterWrites
 from kconnect.runtime.storage import status_log

@@ -28,8 +28,8 @@ from kconnect.runtime.group import herder as hd
 from kconnect.runtime.group.herder import Action, Herder
 from kconnect.runtime.group.member import GroupDescription, Joined, MemberError, WorkerMember
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.plugins.api import PluginRegistry
 from kconnect.runtime.plugins.plugin_metrics import PluginMetricsRegistry
+from kconnect.runtime.plugins.registry import PluginRegistry
 from kconnect.runtime.shell import metrics, session_keys, view
 from kconnect.runtime.shell.connectors import Connectors
 from kconnect.runtime.shell.leader import LeaderRound, group_configuration, new_member

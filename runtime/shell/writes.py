@@ -25,10 +25,11 @@ from kconnect.runtime.errors import (
 )
 from kconnect.runtime.group.herder import Herder
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.plugins.api import ConnectorError, PluginError, PluginRegistry
+from kconnect.runtime.plugins.api import ConnectorError
 from kconnect.runtime.plugins.connector_config import ConnectorConfigError
 from kconnect.runtime.plugins.connector_validation import validate_connector_config
 from kconnect.runtime.plugins.override_policy import OverridePolicy
+from kconnect.runtime.plugins.registry import PluginError, PluginRegistry
 from kconnect.runtime.shell import session_keys
 from kconnect.runtime.shell.stores import InternalTopics
 from kconnect.runtime.storage import config_log, status_log

@@ -330,8 +330,8 @@ def test_task_props_worker_role_then_connector_override() -> None:
 
 
 def test_connector_validation_reports_an_override_no_client_can_honour_on_its_key() -> None:
-    from kconnect.runtime.plugins.api import PluginRegistry
     from kconnect.runtime.plugins.connector_validation import validate_connector_config
+    from kconnect.runtime.plugins.registry import PluginRegistry
 
     registry = PluginRegistry.discover()
     config = {

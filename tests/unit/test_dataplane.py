@@ -30,7 +30,8 @@ from kconnect.runtime.dataplane.source_runner import SourceTaskRunner, _Submitte
 from kconnect.runtime.dataplane.spark_executor import SparkExecutor, python_workers_executable, spark_settings
 from kconnect.runtime.dataplane.task_runner import client_settings
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.plugins.api import PluginRegistry, SourceRecord, SourceTask, TopicPartition
+from kconnect.runtime.plugins.api import SourceRecord, SourceTask, TopicPartition
+from kconnect.runtime.plugins.registry import PluginRegistry
 from kconnect.runtime.storage.offset_log import OffsetState, SourceOffset
 
 topics = st.from_regex(r"[a-zA-Z0-9._-]{1,20}", fullmatch=True)

@@ -20,8 +20,9 @@ from kconnect.runtime.dataplane.exactly_once import (
     transactional_id,
     zombie_ids,
 )
-from kconnect.runtime.plugins.api import ConnectorError, ExactlyOnceSupport, PluginRegistry, SourceConnector
+from kconnect.runtime.plugins.api import ConnectorError, ExactlyOnceSupport, SourceConnector
 from kconnect.runtime.plugins.connector_validation import validate_connector_config
+from kconnect.runtime.plugins.registry import PluginRegistry
 from tests.unit.test_worker_config import with_props
 
 POLL = TransactionPolicy(TransactionBoundary.POLL, 60_000)

@@ -36,8 +36,9 @@ from kconnect.runtime.dataplane.connect_data import (
     ConnectSchema,
     decimal_schema,
 )
-from kconnect.runtime.plugins.api import ConnectorError, PluginRegistry
+from kconnect.runtime.plugins.api import ConnectorError
 from kconnect.runtime.plugins.config_def import ConfigValidationError
+from kconnect.runtime.plugins.registry import PluginRegistry
 
 URL = "jdbc:postgresql://127.0.0.1:5432/db"
 

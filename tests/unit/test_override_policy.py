@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from kconnect.runtime.plugins.api import PluginRegistry
 from kconnect.runtime.plugins.connector_validation import validate_connector_config
 from kconnect.runtime.plugins.override_policy import OverridePolicy, clients_used, refused_overrides
+from kconnect.runtime.plugins.registry import PluginRegistry
 
 SOURCE = {"connector.class": "FileStreamSource", "file": "/tmp/in.txt", "topic": "t", "name": "in"}
 SINK = {"connector.class": "FileStreamSink", "file": "/tmp/out.txt", "topics": "t", "name": "out"}

@@ -11,8 +11,8 @@ import pytest
 from kconnect.connectors.file import FileStreamSinkConnector, FileStreamSourceConnector
 from kconnect.rest.plugins import connectors_only, parse_config_body
 from kconnect.runtime.errors import BadRequestError
-from kconnect.runtime.plugins.api import PluginRegistry
 from kconnect.runtime.plugins.catalog import PluginCatalog, UnknownPluginError, builtin_other_plugins
+from kconnect.runtime.plugins.registry import PluginRegistry
 
 
 @pytest.fixture

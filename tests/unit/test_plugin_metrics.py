@@ -12,14 +12,7 @@ import pytest
 
 from kconnect.runtime.dataplane.task_runner import TaskRunner
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.plugins.api import (
-    Monitorable,
-    PluginRegistry,
-    SourceConnector,
-    SourceRecord,
-    SourceTask,
-    Task,
-)
+from kconnect.runtime.plugins.api import Monitorable, SourceConnector, SourceRecord, SourceTask, Task
 from kconnect.runtime.plugins.config_def import ConfigDef
 from kconnect.runtime.plugins.plugin_metrics import (
     GROUP,
@@ -33,6 +26,7 @@ from kconnect.runtime.plugins.plugin_metrics import (
     Rate,
     Value,
 )
+from kconnect.runtime.plugins.registry import PluginRegistry
 from kconnect.runtime.shell.connectors import Connectors
 from kconnect.runtime.storage.config_log import TargetState
 from kconnect.runtime.storage.status_log import State

@@ -11,15 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kconnect.runtime.plugins.api import (
-    PluginNotFoundError,
-    PluginRegistry,
-    PluginVersionError,
-    SourceConnector,
-    SourceRecord,
-    SourceTask,
-    Task,
-)
+from kconnect.runtime.plugins.api import SourceConnector, SourceRecord, SourceTask, Task
 from kconnect.runtime.plugins.config_def import ConfigDef
 from kconnect.runtime.plugins.connector_validation import parse_connector_config, validate_connector_config
 from kconnect.runtime.plugins.plugin_versions import (
@@ -28,6 +20,7 @@ from kconnect.runtime.plugins.plugin_versions import (
     requirement,
     version_key,
 )
+from kconnect.runtime.plugins.registry import PluginNotFoundError, PluginRegistry, PluginVersionError
 
 VERSIONS = ["0.9", "1.0.0", "1.2.0", "1.10.0", "2.0.0"]
 

@@ -17,14 +17,11 @@ import pytest
 from kconnect.connectors.file import FileStreamSinkConnector, FileStreamSourceConnector
 from kconnect.runtime import __version__
 from kconnect.runtime.plugins.api import (
-    AmbiguousPluginError,
     Connector,
     ConnectorError,
     ConnectorTransactionBoundaries,
     ExactlyOnceSupport,
     InMemoryOffsetStorageReader,
-    PluginNotFoundError,
-    PluginRegistry,
     SinkConnector,
     SinkTask,
     SourceConnector,
@@ -47,6 +44,7 @@ from kconnect.runtime.plugins.connector_validation import (
     plugin_mismatch_error,
     validate_connector_config,
 )
+from kconnect.runtime.plugins.registry import AmbiguousPluginError, PluginNotFoundError, PluginRegistry
 
 NULL_ERROR = "Null value can not be supplied as the configuration value."
 SOURCE = "kconnect.connectors.file.FileStreamSourceConnector"

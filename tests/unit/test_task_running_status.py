@@ -14,7 +14,8 @@ from kconnect.runtime.dataplane.spark_executor import SparkExecutor
 from kconnect.runtime.dataplane.task_runner import TaskRunner
 from kconnect.runtime.group import herder as hd
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.plugins.api import PluginRegistry, SourceRecord, SourceTask
+from kconnect.runtime.plugins.api import SourceRecord, SourceTask
+from kconnect.runtime.plugins.registry import PluginRegistry
 from kconnect.runtime.shell.tasks import Tasks
 from kconnect.runtime.shell.view import WorkerMetrics
 from kconnect.runtime.storage import status_log

@@ -36,13 +36,13 @@ from kconnect.runtime.plugins.api import (
     ConnectorError,
     InMemoryOffsetStorageReader,
     OffsetStorageReader,
-    PluginRegistry,
     SinkRecord,
     SourceRecord,
     TopicPartition,
 )
 from kconnect.runtime.plugins.config_def import ConfigValidationError
 from kconnect.runtime.plugins.connector_validation import validate_connector_config
+from kconnect.runtime.plugins.registry import PluginRegistry
 
 JAVA_SOURCE = "org.apache.kafka.connect.tools.VerifiableSourceConnector"
 JAVA_SINK = "org.apache.kafka.connect.tools.VerifiableSinkConnector"
