@@ -144,6 +144,25 @@ VERSION_RANGE = LambdaValidator.with_(
 )
 
 
+def _version_setting(
+    key: str, plugin: str, display: str, order: int, group: str = COMMON_GROUP
+) -> dict[str, Any]:
+    """The arguments of ``ConfigDef.define`` for a KIP-891 ``*.version`` key: one shape for all of them."""
+    return {
+        "name": key,
+        "type": Type.STRING,
+        "default": None,
+        "validator": VERSION_RANGE,
+        "importance": Importance.LOW,
+        "documentation": f"Version of the {plugin} to use (KIP-891): a version, a version range, or latest "
+        "(the default, the newest installed).",
+        "group": group,
+        "order_in_group": order,
+        "width": Width.MEDIUM,
+        "display_name": display,
+    }
+
+
 def version_key_of(plugin_key: str) -> str:
     """The key that selects the version of the plugin ``plugin_key`` names (``key.converter`` ->
     ``key.converter.version``, ``transforms.x.type`` -> ``transforms.x.version``)."""
@@ -195,19 +214,7 @@ def common_config_def() -> ConfigDef:
             width=Width.LONG,
             display_name="Connector class",
         )
-        .define(
-            CONNECTOR_VERSION_CONFIG,
-            Type.STRING,
-            None,
-            VERSION_RANGE,
-            Importance.LOW,
-            "Version of the connector to use (KIP-891): a version, a version range, or latest "
-            "(the default, the newest installed).",
-            group=COMMON_GROUP,
-            order_in_group=next(order),
-            width=Width.MEDIUM,
-            display_name="Connector version",
-        )
+        .define(**_version_setting(CONNECTOR_VERSION_CONFIG, "connector", "Connector version", next(order)))
         .define(
             TASKS_MAX_CONFIG,
             Type.INT,
@@ -247,17 +254,12 @@ def common_config_def() -> ConfigDef:
             display_name="Key converter class",
         )
         .define(
-            version_key_of(KEY_CONVERTER_CLASS_CONFIG),
-            Type.STRING,
-            None,
-            VERSION_RANGE,
-            Importance.LOW,
-            "Version of the key converter to use (KIP-891): a version, a version range, or latest "
-            "(the default, the newest installed).",
-            group=COMMON_GROUP,
-            order_in_group=next(order),
-            width=Width.MEDIUM,
-            display_name="Key converter version",
+            **_version_setting(
+                version_key_of(KEY_CONVERTER_CLASS_CONFIG),
+                "key converter",
+                "Key converter version",
+                next(order),
+            )
         )
         .define(
             VALUE_CONVERTER_CLASS_CONFIG,
@@ -272,17 +274,12 @@ def common_config_def() -> ConfigDef:
             display_name="Value converter class",
         )
         .define(
-            version_key_of(VALUE_CONVERTER_CLASS_CONFIG),
-            Type.STRING,
-            None,
-            VERSION_RANGE,
-            Importance.LOW,
-            "Version of the value converter to use (KIP-891): a version, a version range, or latest "
-            "(the default, the newest installed).",
-            group=COMMON_GROUP,
-            order_in_group=next(order),
-            width=Width.MEDIUM,
-            display_name="Value converter version",
+            **_version_setting(
+                version_key_of(VALUE_CONVERTER_CLASS_CONFIG),
+                "value converter",
+                "Value converter version",
+                next(order),
+            )
         )
         .define(
             HEADER_CONVERTER_CLASS_CONFIG,
@@ -297,17 +294,12 @@ def common_config_def() -> ConfigDef:
             display_name="Header converter class",
         )
         .define(
-            version_key_of(HEADER_CONVERTER_CLASS_CONFIG),
-            Type.STRING,
-            None,
-            VERSION_RANGE,
-            Importance.LOW,
-            "Version of the header converter to use (KIP-891): a version, a version range, or latest "
-            "(the default, the newest installed).",
-            group=COMMON_GROUP,
-            order_in_group=next(order),
-            width=Width.MEDIUM,
-            display_name="Header converter version",
+            **_version_setting(
+                version_key_of(HEADER_CONVERTER_CLASS_CONFIG),
+                "header converter",
+                "Header converter version",
+                next(order),
+            )
         )
         .define(
             TRANSFORMS_CONFIG,
@@ -597,15 +589,9 @@ def enrich(config_def: ConfigDef, props: Mapping[str, str | None]) -> ConfigDef:
             )
             prefix = f"{list_key}.{alias}."
             enriched.define(
-                prefix + VERSION_SUFFIX[1:],
-                Type.STRING,
-                None,
-                VERSION_RANGE,
-                Importance.LOW,
-                f"Version of the '{alias}' {kind} (KIP-891): a version, a version range, or latest.",
-                group=group,
-                order_in_group=3,
-                display_name=f"Version of {alias}",
+                **_version_setting(
+                    prefix + VERSION_SUFFIX[1:], f"'{alias}' {kind}", f"Version of {alias}", 3, group
+                )
             )
             if kind == "transformation":
                 enriched.define(

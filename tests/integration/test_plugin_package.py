@@ -11,7 +11,6 @@ nothing else.
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -20,11 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
-from tests.support.cluster import WorkerProcess, wait_until, worker_properties
+from tests.support.cluster import WorkerProcess, read_json_values, wait_until, worker_properties
 
 pytestmark = pytest.mark.integration
 
@@ -50,30 +48,6 @@ def install(packages: list[str], workdir: Path) -> Path:
     done = subprocess.run(command, capture_output=True, text=True, timeout=240, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     return target
-
-
-def read_values(bootstrap: str, topic: str, count: int, timeout: float = 60) -> list[Any]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"check-{uuid.uuid4().hex[:6]}",
-            "auto.offset.reset": "earliest",
-        }
-    )
-    values: list[Any] = []
-    try:
-        consumer.subscribe([topic])
-
-        def enough() -> bool:
-            for message in consumer.consume(num_messages=100, timeout=0.5):
-                if message.error() is None:
-                    values.append(json.loads(message.value()))
-            return len(values) >= count
-
-        wait_until(enough, timeout, f"{count} records in {topic}", interval=0)
-    finally:
-        consumer.close()
-    return values
 
 
 def test_plugin_package_is_listed_and_runs_and_a_broken_one_is_reported(
@@ -131,7 +105,7 @@ def test_plugin_package_is_listed_and_runs_and_a_broken_one_is_reported(
         }
         resp = worker.request("POST", "/connectors", json={"name": "seq", "config": config})
         assert resp.status_code == 201, resp.text
-        values = read_values(broker.bootstrap, topic, COUNT)
+        values = read_json_values(broker.bootstrap, topic, COUNT)
         assert values == [{"seq": n} for n in range(COUNT)]
         status = worker.get("/connectors/seq/status").json()
         assert status["type"] == "source" and [t["state"] for t in status["tasks"]] == ["RUNNING"], status

@@ -11,7 +11,6 @@ nobody installed is refused with the versions there are.
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -20,11 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
-from tests.support.cluster import WorkerProcess, wait_until, worker_properties
+from tests.support.cluster import WorkerProcess, read_json_values, wait_until, worker_properties
 
 pytestmark = pytest.mark.integration
 
@@ -50,30 +48,6 @@ def build(workdir: Path, plugins: Path, version: str) -> None:
     command += ["--no-build-isolation", "--no-deps", "--no-index", "--target", str(target), str(source)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=240, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
-
-
-def read_values(bootstrap: str, topic: str, count: int) -> list[Any]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"v-{uuid.uuid4().hex[:6]}",
-            "auto.offset.reset": "earliest",
-        }
-    )
-    values: list[Any] = []
-    try:
-        consumer.subscribe([topic])
-
-        def enough() -> bool:
-            for message in consumer.consume(num_messages=100, timeout=0.5):
-                if message.error() is None:
-                    values.append(json.loads(message.value()))
-            return len(values) >= count
-
-        wait_until(enough, 60, f"{count} records in {topic}", interval=0)
-    finally:
-        consumer.close()
-    return values
 
 
 def test_two_versions_of_one_plugin_run_side_by_side(tmp_path: Path, broker: EmbeddedBroker) -> None:
@@ -138,8 +112,8 @@ def test_two_versions_of_one_plugin_run_side_by_side(tmp_path: Path, broker: Emb
             worker.request("POST", "/connectors", json={"name": "seq-new", "config": new}).status_code == 201
         )
 
-        assert read_values(broker.bootstrap, topics["old"], COUNT) == [{"seq": n} for n in range(COUNT)]
-        assert read_values(broker.bootstrap, topics["new"], COUNT) == [
+        assert read_json_values(broker.bootstrap, topics["old"], COUNT) == [{"seq": n} for n in range(COUNT)]
+        assert read_json_values(broker.bootstrap, topics["new"], COUNT) == [
             {"seq": n, "edition": 3} for n in range(COUNT)
         ]
 

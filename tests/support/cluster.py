@@ -222,3 +222,33 @@ def stable_view(workers: list[WorkerProcess], expected_members: int) -> Callable
         return first
 
     return check
+
+
+def read_json_values(bootstrap: str, topic: str, count: int, timeout: float = 60) -> list[Any]:
+    """The first ``count`` values of ``topic`` decoded as JSON, read from the start by a consumer of
+    its own; fails after ``timeout`` seconds without them."""
+    import json
+
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"check-{uuid.uuid4().hex[:6]}",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    values: list[Any] = []
+    try:
+        consumer.subscribe([topic])
+
+        def enough() -> bool:
+            for message in consumer.consume(num_messages=100, timeout=0.5):
+                if message.error() is None:
+                    values.append(json.loads(message.value()))
+            return len(values) >= count
+
+        wait_until(enough, timeout, f"{count} records in {topic}", interval=0)
+    finally:
+        consumer.close()
+    return values
