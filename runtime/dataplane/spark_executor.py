@@ -43,6 +43,7 @@ from kconnect.runtime.dataplane.task_runner import (
 )
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.api import ConnectorError, SinkTask, SourceTask
+from kconnect.runtime.plugins.override_policy import ConnectorKind, OverridePolicy, refused_overrides
 from kconnect.runtime.plugins.plugin_metrics import PluginMetricsRegistry
 from kconnect.runtime.plugins.registry import PluginRegistry
 from kconnect.runtime.storage.offset_log import OffsetState, SourceOffset
@@ -251,6 +252,14 @@ class SparkExecutor:
 
     def _runner(self, task_id: TaskId, config: Mapping[str, str]) -> TaskRunner:
         task = instantiate_task(self.registry, config)
+        # Checked again where the clients are made, as Java's Worker does: the worker's policy may have
+        # changed since the config was validated (a restart with a stricter one).
+        kind: ConnectorKind = "sink" if isinstance(task, SinkTask) else "source"
+        refused = refused_overrides(OverridePolicy.of_worker(self.config), kind, config)
+        if refused:
+            raise ConnectorError(
+                "Client Config Overrides not allowed: " + "; ".join(f"{key}: {why}" for key, why in refused)
+            )
         bootstrap = ",".join(self.config.bootstrap_servers)
         converters = converter_config(self._worker_converters, config)
         if isinstance(task, SinkTask):

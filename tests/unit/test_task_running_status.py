@@ -193,6 +193,27 @@ def test_the_executor_reports_no_running_for_a_task_stopped_before_its_loop_ran(
     assert executor.held() == set() and heard.running == [] and heard.failed == []
 
 
+def test_a_task_whose_overrides_the_workers_policy_refuses_fails_to_start() -> None:
+    """The policy is checked again where the task's clients are made, as Java's Worker does: the worker
+    may have been restarted with a stricter policy since the config was validated."""
+    executor = SparkExecutor(
+        WorkerConfig.from_properties({**BASE, "connector.client.config.override.policy": "None"}),
+        PluginRegistry.discover(),
+        OffsetState,
+        lambda records: None,
+    )
+    try:
+        state = executor.start_task(TASK, {**TASK_CONFIG, "producer.override.acks": "all"}, "STARTED")
+        assert state.state == "FAILED"
+        assert (
+            state.trace is not None
+            and "Client Config Overrides not allowed: producer.override.acks" in state.trace
+        )
+        assert executor.held() == set()
+    finally:
+        executor.close(WAIT_S)
+
+
 # --- the worker's writes
 
 
