@@ -20,10 +20,20 @@ the outputs are then compared with the input. Peak resident memory is sampled fr
 JVM and Spark's Python workers separately. Then, when ``kconnect.connectors.parquet.ParquetSinkConnector``
 is importable, Kafka -> Parquet records per second on the same kconnect worker.
 
+``transforms`` runs the reference and kconnect FileStream pipelines again with two sink transforms that
+both implement and that work on string values (``TRANSFORMS``: RegexRouter, then TimestampRouter).
+``pipelines`` runs ``--pipelines`` (default 1, 2, 4) independent FileStream pipelines at once on the first
+kconnect worker and prints their aggregate records/s. For the reference and kconnect rows a second table
+puts side by side: wall seconds, records/s, CPU seconds of the worker process and of the processes below it
+(kconnect's Spark JVM and Python workers), µs of CPU per record, the broker's CPU seconds and the worker
+tree's peak RSS; then whether each target holds (CPU per record at most the reference's, wall time at most
+half, records/s at least 2x).
+
     .venv/bin/python bench/dataplane.py                     # 1,000,000 records; minutes on 2 cores
     .venv/bin/python bench/dataplane.py --records 100000    # a quick run
     .venv/bin/python bench/dataplane.py --only ceiling,kconnect
     .venv/bin/python bench/dataplane.py --group-protocol connect    # kconnect rows for one protocol only
+    .venv/bin/python bench/dataplane.py --only reference,kconnect,transforms   # the side-by-side rows
 """
 
 from __future__ import annotations
@@ -107,6 +117,67 @@ def _descendants(root: int) -> list[int]:
     return out
 
 
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_ticks(pid: int) -> tuple[int, int]:
+    """(utime + stime, cutime + cstime) of ``pid`` in clock ticks; (0, 0) once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0, 0
+    # After the ")": state ppid ... utime is field 14 of stat, so index 11 here; stime, cutime, cstime follow.
+    return int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
+
+
+def tree_cpu(root: int) -> dict[str, float]:
+    """CPU seconds so far of a process tree: ``root`` itself, and everything below it.
+
+    Below it: every live descendant's own and reaped children's time, plus the children ``root`` itself
+    reaped. A process that exits is reaped by its parent (in the tree), whose children's time then holds
+    it, so a difference of two samples counts each process once. For a kconnect worker "below" is its
+    Spark JVM and Spark's Python workers (``pyspark.daemon`` and the workers it forks); a reference worker
+    (the JVM itself) has nothing below it.
+    """
+    own, reaped = _cpu_ticks(root)
+    below = reaped
+    for pid in _descendants(root):
+        below += sum(_cpu_ticks(pid))
+    return {"root": own / _TICK, "below": below / _TICK}
+
+
+class Meter:
+    """CPU seconds of a process tree and of the broker, and the tree's peak RSS, from enter to stop()."""
+
+    def __init__(self, pid: int, broker_pid: int | None) -> None:
+        self.pid = pid
+        self.broker_pid = broker_pid
+        self.sampler = PeakSampler(pid)
+        self.cpu: dict[str, float] = {}
+
+    def _broker(self) -> float:
+        return sum(_cpu_ticks(self.broker_pid)) / _TICK if self.broker_pid else 0.0
+
+    def __enter__(self) -> Meter:
+        self._start = {**tree_cpu(self.pid), "broker": self._broker()}
+        self.sampler.__enter__()
+        return self
+
+    def stop(self) -> None:
+        """Take the CPU figures now (the moment the output is complete)."""
+        end = {**tree_cpu(self.pid), "broker": self._broker()}
+        self.cpu = {k: end[k] - self._start[k] for k in end}
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.cpu:
+            self.stop()
+        self.sampler.__exit__()
+
+    @property
+    def peak(self) -> dict[str, int]:
+        return self.sampler.peak
+
+
 def tree_rss(root: int) -> dict[str, int]:
     """RSS in KiB of a process tree by kind: the root itself, JVMs below it, other processes below it."""
     usage = {"root": _rss_kib(root), "jvm": 0, "other": 0}
@@ -116,17 +187,19 @@ def tree_rss(root: int) -> dict[str, int]:
 
 
 class PeakSampler:
-    """Samples ``tree_rss(pid)`` every 0.2 s on a thread and keeps the peak of each kind."""
+    """Samples ``tree_rss(pid)`` every 0.2 s on a thread and keeps the peak of each kind and of their sum."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
-        self.peak = {"root": 0, "jvm": 0, "other": 0}
+        self.peak = {"root": 0, "jvm": 0, "other": 0, "total": 0}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            for kind, kib in tree_rss(self.pid).items():
+            usage = tree_rss(self.pid)
+            usage["total"] = sum(usage.values())
+            for kind, kib in usage.items():
                 self.peak[kind] = max(self.peak[kind], kib)
             self._stop.wait(0.2)
 
@@ -149,6 +222,13 @@ class Result:
     seconds: float | None
     note: str = ""
     memory: dict[str, str] = field(default_factory=dict)
+    #: For the side-by-side table: "kconnect" or "reference", and "plain" or "transforms".
+    side: str = ""
+    variant: str = ""
+    #: CPU seconds: "root" the worker process, "below" its child processes (Spark), "broker" the broker's.
+    cpu: dict[str, float] = field(default_factory=dict)
+    #: Peak RSS in KiB of the whole process tree (worker and, for kconnect, Spark's JVM and Python workers).
+    peak_rss: int = 0
 
     @property
     def rate(self) -> float | None:
@@ -268,12 +348,21 @@ REFERENCE_TUNED = {
 
 
 def run_reference(
-    bootstrap: str, work: Path, source: Path, out: Path, records: int, tuned: bool = False
+    bootstrap: str,
+    work: Path,
+    source: Path,
+    out: Path,
+    records: int,
+    tuned: bool = False,
+    transforms: bool = False,
+    broker_pid: int | None = None,
 ) -> Result:
-    label = "reference Connect 3.9" + (" (tuned)" if tuned else "")
+    label = "reference Connect 3.9" + (" (tuned)" if tuned else "") + (TRANSFORMS_LABEL if transforms else "")
+    side = "" if tuned else "reference"
+    variant = "transforms" if transforms else "plain"
     ok, why = reference_available()
     if not ok:
-        return Result(label, records, None, f"not available: {why}")
+        return Result(label, records, None, f"not available: {why}", side=side, variant=variant)
     prefix = f"ref-{uuid.uuid4().hex[:6]}"
     topic = f"{prefix}-lines"
     create_topic(bootstrap, topic)
@@ -290,21 +379,22 @@ def run_reference(
         config_topic=f"{prefix}-configs",
         offset_topic=f"{prefix}-offsets",
         status_topic=f"{prefix}-status",
-        log_path=work / ("reference-tuned.log" if tuned else "reference.log"),
+        log_path=work / f"reference{'-tuned' if tuned else ''}{'-transforms' if transforms else ''}.log",
         extra=extra,
         java_opts=REFERENCE_JAVA_OPTS,
     ) as worker:
         worker.wait_for_log(r"Joined group at generation", 120)
         assert worker.process is not None
         idle = tree_rss(worker.process.pid)
-        with PeakSampler(worker.process.pid) as sampler:
+        with Meter(worker.process.pid, broker_pid) as meter:
             started = time.monotonic()
-            for name, config in connector_configs(source, out, topic).items():
+            for name, config in connector_configs(source, out, topic, transforms).items():
                 resp = worker.rest("POST", "/connectors", json={"name": name, "config": config})
                 if resp.status_code != 201:
                     raise RuntimeError(f"creating {name} on the reference worker: {resp.text}")
             finished = wait_for_size(out, expected_size, 1800, lambda: worker.alive)
-        peak = sampler.peak
+            meter.stop()
+        peak = meter.peak
     ok = same_lines(source, out)
     jvm_idle = idle["root"] + idle["jvm"]
     jvm_peak = peak["root"] + peak["jvm"]
@@ -313,23 +403,54 @@ def run_reference(
         "peak with 2 tasks": mib(jvm_peak),
         "per running task": mib((jvm_peak - jvm_idle) // 2),
     }
-    return Result(label, records, finished - started, "" if ok else "OUTPUT DIFFERS", memory)
+    return Result(
+        label,
+        records,
+        finished - started,
+        "" if ok else "OUTPUT DIFFERS",
+        memory,
+        side=side,
+        variant=variant,
+        cpu=meter.cpu,
+        peak_rss=peak["total"],
+    )
 
 
-def connector_configs(source: Path, out: Path, topic: str) -> dict[str, dict[str, str]]:
+#: The "two transforms" variant's sink transforms. Both are in Apache Kafka Connect 3.9 and in kconnect, and
+#: both work on FileStream's schemaless-string records (InsertField, MaskField, ReplaceField and the like
+#: need a Struct or Map value; Cast of a whole string value to string is a no-op Spark's optimizer removes).
+#: Both run on every record: RegexRouter matches the topic against a regex and rewrites it, TimestampRouter
+#: formats the record's timestamp into the topic. FileStreamSink writes values only, so the output file is
+#: still the input's lines and is checked as for the plain pipeline. Every bench topic ends in "-lines".
+TRANSFORMS = {
+    "transforms": "route,stamp",
+    "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+    "transforms.route.regex": "(.*)-lines",
+    "transforms.route.replacement": "$1-routed",
+    "transforms.stamp.type": "org.apache.kafka.connect.transforms.TimestampRouter",
+    "transforms.stamp.topic.format": "${topic}-${timestamp}",
+    "transforms.stamp.timestamp.format": "yyyyMMdd",
+}
+TRANSFORMS_LABEL = ", 2 transforms"
+
+
+def connector_configs(
+    source: Path, out: Path, topic: str, transforms: bool = False, prefix: str = "bench"
+) -> dict[str, dict[str, str]]:
     return {
-        "bench-source": {
+        f"{prefix}-source": {
             "connector.class": "FileStreamSource",
             "file": str(source),
             "topic": topic,
             "batch.size": "2000",
             "tasks.max": "1",
         },
-        "bench-sink": {
+        f"{prefix}-sink": {
             "connector.class": "FileStreamSink",
             "file": str(out),
             "topics": topic,
             "tasks.max": "1",
+            **(TRANSFORMS if transforms else {}),
         },
     }
 
@@ -428,6 +549,19 @@ def warm_up(worker: WorkerProcess, bootstrap: str, work: Path, group_protocol: s
     wait_until(settled, 60, "the group to settle after the warm-up")
 
 
+def delete_all(worker: WorkerProcess, names: list[str]) -> None:
+    """Delete connectors and wait until the worker holds none (so the next run starts from an idle worker)."""
+    for name in names:
+        worker.request("DELETE", f"/connectors/{name}")
+
+    def idle() -> bool:
+        me = worker.get("/workers").json()["this_worker"]
+        held = me["assignment"]["connectors"] or me["assignment"]["tasks"]
+        return worker.get("/connectors").json() == [] and not held and not me["rebalancing"]
+
+    wait_until(idle, 120, "the bench connectors to go")
+
+
 def run_kconnect(
     worker: WorkerProcess,
     bootstrap: str,
@@ -436,6 +570,8 @@ def run_kconnect(
     records: int,
     idle: dict[str, int],
     group_protocol: str,
+    transforms: bool = False,
+    broker_pid: int | None = None,
 ) -> Result:
     topic = f"kc-{uuid.uuid4().hex[:6]}-lines"
     create_topic(bootstrap, topic)
@@ -443,16 +579,17 @@ def run_kconnect(
     assert worker.proc is not None
     # Each sink batch's timings in the worker's log (kept with --keep).
     worker.request("PUT", "/admin/loggers/kconnect.task", json={"level": "DEBUG"})
-    with PeakSampler(worker.proc.pid) as sampler:
+    # Names of their own per variant: a FileStreamSource named as an earlier one, on the same file, would
+    # resume from the earlier one's stored offset (the end of the file) and send nothing.
+    configs = connector_configs(source, out, topic, transforms, "bench-tx" if transforms else "bench")
+    with Meter(worker.proc.pid, broker_pid) as meter:
         started = time.monotonic()
-        for name, config in connector_configs(source, out, topic).items():
+        for name, config in configs.items():
             create(worker, name, config)
-        finished = wait_for_lines(
-            out, records, line_size, 1800, Health(worker, ["bench-source", "bench-sink"])
-        )
-    peak = sampler.peak
-    for name in ("bench-source", "bench-sink"):
-        worker.request("DELETE", f"/connectors/{name}")
+        finished = wait_for_lines(out, records, line_size, 1800, Health(worker, list(configs)))
+        meter.stop()
+    peak = meter.peak
+    delete_all(worker, list(configs))
     ok = same_lines(source, out)
     memory = {
         "idle worker (no Spark)": mib(idle["root"]),
@@ -461,8 +598,63 @@ def run_kconnect(
         "Spark JVM peak": mib(peak["jvm"]),
         "Spark Python workers peak": mib(peak["other"]),
     }
-    label = f"kconnect (Spark) {group_protocol}"
-    return Result(label, records, finished - started, "" if ok else "OUTPUT DIFFERS", memory)
+    label = f"kconnect (Spark) {group_protocol}" + (TRANSFORMS_LABEL if transforms else "")
+    return Result(
+        label,
+        records,
+        finished - started,
+        "" if ok else "OUTPUT DIFFERS",
+        memory,
+        side="kconnect",
+        variant="transforms" if transforms else "plain",
+        cpu=meter.cpu,
+        peak_rss=peak["total"],
+    )
+
+
+def run_pipelines(
+    worker: WorkerProcess,
+    bootstrap: str,
+    work: Path,
+    source: Path,
+    records: int,
+    count: int,
+    group_protocol: str,
+    broker_pid: int | None = None,
+) -> Result:
+    """``count`` independent FileStream pipelines at once on one worker, each moving ``records`` lines."""
+    line_size = source.stat().st_size // records
+    pipes = []
+    for i in range(count):
+        tag = f"p{count}x{i}"
+        src = work / f"pipe-{tag}-input.txt"
+        shutil.copyfile(source, src)
+        topic = f"kc-{uuid.uuid4().hex[:6]}-{tag}-lines"
+        create_topic(bootstrap, topic)
+        pipes.append((f"bench-{tag}", src, work / f"pipe-{tag}-out.txt", topic))
+    names = [f"{prefix}-{kind}" for prefix, *_ in pipes for kind in ("source", "sink")]
+    assert worker.proc is not None
+    health = Health(worker, names)
+    with Meter(worker.proc.pid, broker_pid) as meter:
+        started = time.monotonic()
+        for prefix, src, out, topic in pipes:
+            for name, config in connector_configs(src, out, topic, prefix=prefix).items():
+                create(worker, name, config)
+        finished = max(wait_for_lines(out, records, line_size, 1800, health) for _, _, out, _ in pipes)
+        meter.stop()
+    delete_all(worker, names)
+    ok = all(same_lines(src, out) for _, src, out, _ in pipes)
+    label = f"kconnect {group_protocol}, {count} pipeline{'s' if count > 1 else ''}"
+    return Result(
+        label,
+        records * count,
+        finished - started,
+        "" if ok else "OUTPUT DIFFERS",
+        side="pipelines",
+        variant=str(count),
+        cpu=meter.cpu,
+        peak_rss=meter.peak["total"],
+    )
 
 
 # --- Kafka -> Parquet (the connector is another helper's work; this slot runs once it is importable)
@@ -527,9 +719,17 @@ def run_parquet(
 
 
 def run_kconnect_rows(
-    bootstrap: str, work: Path, source: Path, records: int, only: set[str], group_protocol: str
+    bootstrap: str,
+    work: Path,
+    source: Path,
+    records: int,
+    only: set[str],
+    group_protocol: str,
+    broker_pid: int | None = None,
+    pipelines: list[int] | None = None,
 ) -> list[Result]:
-    """The kconnect and Parquet rows on one fresh kconnect worker with ``group.protocol=group_protocol``."""
+    """The kconnect rows on one fresh kconnect worker with ``group.protocol=group_protocol``: FileStream
+    plain and with two transforms, Parquet, and ``pipelines`` (counts of concurrent FileStream pipelines)."""
     results: list[Result] = []
     worker = kconnect_worker(bootstrap, work, group_protocol)
     try:
@@ -542,7 +742,22 @@ def run_kconnect_rows(
         if "kconnect" in only:
             print(f"kconnect {group_protocol}: FileStream source and sink ...", flush=True)
             out = work / f"out-kconnect-{group_protocol}.txt"
-            results.append(run_kconnect(worker, bootstrap, source, out, records, idle, group_protocol))
+            results.append(
+                run_kconnect(
+                    worker, bootstrap, source, out, records, idle, group_protocol, broker_pid=broker_pid
+                )
+            )
+        if {"kconnect", "transforms"} <= only:
+            print(f"kconnect {group_protocol}: FileStream source and sink, two transforms ...", flush=True)
+            out = work / f"out-kconnect-{group_protocol}-transforms.txt"
+            results.append(
+                run_kconnect(worker, bootstrap, source, out, records, idle, group_protocol, True, broker_pid)
+            )
+        for count in pipelines or []:
+            print(f"kconnect {group_protocol}: {count} FileStream pipelines at once ...", flush=True)
+            results.append(
+                run_pipelines(worker, bootstrap, work, source, records, count, group_protocol, broker_pid)
+            )
         if "parquet" in only:
             print(f"kconnect {group_protocol}: Kafka -> Parquet ...", flush=True)
             results.append(run_parquet(worker, bootstrap, source, work, records, group_protocol))
@@ -559,17 +774,79 @@ def run_kconnect_rows(
 
 def print_table(results: list[Result]) -> None:
     reference = next((r.rate for r in results if r.system.startswith("reference")), None)
-    print(f"\n{'system':34} {'records':>10} {'seconds':>8} {'rec/s':>10} {'x reference':>11}  note")
+    print(f"\n{'system':40} {'records':>10} {'seconds':>8} {'rec/s':>10} {'x reference':>11}  note")
     for r in results:
         seconds = f"{r.seconds:.1f}" if r.seconds else "-"
         rate = f"{r.rate:,.0f}" if r.rate else "-"
         ratio = f"{r.rate / reference:.2f}" if r.rate and reference else "-"
-        print(f"{r.system:34} {r.records:>10,} {seconds:>8} {rate:>10} {ratio:>11}  {r.note}")
+        print(f"{r.system:40} {r.records:>10,} {seconds:>8} {rate:>10} {ratio:>11}  {r.note}")
     for r in results:
         if r.memory:
             print(f"\nresident memory, {r.system}:")
             for what, value in r.memory.items():
                 print(f"    {what:28} {value:>9}")
+
+
+def _cpu_row(r: Result) -> str:
+    """Seconds, rec/s, CPU s of the worker, of Spark, in all, µs per record, broker CPU s, peak RSS."""
+    if not r.seconds or not r.cpu:
+        return f"{'-':>7} {'-':>8} {'-':>8} {'-':>8} {'-':>8} {'-':>7} {'-':>8} {'-':>9}  {r.note}"
+    below = f"{r.cpu['below']:.1f}" if r.side != "reference" else "-"
+    total = r.cpu["root"] + r.cpu["below"]
+    return (
+        f"{r.seconds:7.1f} {r.rate:8,.0f} {r.cpu['root']:8.1f} {below:>8} {total:8.1f} "
+        f"{total * 1e6 / r.records:7.1f} {r.cpu['broker']:8.1f} {mib(r.peak_rss):>9}  {r.note}"
+    )
+
+
+CPU_HEADER = (
+    f"{'wall s':>7} {'rec/s':>8} {'cpu wrk':>8} {'cpu spk':>8} {'cpu all':>8} {'µs/rec':>7} "
+    f"{'broker':>8} {'peak RSS':>9}"
+)
+
+
+def print_side_by_side(results: list[Result]) -> None:
+    """kconnect against the reference, plain and with two transforms, and the verdict on each target."""
+    rows = [r for r in results if r.side in ("kconnect", "reference")]
+    if rows:
+        print(
+            "\nside by side (cpu wrk: the worker process, for the reference its JVM; cpu spk: kconnect's "
+            "Spark JVM and\nPython workers; cpu all: both; µs/rec: cpu all per record; broker: the "
+            "embedded broker's CPU s, not in cpu all;\npeak RSS: the worker's whole process tree)"
+        )
+        print(f"{'variant':11} {'system':40} {CPU_HEADER}")
+        for variant in ("plain", "transforms"):
+            for r in (r for r in rows if r.variant == variant):
+                print(f"{variant:11} {r.system:40} {_cpu_row(r)}")
+    for variant in ("plain", "transforms"):
+        ref = next((r for r in rows if r.variant == variant and r.side == "reference"), None)
+        if ref is None or not ref.seconds or not ref.cpu:
+            continue
+        ref_us = (ref.cpu["root"] + ref.cpu["below"]) * 1e6 / ref.records
+        for kc in (r for r in rows if r.variant == variant and r.side == "kconnect"):
+            if not kc.seconds or not kc.cpu or not kc.rate or not ref.rate:
+                continue
+            us = (kc.cpu["root"] + kc.cpu["below"]) * 1e6 / kc.records
+            ratio = kc.rate / ref.rate
+            print(f"\n{kc.system} against {ref.system}:")
+            print(
+                f"    CPU per record {us:.1f} µs vs {ref_us:.1f} µs ({us / ref_us:.2f}x): "
+                f"at most the reference's? {'yes' if us <= ref_us else 'NO'}"
+            )
+            print(
+                f"    wall {kc.seconds:.1f} s vs {ref.seconds:.1f} s ({kc.seconds / ref.seconds:.2f}x): "
+                f"at most half ({ref.seconds / 2:.1f} s)? {'yes' if kc.seconds <= ref.seconds / 2 else 'NO'}"
+            )
+            print(
+                f"    end to end {ratio:.2f}x the reference's records/s: at least 2x? "
+                f"{'yes' if ratio >= 2 else 'NO'}"
+            )
+    pipes = [r for r in results if r.side == "pipelines"]
+    if pipes:
+        print("\nconcurrent FileStream pipelines on one kconnect worker (local[2]), aggregate:")
+        print(f"{'pipelines':>9} {'records':>10} {CPU_HEADER}")
+        for r in pipes:
+            print(f"{r.variant:>9} {r.records:>10,} {_cpu_row(r)}")
 
 
 @contextlib.contextmanager
@@ -590,8 +867,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=100, help="bytes per line before the newline")
     parser.add_argument(
         "--only",
-        default="ceiling,reference,kconnect,parquet",
-        help="systems to run, comma-separated; also reference-tuned (the reference with REFERENCE_TUNED)",
+        default="ceiling,reference,kconnect,parquet,transforms,pipelines",
+        help="systems to run, comma-separated; also reference-tuned (the reference with REFERENCE_TUNED). "
+        "transforms: the FileStream pipeline again with two sink transforms (TRANSFORMS), for the reference "
+        "and kconnect if they run; pipelines: --pipelines concurrent pipelines on one kconnect worker",
+    )
+    parser.add_argument(
+        "--pipelines",
+        default="1,2,4",
+        help="the pipelines rows: how many concurrent FileStream pipelines, comma-separated (each moves "
+        "--records lines; run on the first --group-protocol's worker)",
     )
     parser.add_argument(
         "--group-protocol",
@@ -603,6 +888,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     only = {s.strip() for s in args.only.split(",")}
     group_protocols = [g.strip() for g in args.group_protocol.split(",") if g.strip()]
+    pipelines = [int(n) for n in args.pipelines.split(",") if n.strip()] if "pipelines" in only else []
     unknown = set(group_protocols) - {"connect", "classic"}
     if unknown or not group_protocols:
         parser.error(f"--group-protocol takes connect and/or classic, not {args.group_protocol!r}")
@@ -615,30 +901,51 @@ def main(argv: list[str] | None = None) -> int:
         source = work / "input.txt"
         make_input(source, args.records, args.size)
         broker = embedded.start(log_path=work / "broker.log")
+        pid = broker.process.pid
         try:
             if "ceiling" in only:
                 print("ceiling: plain confluent-kafka producer and consumer ...", flush=True)
                 results.append(run_ceiling(broker.bootstrap, source, work / "out-ceiling.txt", args.records))
             if "reference" in only:
                 print("reference: Apache Kafka Connect 3.9 ...", flush=True)
+                out = work / "out-reference.txt"
                 results.append(
-                    run_reference(broker.bootstrap, work, source, work / "out-reference.txt", args.records)
+                    run_reference(broker.bootstrap, work, source, out, args.records, broker_pid=pid)
+                )
+            if {"reference", "transforms"} <= only:
+                print("reference: Apache Kafka Connect 3.9, two transforms ...", flush=True)
+                out = work / "out-reference-transforms.txt"
+                results.append(
+                    run_reference(
+                        broker.bootstrap, work, source, out, args.records, transforms=True, broker_pid=pid
+                    )
                 )
             if "reference-tuned" in only:
                 print("reference: Apache Kafka Connect 3.9, clients batching like librdkafka ...", flush=True)
                 out = work / "out-reference-tuned.txt"
                 results.append(run_reference(broker.bootstrap, work, source, out, args.records, tuned=True))
-            for group_protocol in group_protocols if only & {"kconnect", "parquet"} else []:
+            for i, group_protocol in enumerate(group_protocols if only & {"kconnect", "parquet"} else []):
                 results.extend(
-                    run_kconnect_rows(broker.bootstrap, work, source, args.records, only, group_protocol)
+                    run_kconnect_rows(
+                        broker.bootstrap,
+                        work,
+                        source,
+                        args.records,
+                        only,
+                        group_protocol,
+                        pid,
+                        pipelines if i == 0 else [],
+                    )
                 )
         except (httpx.HTTPError, RuntimeError, TimeoutError, AssertionError) as exc:
             print(f"\nbench aborted: {exc}", file=sys.stderr)
             print_table(results)
+            print_side_by_side(results)
             return 1
         finally:
             broker.stop()
         print_table(results)
+        print_side_by_side(results)
     return 0
 
 
