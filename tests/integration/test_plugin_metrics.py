@@ -18,8 +18,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
-from tests.integration.test_plugin_package import read_values
-from tests.support.cluster import WorkerProcess, wait_until, worker_properties
+from tests.support.cluster import WorkerProcess, read_json_values, wait_until, worker_properties
 
 pytestmark = pytest.mark.integration
 
@@ -128,7 +127,7 @@ def test_a_tasks_own_metric_counts_the_records_it_moved_and_goes_when_the_connec
         resp = worker.request("POST", "/connectors", json={"name": "counted", "config": config})
         assert resp.status_code == 201, resp.text
 
-        envelopes = read_values(broker.bootstrap, topic, COUNT)  # JsonConverter, schemas enabled
+        envelopes = read_json_values(broker.bootstrap, topic, COUNT)  # JsonConverter, schemas enabled
         assert sorted(e["payload"] for e in envelopes) == list(range(COUNT))
         w = f'worker="{worker.url.removeprefix("http://")}"'
         total = f'plugins_records_polled_total{{{w},connector="counted",task="0",topic="{topic}"}}'

@@ -56,7 +56,10 @@ SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 #: Replaced by each side's own sink connector name: a sink's offsets are its consumer group,
 #: ``connect-<name>``, which would be shared by the two clusters on one broker under one name.
 SINK_NAME = "{sink}"
-POLL_TIMEOUT_S = 60.0
+#: How long a polled step may wait on either side. A kconnect sink task is RUNNING once its streaming query
+#: is active, and the first sink task starts the worker's SparkSession: 13-75 s were seen, more on a loaded
+#: two-core CI machine.
+POLL_TIMEOUT_S = 180.0
 
 _CLIENT_ERROR = (
     "a body Jackson cannot bind is the client's mistake: Java's exception mapper answers 500 (with "
