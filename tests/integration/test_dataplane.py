@@ -26,16 +26,14 @@ pytestmark = pytest.mark.integration
 
 LINES = 2000
 
-#: A sink plugin (installed through plugin.path) that uses SinkTaskContext as Java sinks do: ``offset`` in
-#: ``open`` to start where its own bookkeeping says (here: skip the first 5 records), a RetriableError
-#: from its first ``put`` with ``timeout`` set, and one rewind (``offset``) from ``put`` once it has seen
-#: offset 15. It writes "<offset> <value>" per record and the first offset of every put call.
-CONTEXT_SINK = r"""
+#: What both sink plugins below share, in a module beside them in plugin.path: a connector with one task
+#: that gets the connector's config. Abstract (no ``task_class``), so the registry does not list it.
+ONE_TASK_SINK = r"""
+from kconnect.runtime.plugins.api import SinkConnector
 from kconnect.runtime.plugins.config_def import ConfigDef
-from kconnect.runtime.plugins.api import RetriableError, SinkConnector, SinkTask
 
 
-class ContextSinkConnector(SinkConnector):
+class OneTaskSinkConnector(SinkConnector):
     def version(self):
         return "1.0"
 
@@ -45,14 +43,25 @@ class ContextSinkConnector(SinkConnector):
     def start(self, props):
         self.props = dict(props)
 
-    def task_class(self):
-        return ContextSinkTask
-
     def task_configs(self, max_tasks):
         return [dict(self.props)]
 
     def stop(self):
         pass
+"""
+
+#: A sink plugin (installed through plugin.path) that uses SinkTaskContext as Java sinks do: ``offset`` in
+#: ``open`` to start where its own bookkeeping says (here: skip the first 5 records), a RetriableError
+#: from its first ``put`` with ``timeout`` set, and one rewind (``offset``) from ``put`` once it has seen
+#: offset 15. It writes "<offset> <value>" per record and the first offset of every put call.
+CONTEXT_SINK = r"""
+from kconnect.runtime.plugins.api import RetriableError, SinkTask
+from one_task_sink import OneTaskSinkConnector
+
+
+class ContextSinkConnector(OneTaskSinkConnector):
+    def task_class(self):
+        return ContextSinkTask
 
 
 class ContextSinkTask(SinkTask):
@@ -95,28 +104,13 @@ GATED_START_SINK = r"""
 import os
 import time
 
-from kconnect.runtime.plugins.config_def import ConfigDef
-from kconnect.runtime.plugins.api import SinkConnector, SinkTask
+from kconnect.runtime.plugins.api import SinkTask
+from one_task_sink import OneTaskSinkConnector
 
 
-class GatedStartSinkConnector(SinkConnector):
-    def version(self):
-        return "1.0"
-
-    def config_def(self):
-        return ConfigDef()
-
-    def start(self, props):
-        self.props = dict(props)
-
+class GatedStartSinkConnector(OneTaskSinkConnector):
     def task_class(self):
         return GatedStartSinkTask
-
-    def task_configs(self, max_tasks):
-        return [dict(self.props)]
-
-    def stop(self):
-        pass
 
 
 class GatedStartSinkTask(SinkTask):
@@ -175,6 +169,7 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory, broker: EmbeddedBroker) -
     workdir = tmp_path_factory.mktemp("dataplane")
     plugins = workdir / "plugins"
     plugins.mkdir()
+    (plugins / "one_task_sink.py").write_text(ONE_TASK_SINK)
     (plugins / "context_sink.py").write_text(CONTEXT_SINK)
     (plugins / "gated_sink.py").write_text(GATED_START_SINK)
     props = worker_properties(
