@@ -401,12 +401,16 @@ class KafkaStreamReader(DataSourceStreamReader):
             for tp in tps
         }
 
-    def _served_end(self, tp: TopicPartitionKey, position: int) -> int:
-        """The offset after the last record the broker serves from ``position`` on, or ``position``.
+    def _served_end(self, tp: TopicPartitionKey, position: int) -> tuple[int, bool]:
+        """The offset after the last record the broker serves from ``position`` on (or ``position``), and
+        whether the broker answered: the fetch answer reported the partition's end (librdkafka's
+        partition EOF) before the probe's deadline.
 
         Read with the task's own client settings (its ``isolation.level`` included), so a read_committed
         task is told of committed records only: the broker decides what may be read, this only counts
-        it. Stops at the partition's end as the fetch answer reports it (librdkafka's partition EOF).
+        it. Why the answer matters: a probe that timed out (a new client still connecting, a loaded
+        machine) has not seen the end, so the position must be asked again; marked as asked, a partition
+        whose producer has stopped would never deliver its last records.
         """
         from confluent_kafka import Consumer, KafkaError, TopicPartition
 
@@ -425,11 +429,11 @@ class KafkaStreamReader(DataSourceStreamReader):
             self._prober = Consumer(conf)
         self._prober.assign([TopicPartition(tp[0], tp[1], position)])
         end = position
+        eof = False
         deadline = time.monotonic() + min(self.timeout_s, PROBE_S)
         try:
             while time.monotonic() < deadline:
                 messages = self._prober.consume(num_messages=READ_CHUNK, timeout=0.05)
-                eof = False
                 for msg in messages:
                     error = msg.error()
                     if error is None:
@@ -440,7 +444,7 @@ class KafkaStreamReader(DataSourceStreamReader):
                     break
         finally:
             self._prober.unassign()
-        return end
+        return end, eof
 
     def initialOffset(self) -> dict[str, int]:
         """Where the query starts: the task's committed consumer-group offsets, else ``auto.offset.reset``
@@ -485,8 +489,10 @@ class KafkaStreamReader(DataSourceStreamReader):
         tps = self._partitions()
         highs = {tp: high for tp, (_, high) in self._watermarks(tps).items()}
         for tp in idle_partitions(self._last, highs, self._probed):
-            self._probed[tp] = self._last[tp]
-            highs[tp] = max(highs[tp], self._served_end(tp, self._last[tp]))
+            end, answered = self._served_end(tp, self._last[tp])
+            if answered:
+                self._probed[tp] = self._last[tp]
+            highs[tp] = max(highs[tp], end)
         self._last = advance(self._last, highs, self.cap)
         return encode_offsets(self._last)
 
