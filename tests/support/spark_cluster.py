@@ -1,4 +1,4 @@
-"""A throwaway Spark standalone cluster (one master, one worker) for integration tests.
+"""A throwaway Spark standalone cluster (one master, one or more workers) for integration tests.
 
 Why run the classes directly: PySpark's wheel ships the jars and ``bin/spark-class`` but not the
 ``sbin/start-master.sh`` family, and running ``java -cp <pyspark>/jars/*`` in the foreground gives the
@@ -6,7 +6,7 @@ test a process it owns (no daemon pid files to clean up). The worker launches ex
 its ``SPARK_HOME``, so that is set to the PySpark package directory (and ``SPARK_SCALA_VERSION``, which
 ``bin/load-spark-env.sh`` would set).
 
-Readiness is the master's own answer: its web UI's ``/json`` lists the worker as ALIVE. The same
+Readiness is the master's own answer: its web UI's ``/json`` lists every worker as ALIVE. The same
 document later shows which applications ran there (``activeapps``/``completedapps``), which is how a
 test proves that a job ran on the cluster and not in a local master.
 """
@@ -44,14 +44,16 @@ def java() -> str | None:
 
 @dataclass
 class StandaloneCluster:
-    """One master and one worker, both on 127.0.0.1, started by :func:`running`."""
+    """One master and ``workers`` workers, all on 127.0.0.1, started by :func:`running`. Each worker has
+    ``cores`` cores and ``memory`` for executors, and a work directory of its own (``work_dir``), where
+    it keeps each executor's logs under ``<app id>/<executor id>/``."""
 
     workdir: Path
     port: int = field(default_factory=free_port)
     webui_port: int = field(default_factory=free_port)
-    worker_webui_port: int = field(default_factory=free_port)
     cores: int = 1
     memory: str = "1g"
+    workers: int = 1
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     @property
@@ -62,9 +64,18 @@ class StandaloneCluster:
     def master_log(self) -> Path:
         return self.workdir / "spark-master.log"
 
-    @property
-    def worker_log(self) -> Path:
-        return self.workdir / "spark-worker.log"
+    def worker_log(self, index: int = 0) -> Path:
+        return self.workdir / f"spark-worker-{index}.log"
+
+    def work_dir(self, index: int = 0) -> Path:
+        return self.workdir / f"spark-work-{index}"
+
+    def executor_dirs(self, app_id: str) -> list[Path]:
+        """Every executor directory of an application, on every worker (one per executor launched,
+        replacements included)."""
+        return sorted(
+            d for i in range(self.workers) for d in (self.work_dir(i) / app_id).glob("*") if d.is_dir()
+        )
 
     def state(self) -> dict[str, Any] | None:
         """The master's ``/json`` document, or None while it does not answer."""
@@ -107,41 +118,46 @@ class StandaloneCluster:
             ["--host", "127.0.0.1", "--port", str(self.port), "--webui-port", str(self.webui_port)],
             self.master_log,
         )
-        work = self.workdir / "spark-work"
-        work.mkdir(exist_ok=True)
-        options = {
-            "--host": "127.0.0.1",
-            "--cores": str(self.cores),
-            "--memory": self.memory,
-            "--webui-port": str(self.worker_webui_port),
-            "--work-dir": str(work),
-        }
-        args = [part for option in options.items() for part in option]
-        self._launch("org.apache.spark.deploy.worker.Worker", [*args, self.master_url], self.worker_log)
+        for index in range(self.workers):
+            self.work_dir(index).mkdir(exist_ok=True)
+            options = {
+                "--host": "127.0.0.1",
+                "--cores": str(self.cores),
+                "--memory": self.memory,
+                "--webui-port": str(free_port()),
+                "--work-dir": str(self.work_dir(index)),
+            }
+            args = [part for option in options.items() for part in option]
+            self._launch(
+                "org.apache.spark.deploy.worker.Worker", [*args, self.master_url], self.worker_log(index)
+            )
         return self.wait_ready(timeout) if wait else self
 
     def wait_ready(self, timeout: float = 120) -> StandaloneCluster:
-        """Until the master lists the worker as ALIVE; fails early, with the logs, if either exits."""
+        """Until the master lists every worker as ALIVE; fails early, with the logs, if a process exits."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             state = self.state() or {}
-            if any(w.get("state") == "ALIVE" for w in state.get("workers", [])):
+            if sum(w.get("state") == "ALIVE" for w in state.get("workers", [])) >= self.workers:
                 return self
             for proc in self.processes:
                 if proc.poll() is not None:
                     raise RuntimeError(f"a Spark standalone process exited:\n{self.logs()}")
             time.sleep(0.5)
-        raise RuntimeError(f"no Spark worker registered with the master in {timeout:.0f} s:\n{self.logs()}")
+        raise RuntimeError(
+            f"not all {self.workers} Spark workers registered with the master in {timeout:.0f} s:\n"
+            + self.logs()
+        )
 
     def logs(self, tail: int = 3000) -> str:
         parts = []
-        for log in (self.master_log, self.worker_log):
+        for log in (self.master_log, *(self.worker_log(i) for i in range(self.workers))):
             if log.exists():
                 parts.append(f"--- {log.name}\n{log.read_text(errors='replace')[-tail:]}")
         return "\n".join(parts)
 
     def stop(self) -> None:
-        # The worker first: it kills its executors when it stops, the master has nothing to kill.
+        # The workers first: they kill their executors when they stop, the master has nothing to kill.
         for proc in reversed(self.processes):
             if proc.poll() is None:
                 proc.terminate()
@@ -155,10 +171,10 @@ class StandaloneCluster:
 
 @contextlib.contextmanager
 def running(
-    workdir: Path, cores: int = 1, memory: str = "1g", wait: bool = True
+    workdir: Path, cores: int = 1, memory: str = "1g", wait: bool = True, workers: int = 1
 ) -> Iterator[StandaloneCluster]:
     """A started cluster for a ``with`` block (or a fixture's ``yield``), stopped afterwards."""
-    cluster = StandaloneCluster(workdir, cores=cores, memory=memory)
+    cluster = StandaloneCluster(workdir, cores=cores, memory=memory, workers=workers)
     try:
         yield cluster.start(wait=wait)
     finally:
