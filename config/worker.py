@@ -39,6 +39,7 @@ from .worker_keys import (
     ExactlyOnceSourceSupport,
     GroupProtocol,
     Importance,
+    SourceTaskPlacement,
     definitions,
     is_passthrough,
     reference_markdown,
@@ -57,6 +58,7 @@ __all__ = [
     "GroupProtocol",
     "Importance",
     "RestListener",
+    "SourceTaskPlacement",
     "WorkerConfig",
     "definitions",
     "parse_listener",
@@ -148,6 +150,7 @@ class WorkerConfig:
     security_protocol: str
     # kconnect's own
     spark_master: str
+    source_task_placement: SourceTaskPlacement
     worker_id: str | None
     static_connectors: tuple[str, ...]
     static_tasks: tuple[str, ...]

@@ -79,6 +79,13 @@ class ExactlyOnceSourceSupport(StrEnum):
     ENABLED = "enabled"
 
 
+class SourceTaskPlacement(StrEnum):
+    """``source.task.placement``: where a source task's poll loop runs."""
+
+    WORKER = "worker"
+    EXECUTOR = "executor"
+
+
 @dataclass(frozen=True)
 class Definition:
     """One worker configuration key: how to parse it, its default, and what the README says about it.
@@ -628,6 +635,18 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Spark master URL for the SparkSession that runs this worker's tasks. Every other spark.* key is "
         "passed to the SparkSession as is.",
         NonEmpty(),
+        _M,
+        kconnect=True,
+    ),
+    Definition(
+        "source.task.placement",
+        ConfigType.STRING,
+        "worker",
+        "Where source tasks run: worker (a thread of this worker process; Spark runs their transforms) or "
+        "executor (each task one long-running Spark job on an executor, polling and producing there; it "
+        "holds an executor core while it runs). Tasks with transforms, and all tasks of a worker with "
+        "exactly.once.source.support=enabled, run on the worker either way.",
+        Choice([p.value for p in SourceTaskPlacement], case_insensitive=True, convert=SourceTaskPlacement),
         _M,
         kconnect=True,
     ),

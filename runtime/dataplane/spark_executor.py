@@ -18,7 +18,9 @@ own thread, query and Kafka clients.
 
 from __future__ import annotations
 
+import logging
 import os
+import socket
 import sys
 import threading
 import traceback
@@ -26,15 +28,17 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kconnect.config.worker import ExactlyOnceSourceSupport, WorkerConfig
+from kconnect.config.worker import ExactlyOnceSourceSupport, SourceTaskPlacement, WorkerConfig
 from kconnect.runtime import logs
-from kconnect.runtime.client_config import Role
+from kconnect.runtime.client_config import Role, worker_clients
 from kconnect.runtime.dataplane.active_topics import ActiveTopics
 from kconnect.runtime.dataplane.converters import converter_config
 from kconnect.runtime.dataplane.exactly_once import exactly_once
 from kconnect.runtime.dataplane.executor import TaskCounters, TaskListener, TaskState
 from kconnect.runtime.dataplane.sink_runner import SinkTaskRunner
 from kconnect.runtime.dataplane.source_runner import SourceTaskRunner
+from kconnect.runtime.dataplane.spark_source import SourceJob, SparkSourceRunner
+from kconnect.runtime.dataplane.task_channel import ChannelAddress, ChannelServer
 from kconnect.runtime.dataplane.task_runner import (
     TaskRunner,
     client_settings,
@@ -62,6 +66,16 @@ def spark_settings(config: WorkerConfig) -> dict[str, str]:
     }
     settings.update(config.spark)
     return settings
+
+
+def channel_hosts(settings: Mapping[str, str]) -> tuple[str, str]:
+    """Where the worker listens for its executor-run tasks and the address they are given: the driver's
+    own (``spark.driver.bindAddress``, ``spark.driver.host``), which executors must reach anyway; with a
+    local master, the loopback address; else every interface and this host's name."""
+    local = settings.get("spark.master", "local[*]").startswith("local")
+    advertised = settings.get("spark.driver.host") or ("127.0.0.1" if local else socket.getfqdn())
+    bind = settings.get("spark.driver.bindAddress") or settings.get("spark.driver.host")
+    return bind or ("127.0.0.1" if local else ""), advertised
 
 
 def python_workers_executable(settings: Mapping[str, str], environ: Mapping[str, str], default: str) -> str:
@@ -169,6 +183,8 @@ class SparkExecutor:
         self._read_offsets = read_offsets
         self._write_offsets = write_offsets
         self.spark = SparkSessionHolder(spark_settings(config))
+        #: Where source tasks run as Spark jobs report to (started with the first such task).
+        self.channel = ChannelServer(*channel_hosts(spark_settings(config)))
         self._lock = threading.Lock()
         self._runners: dict[TaskId, TaskRunner] = {}
         #: The plugin version each held task runs (KIP-891), for the statuses its transitions report.
@@ -282,6 +298,18 @@ class SparkExecutor:
                 on_running=self._loop_began,
             )
         if isinstance(task, SourceTask):
+            if self._on_executor(task_id, config):
+                return SparkSourceRunner(
+                    task_id,
+                    task,
+                    config,
+                    self._failed,
+                    job=lambda address: self._source_job(task_id, config, address),
+                    channel=self.channel,
+                    spark=self.spark.get,
+                    plugin_metrics=self.plugin_metrics,
+                    on_running=self._loop_began,
+                )
             eos = None
             if self.config.exactly_once_source_support == ExactlyOnceSourceSupport.ENABLED:
                 eos = exactly_once(
@@ -312,6 +340,40 @@ class SparkExecutor:
                 on_running=self._loop_began,
             )
         raise ConnectorError(f"{type(task).__name__} is neither a SourceTask nor a SinkTask")
+
+    def _on_executor(self, task_id: TaskId, config: Mapping[str, str]) -> bool:
+        """Whether a source task runs as a Spark job (``spark_source``): when the placement says so, unless
+        it has transforms or the worker runs exactly-once sources (both stay on the worker, logged)."""
+        if self.config.source_task_placement != SourceTaskPlacement.EXECUTOR:
+            return False
+        reason = None
+        if self.config.exactly_once_source_support == ExactlyOnceSourceSupport.ENABLED:
+            reason = "exactly.once.source.support=enabled"
+        elif config.get("transforms", "").strip():
+            reason = "the connector has transforms"
+        if reason is not None:
+            log.warning("source task runs on the worker, not an executor", task=str(task_id), reason=reason)
+            return False
+        return True
+
+    def _source_job(self, task_id: TaskId, config: Mapping[str, str], address: ChannelAddress) -> SourceJob:
+        cfg = self.config
+        return SourceJob(
+            connector=task_id.connector,
+            task=task_id.task,
+            config=dict(config),
+            channel=address,
+            bootstrap=",".join(cfg.bootstrap_servers),
+            converters=converter_config(self._worker_converters, config),
+            producer_settings=self._client_settings("producer", config),
+            internal_settings=worker_clients(cfg.security_protocol, cfg.passthrough).internal,
+            offsets_topic=cfg.offset_storage_topic,
+            flush_interval_ms=cfg.offset_flush_interval_ms,
+            flush_timeout_ms=cfg.offset_flush_timeout_ms,
+            sync_timeout_ms=cfg.worker_sync_timeout_ms,
+            plugin_path=tuple(cfg.plugin_path),
+            log_level=logging.getLevelName(logging.getLogger(logs.ROOT_NAMESPACE).getEffectiveLevel()),
+        )
 
     def stop_task(self, task: TaskId, timeout_s: float) -> None:
         """Stop and forget ``task``; a runner still running after ``timeout_s`` is abandoned with a
@@ -384,4 +446,5 @@ class SparkExecutor:
         tasks' queries run in it."""
         for task in sorted(self.held()):
             self.stop_task(task, timeout_s)
+        self.channel.close()
         self.spark.stop()

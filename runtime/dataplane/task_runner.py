@@ -188,6 +188,11 @@ class TaskRunner:
         self._thread = threading.Thread(target=self._main, name=f"task-{self.task_id}", daemon=True)
         self._thread.start()
 
+    def is_alive(self) -> bool:
+        """Whether the task's thread runs (started and not yet ended)."""
+        thread = self._thread
+        return thread is not None and thread.is_alive()
+
     def state(self) -> str:
         """The task state to report now, in Connect's terms: FAILED once it failed, PAUSED while its
         target state is not STARTED, RUNNING once its loop ran, UNASSIGNED before (Java's task is

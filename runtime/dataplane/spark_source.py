@@ -1,0 +1,413 @@
+"""A source task as a Spark job: its poll, conversion and produce run in a Python worker on an executor.
+
+With ``source.task.placement=executor`` a source task is one long-running Spark job of one Spark task, as
+Spark Streaming's receivers are: the executor side (:func:`run_source_job`) makes the plugin task, reads
+the offsets topic, and runs the same loop as on the worker (``source_runner.SourceTaskRunner``: poll,
+convert, produce with an idempotent producer, source offsets written to the offsets topic only once Kafka
+acknowledged every record before them, on ``offset.flush.interval.ms``), with its own Kafka clients, on
+the executor. The worker side (:class:`SparkSourceRunner`) submits the job, serves the task's connection
+(``task_channel``: RUNNING when the executor says its loop runs, FAILED with the executor's trace, its
+figures and active topics, pause and resume) and stops it: a stop goes to the executor, where the task's
+``stop()`` is called and its offsets flushed; a job still running after
+``task.shutdown.graceful.timeout.ms`` is cancelled.
+
+Why this gives "restart elsewhere" for free: an executor that dies takes the Spark task with it, Spark runs
+it again on another executor (``spark.task.maxFailures``), and the new attempt starts from the offsets in
+Kafka, as a task moved to another worker does; records produced after the last committed offset are
+produced again (at-least-once, as in Connect).
+
+What stays on the worker (a warning says so when the placement asks for executors): tasks whose connector
+has transforms (the chain is a Spark plan, and an executor has no SparkSession to run one) and tasks of a
+worker with exactly-once support (their fencing is the leader's round trip). Each running source task
+holds one executor core for as long as it runs; a cluster needs a core per source task besides what sink
+tasks use.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kconnect.runtime import logs
+from kconnect.runtime.dataplane.active_topics import ActiveTopics
+from kconnect.runtime.dataplane.task_channel import (
+    ChannelAddress,
+    ChannelClient,
+    ChannelServer,
+    Connection,
+    Message,
+    TaskHandler,
+)
+from kconnect.runtime.dataplane.task_runner import TaskRunner, instantiate_task
+from kconnect.runtime.ids import TaskId
+from kconnect.runtime.plugins.api import ConnectorError, SourceTask
+from kconnect.runtime.plugins.plugin_metrics import PluginMetricsRegistry
+from kconnect.runtime.storage import offset_log
+from kconnect.runtime.storage.offset_log import OffsetState, SourceOffset
+
+log = logs.get(__name__)
+
+#: How often the executor side sends the task's figures (records, offset commits) to the worker.
+FIGURES_S = 2.0
+
+
+@dataclass(frozen=True)
+class SourceJob:
+    """Everything the executor side needs, as plain data: Spark pickles it into the job."""
+
+    connector: str
+    task: int
+    config: dict[str, str]
+    channel: ChannelAddress
+    bootstrap: str
+    converters: dict[str, str]
+    producer_settings: dict[str, str]
+    #: The worker's own client settings (security): the offsets topic is read and written with them.
+    internal_settings: dict[str, str]
+    offsets_topic: str
+    flush_interval_ms: int
+    flush_timeout_ms: int
+    sync_timeout_ms: int
+    plugin_path: tuple[str, ...]
+    log_level: str
+
+    @property
+    def task_id(self) -> TaskId:
+        return TaskId(self.connector, self.task)
+
+
+# --------------------------------------------------------------------------------------- executor side
+
+
+_registries: dict[tuple[str, ...], Any] = {}
+_logs_configured = False
+
+
+def _registry(plugin_path: tuple[str, ...]) -> Any:
+    """The plugins of ``plugin.path``, discovered once per Python worker process (workers are reused)."""
+    from kconnect.runtime.plugins.registry import PluginRegistry
+
+    if plugin_path not in _registries:
+        _registries[plugin_path] = PluginRegistry.discover(list(plugin_path))
+    return _registries[plugin_path]
+
+
+class OffsetsTopicView:
+    """The offsets topic as the executor side sees it: read to its end at start, kept up to date by a
+    consuming thread, and written through (each write read back, as the worker's own store does)."""
+
+    def __init__(self, job: SourceJob) -> None:
+        from kconnect.runtime.storage.kafka_log import KafkaLog, LogRecord
+
+        self._lock = threading.Lock()
+        self._state = OffsetState()
+        self._sync_s = job.sync_timeout_ms / 1000
+
+        def on_record(record: LogRecord) -> None:
+            try:
+                decoded = offset_log.decode(record.key, record.value)
+            except offset_log.CorruptRecord as exc:
+                log.warning("skipping corrupt offset record", offset=record.offset, error=str(exc))
+                return
+            with self._lock:
+                self._state = offset_log.apply(self._state, decoded)
+
+        self._log = KafkaLog(
+            job.offsets_topic,
+            job.bootstrap,
+            on_record,
+            client_id=f"connector-offsets-{job.task_id}",
+            client_settings=job.internal_settings,
+        )
+        self._log.start(self._sync_s)
+        if not self._log.read_to_end(self._sync_s):
+            self._log.stop()
+            raise ConnectorError(f"could not read the offsets topic '{job.offsets_topic}' to its end")
+
+    def state(self) -> OffsetState:
+        with self._lock:
+            return self._state
+
+    def write(self, offsets: list[SourceOffset]) -> None:
+        for record in offsets:
+            self._log.send(*offset_log.encode(record))
+        self._log.read_to_end(self._sync_s)
+
+    def close(self) -> None:
+        self._log.stop()
+
+
+def run_source_job(jobs: Iterator[SourceJob]) -> Iterator[str]:
+    """The Spark task's body (``mapPartitions`` over the one job): runs the source task until the worker
+    says stop, or the task fails, or the worker's end of the channel goes away; yields one JSON line of
+    how it ended."""
+    global _logs_configured
+    from kconnect.runtime.dataplane.source_runner import SourceTaskRunner
+
+    for job in jobs:
+        if not _logs_configured:
+            logs.configure(job.log_level)
+            _logs_configured = True
+        logs.bind(task=str(job.task_id))
+        client = ChannelClient(job.channel)
+        try:
+            yield json.dumps(_run_attempt(job, client, SourceTaskRunner))
+        finally:
+            client.close()
+
+
+def _first_command(client: ChannelClient, timeout_s: float = 60.0) -> Message | None:
+    """The worker's first word to a new attempt (its state, or stop); None if none came."""
+    try:
+        return client.commands.get(timeout=timeout_s)
+    except queue.Empty:
+        return None
+
+
+def _run_attempt(job: SourceJob, client: ChannelClient, runner_class: Any) -> dict[str, Any]:
+    first = _first_command(client)
+    if first is None or first.get("command") != "state":
+        return {"ended": "stopped before start"}
+    task_id = job.task_id
+    try:
+        task = instantiate_task(_registry(job.plugin_path), job.config)
+        if not isinstance(task, SourceTask):
+            raise ConnectorError(f"{type(task).__name__} is no SourceTask")
+        offsets = OffsetsTopicView(job)
+    except Exception:
+        client.send({"event": "failed", "trace": traceback.format_exc()})
+        return {"ended": "failed"}
+
+    def failed(_task: TaskId, trace: str) -> None:
+        client.send({"event": "failed", "trace": trace})
+
+    def running(_task: TaskId) -> None:
+        client.send({"event": "running"})
+
+    def topics(status: Any) -> None:
+        client.send({"event": "topics", "topics": [status.topic]})
+
+    try:
+        runner = runner_class(
+            task_id,
+            task,
+            job.config,
+            failed,
+            bootstrap=job.bootstrap,
+            converters=job.converters,
+            producer_settings=job.producer_settings,
+            read_offsets=offsets.state,
+            write_offsets=offsets.write,
+            flush_interval_ms=job.flush_interval_ms,
+            flush_timeout_ms=job.flush_timeout_ms,
+            on_running=running,
+        )
+    except Exception:
+        offsets.close()
+        client.send({"event": "failed", "trace": traceback.format_exc()})
+        return {"ended": "failed"}
+    # The worker owns the status topic and decides what is recorded: every topic goes to it (once per
+    # RETRY_S), and its own ActiveTopics writes what the status topic lacks.
+    runner.active_topics = ActiveTopics(task_id, lambda _c, _t: False, topics)
+    log.info("source task running in a Spark task", executor=_executor_id())
+    runner.start(paused=bool(first.get("paused")))
+    ended = "returned"
+    try:
+        next_figures = time.monotonic() + FIGURES_S
+        while runner.is_alive():
+            try:
+                command = client.commands.get(timeout=0.5)
+            except queue.Empty:
+                command = {}
+            if command is None:  # the worker is gone: stop as it would have asked
+                runner.stop(job.flush_timeout_ms / 1000)
+                ended = "worker gone"
+                break
+            if command.get("command") == "state":
+                runner.set_paused(bool(command.get("paused")))
+            elif command.get("command") == "stop":
+                runner.stop(float(command.get("timeout_s", 5.0)))
+                ended = "stopped"
+                break
+            if time.monotonic() >= next_figures:
+                _send_figures(client, runner)
+                next_figures = time.monotonic() + FIGURES_S
+    finally:
+        _send_figures(client, runner)
+        offsets.close()
+    return {"ended": "failed" if runner.failed is not None else ended}
+
+
+def _send_figures(client: ChannelClient, runner: TaskRunner) -> None:
+    counters = runner.counters
+    client.send(
+        {
+            "event": "figures",
+            "records": counters.records,
+            "offset_commits": counters.offset_commits,
+            "offset_commit_ms_total": counters.offset_commit_ms_total,
+        }
+    )
+
+
+def _executor_id() -> str | None:
+    """The Spark executor this runs in (``driver`` in a local master), for the log line."""
+    try:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        return context.getLocalProperty("spark.executor.id") if context is not None else None
+    except Exception:
+        return None
+
+
+# ----------------------------------------------------------------------------------------- worker side
+
+
+class SparkSourceRunner(TaskRunner, TaskHandler):
+    """A source task held by the worker and run by an executor (see the module docstring).
+
+    The plugin task object the worker made (to learn the task's kind) is never started here; the executor
+    makes and starts its own.
+    """
+
+    run_starts_task = True
+
+    def __init__(
+        self,
+        task_id: TaskId,
+        task: SourceTask,
+        config: Mapping[str, str],
+        on_failure: Callable[[TaskId, str], None],
+        *,
+        job: Callable[[ChannelAddress], SourceJob],
+        channel: ChannelServer,
+        spark: Callable[[], Any],
+        plugin_metrics: PluginMetricsRegistry | None = None,
+        on_running: Callable[[TaskId], None] | None = None,
+    ) -> None:
+        super().__init__(task_id, task, config, on_failure, plugin_metrics, on_running)
+        self._make_job = job
+        self._channel = channel
+        self._spark = spark
+        self.pool = f"kconnect-{task_id.connector}-{task_id.task}"
+        self._connection: Connection | None = None
+        self._connection_lock = threading.Lock()
+        #: The executor's trace when the task failed there.
+        self._remote_failure: str | None = None
+        #: Figures of earlier attempts (an executor died), added to the current attempt's: records,
+        #: offset commits, their milliseconds.
+        self._earlier = [0.0, 0.0, 0.0]
+        self._current = [0.0, 0.0, 0.0]
+
+    # --- the channel (TaskHandler)
+
+    def attached(self, connection: Connection) -> None:
+        with self._connection_lock:
+            self._connection = connection
+        if self._stopping.is_set():
+            connection.send({"command": "stop", "timeout_s": 0})
+        else:
+            connection.send({"command": "state", "paused": not self._running.is_set()})
+
+    def message(self, connection: Connection, message: Message) -> None:
+        event = message.get("event")
+        if event == "running":
+            self.loop_began()
+        elif event == "failed":
+            self._remote_failure = str(message.get("trace") or "the task failed on its executor")
+        elif event == "figures":
+            self._current = [
+                float(message.get(k) or 0) for k in ("records", "offset_commits", "offset_commit_ms_total")
+            ]
+            records, commits, commit_ms = (a + b for a, b in zip(self._earlier, self._current, strict=True))
+            self.counters.records = int(records)
+            self.counters.offset_commits = int(commits)
+            self.counters.offset_commit_ms_total = commit_ms
+        elif event == "topics":
+            self.track_topics(str(t) for t in message.get("topics") or [])
+
+    def detached(self, connection: Connection) -> None:
+        with self._connection_lock:
+            if self._connection is connection:
+                self._connection = None
+        self._earlier = [a + b for a, b in zip(self._earlier, self._current, strict=True)]
+        self._current = [0.0, 0.0, 0.0]
+
+    def _send(self, message: Message) -> None:
+        with self._connection_lock:
+            connection = self._connection
+        if connection is not None:
+            connection.send(message)
+
+    # --- lifecycle
+
+    def _wake(self) -> None:
+        if self._stopping.is_set():
+            self._send({"command": "stop", "timeout_s": self._stop_timeout_s})
+        else:
+            self._send({"command": "state", "paused": not self._running.is_set()})
+
+    _stop_timeout_s = 5.0
+
+    def stop(self, timeout_s: float) -> bool:
+        """Ask the executor to stop the task (its ``stop()`` runs there, its offsets are flushed) and wait
+        ``timeout_s``; past that, cancel the job, as Java abandons a task past
+        ``task.shutdown.graceful.timeout.ms``."""
+        self._stop_timeout_s = max(0.0, timeout_s - 1.0)  # the executor's part, within the worker's wait
+        stopped = super().stop(timeout_s)
+        if not stopped:
+            self.log.warning("source task job still running past the graceful timeout; cancelling it")
+            self._cancel()
+        return stopped
+
+    def _cancel(self) -> None:
+        try:
+            self._spark().sparkContext.cancelJobGroup(self.pool)
+        except Exception as exc:
+            self.log.warning("cancelling the source task's Spark job failed", error=str(exc))
+
+    def _main(self) -> None:
+        logs.bind(task=str(self.task_id))
+        if self._stopping.is_set():
+            self.close_plugin_metrics()
+            return
+        address = self._channel.register(self)
+        try:
+            self.run_job(address)
+            if self._remote_failure is not None and not self._stopping.is_set():
+                self._fail(self._remote_failure)
+        except BaseException:
+            trace = traceback.format_exc()
+            if self._stopping.is_set():
+                self.log.warning("source task job ended with an error while stopping", trace=trace)
+            else:
+                self._fail(self._remote_failure or trace)
+        finally:
+            self._channel.unregister(address)
+            self.close_plugin_metrics()
+
+    def _fail(self, trace: str) -> None:
+        self.failed = trace
+        self.log.error("task failed", trace=trace)
+        self._on_failure(self.task_id, trace)
+
+    def run_job(self, address: ChannelAddress) -> None:
+        """Submit the task's job and wait for it: it runs until the task stops or fails."""
+        spark = self._spark()
+        context = spark.sparkContext
+        context.setJobGroup(self.pool, f"kconnect source task {self.task_id}", interruptOnCancel=True)
+        context.setLocalProperty("spark.scheduler.pool", self.pool)
+        job = self._make_job(address)
+        self.log.info("source task job submitted", pool=self.pool)
+        ended = context.parallelize([job], 1).mapPartitions(run_source_job).collect()
+        self.log.info("source task job ended", ended=ended)
+
+    def run(self) -> None:  # pragma: no cover - the job replaces the loop (_main)
+        raise NotImplementedError

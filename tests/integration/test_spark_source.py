@@ -1,0 +1,204 @@
+"""Source tasks as Spark jobs (``source.task.placement=executor``, ``runtime/dataplane/spark_source.py``).
+
+One worker on a local master with three Spark task slots, a FileStream source whose task polls and
+produces inside a Spark task, and a FileStream sink reading what it wrote. What a user sees must not
+change with the placement: every line arrives, the task is RUNNING once its loop runs in the Spark task,
+its source offset (a byte position) reaches the offsets topic after the records did, pause stops its
+records and resume brings them back, a restart resumes from the committed offset, and a stop calls the
+task's ``stop()`` where it runs and ends its Spark job. A task whose code fails there is FAILED with the
+trace from the Python worker it ran in. The two-executor version (an executor killed under the task) is in
+``test_spark_standalone.py``.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
+from tests.support.cluster import WorkerProcess, wait_until, worker_properties
+
+pytestmark = pytest.mark.integration
+
+#: A source plugin (plugin.path) whose poll fails after its first records, naming where it ran.
+FAILING_SOURCE = r"""
+import os
+
+from kconnect.runtime.plugins.api import SourceConnector, SourceRecord, SourceTask
+from kconnect.runtime.plugins.config_def import ConfigDef
+
+
+class FailingSourceTask(SourceTask):
+    def version(self):
+        return "1.0"
+
+    def start(self, props):
+        self.topic = props["topic"]
+        self.polls = 0
+
+    def poll(self):
+        self.polls += 1
+        if self.polls > 3:
+            raise RuntimeError(f"poll failed in process {os.getpid()}")
+        return [SourceRecord(None, None, self.topic, value=f"poll {self.polls}")]
+
+    def stop(self):
+        pass
+
+
+class FailingSourceConnector(SourceConnector):
+    def version(self):
+        return "1.0"
+
+    def config_def(self):
+        return ConfigDef()
+
+    def start(self, props):
+        self.props = dict(props)
+
+    def task_class(self):
+        return FailingSourceTask
+
+    def task_configs(self, max_tasks):
+        return [dict(self.props)]
+
+    def stop(self):
+        pass
+"""
+
+
+@dataclass
+class Cluster:
+    worker: WorkerProcess
+    topic: str
+    source_file: Path
+    sink_file: Path
+
+    def sink_lines(self) -> list[str]:
+        return self.sink_file.read_text().splitlines() if self.sink_file.exists() else []
+
+    def task(self, name: str) -> dict[str, Any] | None:
+        tasks = self.worker.get(f"/connectors/{name}/status").json().get("tasks") or []
+        return tasks[0] if tasks else None
+
+    def state(self, name: str) -> str | None:
+        task = self.task(name)
+        return task["state"] if task else None
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, broker: EmbeddedBroker) -> Iterator[Cluster]:
+    workdir = tmp_path_factory.mktemp("spark-source")
+    plugins = workdir / "plugins"
+    plugins.mkdir()
+    (plugins / "failing_source.py").write_text(FAILING_SOURCE)
+    props = worker_properties(
+        broker.bootstrap, f"ss-{uuid.uuid4().hex[:8]}", free_port(), plugin_path=str(plugins)
+    )
+    props.update(
+        {
+            "source.task.placement": "executor",
+            # A source task holds a Spark task slot while it runs: two sources and the sink's reads.
+            "spark.master": "local[3]",
+            "spark.ui.enabled": "false",
+            "spark.sql.shuffle.partitions": "1",
+            "offset.flush.interval.ms": "1000",
+        }
+    )
+    worker = WorkerProcess(workdir, props, name="ss-w0", spark=True).start()
+    topic = f"lines-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
+        future.result(15)
+    try:
+        wait_until(lambda: (worker.workers() or {}).get("generation", -1) >= 0, 60, "the worker to join")
+        yield Cluster(worker, topic, workdir / "in.txt", workdir / "out.txt")
+    finally:
+        worker.stop(60)
+        print(worker.log_text()[-4000:])
+
+
+def _lines(start: int, end: int) -> str:
+    return "".join(f"line {n}\n" for n in range(start, end))
+
+
+@pytest.mark.timeout(400)
+def test_a_source_task_polls_and_produces_in_a_spark_task(cluster: Cluster) -> None:
+    c = cluster
+    c.source_file.write_text(_lines(0, 500))
+    for name, config in (
+        ("src", {"connector.class": "FileStreamSource", "file": str(c.source_file), "topic": c.topic}),
+        ("sink", {"connector.class": "FileStreamSink", "file": str(c.sink_file), "topics": c.topic}),
+    ):
+        resp = c.worker.request("POST", "/connectors", json={"name": name, "config": config})
+        assert resp.status_code == 201, resp.text
+    wait_until(lambda: len(c.sink_lines()) >= 500, 180, "500 lines in the sink file")
+    assert c.sink_lines() == [f"line {n}" for n in range(500)]
+    wait_until(lambda: c.state("src") == "RUNNING", 30, "the source task RUNNING")
+    # The poll loop ran in a Spark task: its executor side said so in the worker's log (a local master's
+    # Python workers write to the worker's stderr), and the worker submitted its job.
+    text = c.worker.log_text()
+    assert "source task running in a Spark task" in text and "source task job submitted" in text
+
+    size = c.source_file.stat().st_size
+
+    def source_offset() -> Any:
+        offsets = c.worker.get("/connectors/src/offsets").json().get("offsets") or []
+        return offsets and offsets[0]["offset"]["position"] == size and offsets
+
+    wait_until(source_offset, 30, "the source offset at the end of the file")
+    # The worker's metrics count what the executor side moved.
+    metrics = c.worker.get("/metrics").text
+    assert 'connector="src"' in metrics
+
+    # Pause: nothing more is produced; resume: it comes.
+    assert c.worker.request("PUT", "/connectors/src/pause").status_code == 202
+    wait_until(lambda: c.state("src") == "PAUSED", 30, "the source task PAUSED")
+    time.sleep(2)  # a poll under way when the pause came may still produce its records
+    with c.source_file.open("a") as out:
+        out.write(_lines(500, 600))
+    time.sleep(4)
+    assert len(c.sink_lines()) == 500, "records produced while paused"
+    assert c.worker.request("PUT", "/connectors/src/resume").status_code == 202
+    wait_until(lambda: len(c.sink_lines()) >= 600, 60, "600 lines after resume")
+
+    # Restart: a new job, from the committed position; nothing is read twice from the file.
+    resp = c.worker.request("POST", "/connectors/src/restart?includeTasks=true")
+    assert resp.status_code in (200, 202, 204), resp.text
+    wait_until(lambda: c.state("src") == "RUNNING", 60, "the restarted source task RUNNING")
+    with c.source_file.open("a") as out:
+        out.write(_lines(600, 700))
+    wait_until(lambda: len(c.sink_lines()) >= 700, 60, "700 lines after the restart")
+    time.sleep(2)
+    assert c.sink_lines() == [f"line {n}" for n in range(700)]
+
+    # Stop: the task's stop() runs in the Spark task, its job ends, and the worker says so.
+    started = time.monotonic()
+    assert c.worker.request("PUT", "/connectors/src/stop").status_code in (202, 204)
+    wait_until(lambda: c.worker.log_text().count("source task job ended") >= 2, 60, "the source job ended")
+    print(f"\nsource task job ended {time.monotonic() - started:.1f} s after the stop request")
+
+
+@pytest.mark.timeout(300)
+def test_a_source_task_failing_in_its_spark_task_is_failed_with_that_trace(cluster: Cluster) -> None:
+    c = cluster
+    config = {"connector.class": "FailingSourceConnector", "topic": c.topic}
+    resp = c.worker.request("POST", "/connectors", json={"name": "failing", "config": config})
+    assert resp.status_code == 201, resp.text
+
+    def trace() -> str | None:
+        task = c.task("failing")
+        return task.get("trace") if task and task["state"] == "FAILED" else None
+
+    text = wait_until(trace, 120, "the failing source task FAILED")
+    assert "RuntimeError: poll failed in process" in text, text
+    assert "failing_source.py" in text and "in poll" in text, text
+    worker_pid = c.worker.proc.pid if c.worker.proc is not None else None
+    assert f"in process {worker_pid}\n" not in text + "\n", "the task ran in the worker process"
