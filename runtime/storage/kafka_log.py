@@ -66,6 +66,9 @@ class KafkaLog:
                 "isolation.level": "read_committed",
                 "client.id": f"{client_id}-{topic}-reader",
                 "fetch.wait.max.ms": 100,
+                # The end of a partition as the fetch answer reports it: past the control records of
+                # transactions (an exactly-once source's offsets), which no record handed out ever is.
+                "enable.partition.eof": True,
                 **(consumer_overrides or {}),
             }
         )
@@ -138,7 +141,16 @@ class KafkaLog:
             for msg in msgs:
                 err = msg.error()
                 if err is not None:
-                    if err.code() != KafkaError._PARTITION_EOF:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        # Read to the end: a transaction's commit marker takes an offset after the last
+                        # record, so positions counted from records alone would never reach the end.
+                        with self._cond:
+                            partition = msg.partition() or 0
+                            end = msg.offset() or 0
+                            if end > self._positions.get(partition, 0):
+                                self._positions[partition] = end
+                                advanced = True
+                    else:
                         log.warning("internal topic read error", topic=self.topic, error=str(err))
                     continue
                 record = LogRecord(
