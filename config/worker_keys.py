@@ -644,8 +644,8 @@ DEFINITIONS: tuple[Definition, ...] = (
         "worker",
         "Where source tasks run: worker (a thread of this worker process; Spark runs their transforms) or "
         "executor (each task one long-running Spark job on an executor, polling and producing there; it "
-        "holds an executor core while it runs). Tasks with transforms, and all tasks of a worker with "
-        "exactly.once.source.support=enabled, run on the worker either way.",
+        "holds an executor core while it runs). Tasks whose connector has transforms run on the worker "
+        "either way.",
         Choice([p.value for p in SourceTaskPlacement], case_insensitive=True, convert=SourceTaskPlacement),
         _M,
         kconnect=True,

@@ -33,7 +33,7 @@ from kconnect.runtime import logs
 from kconnect.runtime.client_config import Role, worker_clients
 from kconnect.runtime.dataplane.active_topics import ActiveTopics
 from kconnect.runtime.dataplane.converters import converter_config
-from kconnect.runtime.dataplane.exactly_once import exactly_once
+from kconnect.runtime.dataplane.exactly_once import ExactlyOnce, exactly_once
 from kconnect.runtime.dataplane.executor import TaskCounters, TaskListener, TaskState
 from kconnect.runtime.dataplane.sink_runner import SinkTaskRunner
 from kconnect.runtime.dataplane.source_runner import SourceTaskRunner
@@ -298,18 +298,6 @@ class SparkExecutor:
                 on_running=self._loop_began,
             )
         if isinstance(task, SourceTask):
-            if self._on_executor(task_id, config):
-                return SparkSourceRunner(
-                    task_id,
-                    task,
-                    config,
-                    self._failed,
-                    job=lambda address: self._source_job(task_id, config, address),
-                    channel=self.channel,
-                    spark=self.spark.get,
-                    plugin_metrics=self.plugin_metrics,
-                    on_running=self._loop_began,
-                )
             eos = None
             if self.config.exactly_once_source_support == ExactlyOnceSourceSupport.ENABLED:
                 eos = exactly_once(
@@ -319,6 +307,19 @@ class SparkExecutor:
                     config,
                     self.config.offset_flush_interval_ms,
                     self.config.offset_storage_topic,
+                )
+            if self._on_executor(task_id, config):
+                return SparkSourceRunner(
+                    task_id,
+                    task,
+                    config,
+                    self._failed,
+                    job=lambda address: self._source_job(task_id, config, address, eos),
+                    channel=self.channel,
+                    spark=self.spark.get,
+                    fence=self._fence if eos is not None else None,
+                    plugin_metrics=self.plugin_metrics,
+                    on_running=self._loop_began,
                 )
             return SourceTaskRunner(
                 task_id,
@@ -343,20 +344,21 @@ class SparkExecutor:
 
     def _on_executor(self, task_id: TaskId, config: Mapping[str, str]) -> bool:
         """Whether a source task runs as a Spark job (``spark_source``): when the placement says so, unless
-        it has transforms or the worker runs exactly-once sources (both stay on the worker, logged)."""
+        its connector has transforms (their chain is a Spark plan; the task stays on the worker, logged)."""
         if self.config.source_task_placement != SourceTaskPlacement.EXECUTOR:
             return False
-        reason = None
-        if self.config.exactly_once_source_support == ExactlyOnceSourceSupport.ENABLED:
-            reason = "exactly.once.source.support=enabled"
-        elif config.get("transforms", "").strip():
-            reason = "the connector has transforms"
-        if reason is not None:
-            log.warning("source task runs on the worker, not an executor", task=str(task_id), reason=reason)
+        if config.get("transforms", "").strip():
+            log.warning(
+                "source task runs on the worker, not an executor",
+                task=str(task_id),
+                reason="the connector has transforms",
+            )
             return False
         return True
 
-    def _source_job(self, task_id: TaskId, config: Mapping[str, str], address: ChannelAddress) -> SourceJob:
+    def _source_job(
+        self, task_id: TaskId, config: Mapping[str, str], address: ChannelAddress, eos: ExactlyOnce | None
+    ) -> SourceJob:
         cfg = self.config
         return SourceJob(
             connector=task_id.connector,
@@ -373,6 +375,7 @@ class SparkExecutor:
             sync_timeout_ms=cfg.worker_sync_timeout_ms,
             plugin_path=tuple(cfg.plugin_path),
             log_level=logging.getLevelName(logging.getLogger(logs.ROOT_NAMESPACE).getEffectiveLevel()),
+            exactly_once=eos,
         )
 
     def stop_task(self, task: TaskId, timeout_s: float) -> None:

@@ -16,9 +16,11 @@ it again on another executor (``spark.task.maxFailures``), and the new attempt s
 Kafka, as a task moved to another worker does; records produced after the last committed offset are
 produced again (at-least-once, as in Connect).
 
-What stays on the worker (a warning says so when the placement asks for executors): tasks whose connector
-has transforms (the chain is a Spark plan, and an executor has no SparkSession to run one) and tasks of a
-worker with exactly-once support (their fencing is the leader's round trip). Each running source task
+With exactly-once support the worker waits for the leader's round of zombie fencing before it submits the
+job, and the executor's transactional producer (the task's stable ``transactional.id``) fences every
+older instance of the task when it initializes, an attempt that Spark runs again after an executor died
+included. What stays on the worker (a warning says so): tasks whose connector has transforms (the chain
+is a Spark plan, and an executor has no SparkSession to run one). Each running source task
 holds one executor core for as long as it runs; a cluster needs a core per source task besides what sink
 tasks use.
 """
@@ -36,6 +38,7 @@ from typing import Any
 
 from kconnect.runtime import logs
 from kconnect.runtime.dataplane.active_topics import ActiveTopics
+from kconnect.runtime.dataplane.exactly_once import ExactlyOnce
 from kconnect.runtime.dataplane.task_channel import (
     ChannelAddress,
     ChannelClient,
@@ -53,6 +56,8 @@ from kconnect.runtime.storage.offset_log import OffsetState, SourceOffset
 
 log = logs.get(__name__)
 
+#: The longest the executor side waits for its first read of the offsets topic to its end.
+STARTUP_READ_S = 60.0
 #: How often the executor side sends the task's figures (records, offset commits) to the worker.
 FIGURES_S = 2.0
 
@@ -76,6 +81,9 @@ class SourceJob:
     sync_timeout_ms: int
     plugin_path: tuple[str, ...]
     log_level: str
+    #: Set with ``exactly.once.source.support=enabled``: records and offsets in one transaction per
+    #: boundary, from the executor (the worker has already had the task generation fenced).
+    exactly_once: ExactlyOnce | None = None
 
     @property
     def task_id(self) -> TaskId:
@@ -125,14 +133,22 @@ class OffsetsTopicView:
             client_id=f"connector-offsets-{job.task_id}",
             client_settings=job.internal_settings,
         )
-        self._log.start(self._sync_s)
-        if not self._log.read_to_end(self._sync_s):
+        # The first read waits as long as a worker's start-up does: a new consumer has to connect first.
+        first_s = max(self._sync_s, STARTUP_READ_S)
+        self._log.start(first_s)
+        if not self._log.read_to_end(first_s):
             self._log.stop()
             raise ConnectorError(f"could not read the offsets topic '{job.offsets_topic}' to its end")
 
     def state(self) -> OffsetState:
         with self._lock:
             return self._state
+
+    def sync(self) -> OffsetState:
+        """The topic read to its end first (an exactly-once task, after its producer fenced older ones)."""
+        if not self._log.read_to_end(self._sync_s):
+            raise ConnectorError("could not read the offsets topic to its end")
+        return self.state()
 
     def write(self, offsets: list[SourceOffset]) -> None:
         for record in offsets:
@@ -206,6 +222,8 @@ def _run_attempt(job: SourceJob, client: ChannelClient, runner_class: Any) -> di
             write_offsets=offsets.write,
             flush_interval_ms=job.flush_interval_ms,
             flush_timeout_ms=job.flush_timeout_ms,
+            exactly_once=job.exactly_once,
+            sync_offsets=offsets.sync,
             on_running=running,
         )
     except Exception:
@@ -289,10 +307,14 @@ class SparkSourceRunner(TaskRunner, TaskHandler):
         job: Callable[[ChannelAddress], SourceJob],
         channel: ChannelServer,
         spark: Callable[[], Any],
+        fence: Callable[[str], None] | None = None,
         plugin_metrics: PluginMetricsRegistry | None = None,
         on_running: Callable[[TaskId], None] | None = None,
     ) -> None:
         super().__init__(task_id, task, config, on_failure, plugin_metrics, on_running)
+        #: Exactly-once: the leader's round of zombie fencing for the task's generation, waited for here
+        #: before the job is submitted (the executor's producer then fences this task's older instances).
+        self._fence = fence
         self._make_job = job
         self._channel = channel
         self._spark = spark
@@ -380,6 +402,8 @@ class SparkSourceRunner(TaskRunner, TaskHandler):
             return
         address = self._channel.register(self)
         try:
+            if self._fence is not None:
+                self._fence(self.task_id.connector)
             self.run_job(address)
             if self._remote_failure is not None and not self._stopping.is_set():
                 self._fail(self._remote_failure)

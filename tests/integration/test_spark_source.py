@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,8 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
-from tests.support.cluster import WorkerProcess, wait_until, worker_properties
+from tests.integration.test_exactly_once_source import read_committed
+from tests.support.cluster import WorkerProcess, start_cluster, wait_until, worker_properties
 
 pytestmark = pytest.mark.integration
 
@@ -202,3 +204,72 @@ def test_a_source_task_failing_in_its_spark_task_is_failed_with_that_trace(clust
     assert "failing_source.py" in text and "in poll" in text, text
     worker_pid = c.worker.proc.pid if c.worker.proc is not None else None
     assert f"in process {worker_pid}\n" not in text + "\n", "the task ran in the worker process"
+
+
+@pytest.mark.timeout(300)
+def test_an_exactly_once_source_task_commits_transactions_from_its_spark_task(
+    tmp_path: Path, broker: EmbeddedBroker
+) -> None:
+    """With exactly-once support the worker waits for the leader's zombie fencing, then the Spark task's
+    transactional producer carries records and offsets together; a restarted task (a new job, whose
+    producer fences the old instance's transactional id) resumes after the last committed offset, so a
+    read_committed reader sees every seqno once."""
+    [worker] = start_cluster(
+        tmp_path,
+        broker.bootstrap,
+        1,
+        spark=True,
+        spark_master="local[2]",
+        spark_ui_enabled="false",
+        exactly_once_source_support="enabled",
+        source_task_placement="executor",
+    )
+    topic = f"eos-{uuid.uuid4().hex[:6]}"
+    config = {
+        "connector.class": "VerifiableSource",
+        "topic": topic,
+        "throughput": "100",
+        "tasks.max": "1",
+        "exactly.once.support": "required",
+        "transaction.boundary": "poll",
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "key.converter.schemas.enable": "false",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false",
+    }
+
+    def state() -> str | None:
+        tasks = worker.get("/connectors/eos/status").json().get("tasks") or []
+        return tasks[0]["state"] if tasks else None
+
+    try:
+        wait_until(lambda: (worker.workers() or {}).get("generation", -1) >= 0, 60, "the worker to join")
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
+            future.result(15)
+        assert (
+            worker.request("POST", "/connectors", json={"name": "eos", "config": config}).status_code == 201
+        )
+        wait_until(lambda: state() == "RUNNING", 120, "the task RUNNING")
+        wait_until(lambda: len(read_committed(broker.bootstrap, topic)) >= 100, 60, "100 committed records")
+        resp = worker.request("POST", "/connectors/eos/restart?includeTasks=true&onlyFailed=false")
+        assert resp.status_code in (200, 202, 204), resp.text
+        before = len(read_committed(broker.bootstrap, topic))
+        wait_until(
+            lambda: len(read_committed(broker.bootstrap, topic)) >= before + 100, 90, "100 more after restart"
+        )
+        assert worker.request("PUT", "/connectors/eos/stop").status_code in (202, 204)
+        wait_until(lambda: worker.log_text().count("source task job ended") >= 2, 60, "both jobs ended")
+
+        seqnos = Counter(seqno for _task, seqno in read_committed(broker.bootstrap, topic, quiet_s=5.0))
+        duplicates = sorted(s for s, n in seqnos.items() if n > 1)
+        missing = sorted(set(range(max(seqnos) + 1)) - set(seqnos))
+        print(f"\n{sum(seqnos.values())} committed records, seqnos 0..{max(seqnos)}")
+        assert not duplicates, f"duplicated seqnos: {duplicates[:20]}"
+        assert not missing, f"lost seqnos: {missing[:20]}"
+        text = worker.log_text()
+        assert text.count("transactional producer ready") >= 2  # one per job, in its Spark task
+        assert text.count("source task running in a Spark task") >= 2
+    finally:
+        worker.stop(60)
+        print("\n".join(line for line in worker.log_text().splitlines() if '"seqno"' not in line)[-6000:])

@@ -1,19 +1,21 @@
 """Tasks on a Spark standalone cluster of two workers: ``spark.master=spark://...`` runs the pipeline there,
 an executor killed mid-flow loses nothing, and a failure in an executor shows in the task's status.
 
-The test starts a real standalone master and two workers (``tests/support/spark_cluster.py``), points one
-kconnect worker at it and runs FileStream source -> topic -> FileStream sink. Every line must arrive, and
-the sink's micro-batches must have run on the cluster: the master lists kconnect's application with cores
-granted, both standalone workers launched an executor for it, and an executor ran tasks (its own log says
-so). The sink's Kafka reads (``runtime/dataplane/kafka_reader.py``) run in the executors' Python workers,
-so this also proves the reader is serializable and that confluent-kafka imports on the executor's
+The test starts a real standalone master and two workers (``tests/support/spark_cluster.py``, one core
+each), points one kconnect worker at it with ``source.task.placement=executor`` and runs FileStream source
+-> topic -> FileStream sink. Every line must arrive, and both tasks must have run on the cluster: the
+master lists kconnect's application, each standalone worker launched an executor for it, the source task's
+poll loop runs in a Spark task on one executor (it holds that executor's core, its log says so) and the
+sink's Kafka reads (``runtime/dataplane/kafka_reader.py``) ran on the other. So this also proves the reader
+and the source job are serializable and that kconnect and confluent-kafka import on the executors'
 interpreter.
 
-Then, issue 15's failure cases: an executor that ran the sink's reads is SIGKILLed while lines keep
-coming. Its Spark tasks fail with it; Spark runs them again on the other executor (or the replacement the
-master launches), reading the same offset ranges from Kafka, and every line arrives. Last, a frame sink
-plugin whose write raises inside a Spark task (on an executor) goes FAILED, and its status trace carries
-the executor-side Python traceback, not only the driver's.
+Then issue 15's failure cases: the executor running the source task is SIGKILLed while lines keep coming.
+Its Spark task is lost with it; Spark runs it again on the other executor, where the task resumes from its
+offset in Kafka, the master launches a replacement executor, and every line arrives (duplicates would be
+allowed: records produced after the last offset commit are produced again). Last, a frame sink plugin
+whose write raises inside a Spark task (on an executor) goes FAILED, and its status trace carries the
+executor-side Python traceback, not only the driver's.
 """
 
 from __future__ import annotations
@@ -67,6 +69,25 @@ def finished_tasks(cluster: spark_cluster.StandaloneCluster, app_id: str) -> dic
         text = log.read_text(errors="replace") if log.exists() else ""
         counts[directory.name] = text.count("Finished task")
     return counts
+
+
+def source_executor(
+    cluster: spark_cluster.StandaloneCluster, app_id: str, other_than: str = ""
+) -> str | None:
+    """The live executor whose Python worker runs the source task's poll loop (the executor side logs it,
+    to the executor's own output files), other than ``other_than``."""
+    alive = executor_pids(app_id)
+    for directory in cluster.executor_dirs(app_id):
+        if directory.name == other_than or directory.name not in alive:
+            continue
+        text = "".join(
+            (directory / f).read_text(errors="replace")
+            for f in ("stdout", "stderr")
+            if (directory / f).exists()
+        )
+        if "source task running in a Spark task" in text:
+            return directory.name
+    return None
 
 
 def executor_pids(app_id: str) -> dict[str, int]:
@@ -168,6 +189,7 @@ def test_pipeline_runs_on_the_standalone_cluster_survives_an_executor_kill_and_r
             "spark.driver.bindAddress": "127.0.0.1",
             "spark.executor.memory": "512m",
             "spark.cores.max": "2",  # one executor of one core on each standalone worker
+            "source.task.placement": "executor",
             # The executors' Python workers import kconnect and confluent-kafka: the venv's interpreter,
             # through a wrapper that shows the property is honoured and where Python workers ran.
             "spark.pyspark.python": str(python),
@@ -207,41 +229,46 @@ def test_pipeline_runs_on_the_standalone_cluster_survives_an_executor_kill_and_r
         workers_used = {d.parent.parent.name for d in standalone.executor_dirs(app["id"])}
         assert len(workers_used) == 2, workers_used
 
-        # ...and an executor ran the sink's tasks, among them the Kafka reads: Spark's Python runner logs
-        # its timings where a Python worker evaluated rows.
+        # ...the source task's poll loop runs in a Spark task on one executor (it holds that executor's
+        # one core), so the sink's reads ran on the other: Spark's Python runner logs its timings where a
+        # Python worker evaluated rows.
+        source_on = wait_until(lambda: source_executor(standalone, app["id"]), 30, "the source's executor")
+
         def busy_executor() -> Any:
             done = finished_tasks(standalone, app["id"])
             alive = executor_pids(app["id"])
             return next((e for e, n in sorted(done.items(), key=lambda i: -i[1]) if n and e in alive), None)
 
-        victim = wait_until(busy_executor, 30, f"an executor of {app['id']} that finished tasks")
+        reader = wait_until(busy_executor, 30, f"an executor of {app['id']} that finished tasks")
+        assert reader != source_on, (reader, source_on)
         # The Python workers there ran the interpreter spark.pyspark.python names.
         runs = python_runs.read_text().split() if python_runs.exists() else []
         assert "executor" in runs, runs
 
-        # An executor dies (SIGKILL: no goodbye) while lines keep coming: its Spark tasks are lost with
-        # it and run again elsewhere, from the same offsets in Kafka.
+        # The source's executor dies (SIGKILL: no goodbye) while lines keep coming: its Spark task is lost
+        # with it and runs again on another executor, from the source offset in Kafka; sink reads lost
+        # with it run again too.
         before = finished_tasks(standalone, app["id"])
-        os.kill(executor_pids(app["id"])[victim], signal.SIGKILL)
+        os.kill(executor_pids(app["id"])[source_on], signal.SIGKILL)
         with source_file.open("a") as out:
             out.write("".join(f"line {n}\n" for n in range(LINES, 2 * LINES)))
+        moved_to = wait_until(
+            lambda: source_executor(standalone, app["id"], other_than=source_on), 120, "the source elsewhere"
+        )
         wait_until(
             lambda: len(set(sink_lines())) >= 2 * LINES, 240, f"{2 * LINES} distinct lines after the kill"
         )
         lines = sink_lines()
         assert set(lines) == {f"line {n}" for n in range(2 * LINES)}
         after = finished_tasks(standalone, app["id"])
-        elsewhere = {
-            e: n - before.get(e, 0) for e, n in after.items() if e != victim and n > before.get(e, 0)
-        }
         print(
-            f"\napplication {app['id']}: executor {victim} killed; tasks finished since, per executor: "
-            f"{elsewhere}; executors launched: {sorted(after)}; "
-            f"duplicate lines: {len(lines) - len(set(lines))}"
+            f"\napplication {app['id']}: source on executor {source_on} (killed), then on {moved_to}; "
+            f"sink reads finished per executor before {before}, after {after}; "
+            f"duplicate lines (re-produced after the last offset commit): {len(lines) - len(set(lines))}"
         )
-        assert elsewhere, f"no executor but the killed {victim} finished a task after the kill: {after}"
-        status = worker.get("/connectors/sink/status").json()
-        assert [t["state"] for t in status["tasks"]] == ["RUNNING"], status
+        for name in ("src", "sink"):
+            status = worker.get(f"/connectors/{name}/status").json()
+            assert [t["state"] for t in status["tasks"]] == ["RUNNING"], status
 
         # A task whose code fails inside a Spark task: FAILED, with the trace from where it ran.
         boom = {"connector.class": "ExplodingSinkConnector", "topics": topic}
