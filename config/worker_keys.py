@@ -80,8 +80,10 @@ class ExactlyOnceSourceSupport(StrEnum):
 
 
 class SourceTaskPlacement(StrEnum):
-    """``source.task.placement``: where a source task's poll loop runs."""
+    """``source.task.placement``: where a source task's poll loop runs (``auto``: on an executor when
+    ``spark.master`` is a cluster, on the worker with a local master)."""
 
+    AUTO = "auto"
     WORKER = "worker"
     EXECUTOR = "executor"
 
@@ -641,11 +643,11 @@ DEFINITIONS: tuple[Definition, ...] = (
     Definition(
         "source.task.placement",
         ConfigType.STRING,
-        "worker",
-        "Where source tasks run: worker (a thread of this worker process; Spark runs their transforms) or "
-        "executor (each task one long-running Spark job on an executor, polling and producing there; it "
-        "holds an executor core while it runs). Tasks whose connector has transforms run on the worker "
-        "either way.",
+        "auto",
+        "Where source tasks run: executor (each task one long-running Spark job, polling and producing on "
+        "an executor, where it holds a core while it runs), worker (a thread of this worker process; Spark "
+        "runs only their transforms), or auto: executor when spark.master is a cluster, worker with a "
+        "local master. Tasks whose connector has transforms run on the worker either way.",
         Choice([p.value for p in SourceTaskPlacement], case_insensitive=True, convert=SourceTaskPlacement),
         _M,
         kconnect=True,

@@ -78,6 +78,27 @@ def channel_hosts(settings: Mapping[str, str]) -> tuple[str, str]:
     return bind or ("127.0.0.1" if local else ""), advertised
 
 
+def source_placement(
+    configured: SourceTaskPlacement, spark_master: str, task_config: Mapping[str, str]
+) -> tuple[SourceTaskPlacement, str]:
+    """Where a source task runs (``worker`` or ``executor``, see ``spark_source``), and why when it is not
+    simply what ``source.task.placement`` says.
+
+    ``auto`` means executor with a cluster master and worker with a local one: locally the "executor" is
+    this machine anyway, and each source task would hold one of its few task slots for as long as it runs.
+    A connector with transforms keeps its tasks on the worker: the chain is a Spark plan, and a Spark task
+    has no SparkSession to run one.
+    """
+    placement, reason = configured, ""
+    if configured == SourceTaskPlacement.AUTO:
+        local = spark_master.strip().lower().startswith("local")
+        placement = SourceTaskPlacement.WORKER if local else SourceTaskPlacement.EXECUTOR
+        reason = f"auto, spark.master={spark_master}"
+    if placement == SourceTaskPlacement.EXECUTOR and task_config.get("transforms", "").strip():
+        return SourceTaskPlacement.WORKER, "the connector has transforms (a Spark plan, run on the worker)"
+    return placement, reason
+
+
 def python_workers_executable(settings: Mapping[str, str], environ: Mapping[str, str], default: str) -> str:
     """The interpreter Spark's Python workers (driver side and on every executor) run with.
 
@@ -343,18 +364,12 @@ class SparkExecutor:
         raise ConnectorError(f"{type(task).__name__} is neither a SourceTask nor a SinkTask")
 
     def _on_executor(self, task_id: TaskId, config: Mapping[str, str]) -> bool:
-        """Whether a source task runs as a Spark job (``spark_source``): when the placement says so, unless
-        its connector has transforms (their chain is a Spark plan; the task stays on the worker, logged)."""
-        if self.config.source_task_placement != SourceTaskPlacement.EXECUTOR:
-            return False
-        if config.get("transforms", "").strip():
-            log.warning(
-                "source task runs on the worker, not an executor",
-                task=str(task_id),
-                reason="the connector has transforms",
-            )
-            return False
-        return True
+        configured = self.config.source_task_placement
+        placement, reason = source_placement(configured, self.config.spark_master, config)
+        # Said out loud only where the worker's own setting is overridden; auto's choice at debug level.
+        say = log.warning if configured == SourceTaskPlacement.EXECUTOR != placement else log.debug
+        say("source task placement", task=str(task_id), placement=placement.value, reason=reason)
+        return placement == SourceTaskPlacement.EXECUTOR
 
     def _source_job(
         self, task_id: TaskId, config: Mapping[str, str], address: ChannelAddress, eos: ExactlyOnce | None

@@ -2,7 +2,8 @@
 an executor killed mid-flow loses nothing, and a failure in an executor shows in the task's status.
 
 The test starts a real standalone master and two workers (``tests/support/spark_cluster.py``, one core
-each), points one kconnect worker at it with ``source.task.placement=executor`` and runs FileStream source
+each), points one kconnect worker at it (``source.task.placement`` left at ``auto``: executor with a cluster
+master) and runs FileStream source
 -> topic -> FileStream sink. Every line must arrive, and both tasks must have run on the cluster: the
 master lists kconnect's application, each standalone worker launched an executor for it, the source task's
 poll loop runs in a Spark task on one executor (it holds that executor's core, its log says so) and the
@@ -189,7 +190,6 @@ def test_pipeline_runs_on_the_standalone_cluster_survives_an_executor_kill_and_r
             "spark.driver.bindAddress": "127.0.0.1",
             "spark.executor.memory": "512m",
             "spark.cores.max": "2",  # one executor of one core on each standalone worker
-            "source.task.placement": "executor",
             # The executors' Python workers import kconnect and confluent-kafka: the venv's interpreter,
             # through a wrapper that shows the property is honoured and where Python workers ran.
             "spark.pyspark.python": str(python),

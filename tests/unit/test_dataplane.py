@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kconnect.config.worker import WorkerConfig
+from kconnect.config.worker import SourceTaskPlacement, WorkerConfig
 from kconnect.runtime.dataplane.converters import converter_config
 from kconnect.runtime.dataplane.kafka_reader import (
     PartitionRange,
@@ -27,7 +27,12 @@ from kconnect.runtime.dataplane.kafka_reader import (
 from kconnect.runtime.dataplane.records import RAW_FIELDS, RAW_SCHEMA
 from kconnect.runtime.dataplane.sink_runner import consumed_offsets, offsets_to_commit
 from kconnect.runtime.dataplane.source_runner import SourceTaskRunner, _Submitted, latest_source_offsets
-from kconnect.runtime.dataplane.spark_executor import SparkExecutor, python_workers_executable, spark_settings
+from kconnect.runtime.dataplane.spark_executor import (
+    SparkExecutor,
+    python_workers_executable,
+    source_placement,
+    spark_settings,
+)
 from kconnect.runtime.dataplane.task_runner import client_settings
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.api import SourceRecord, SourceTask, TopicPartition
@@ -289,6 +294,26 @@ BASE = {
     "key.converter": "json",
     "value.converter": "json",
 }
+
+
+@pytest.mark.parametrize(
+    ("configured", "master", "transforms", "placement"),
+    [
+        ("auto", "local[*]", "", "worker"),
+        ("auto", "local-cluster[2,1,1024]", "", "worker"),
+        ("auto", "spark://master:7077", "", "executor"),
+        ("auto", "k8s://https://api:6443", "", "executor"),
+        ("auto", "spark://master:7077", "route", "worker"),
+        ("executor", "local[3]", "", "executor"),
+        ("executor", "spark://master:7077", "route", "worker"),
+        ("worker", "spark://master:7077", "", "worker"),
+    ],
+)
+def test_source_placement(configured: str, master: str, transforms: str, placement: str) -> None:
+    config = {"connector.class": "FileStreamSource", "transforms": transforms}
+    chosen, reason = source_placement(SourceTaskPlacement(configured), master, config)
+    assert chosen == SourceTaskPlacement(placement)
+    assert ("transforms" in reason) == bool(transforms and configured != "worker")
 
 
 def test_spark_settings_pass_every_spark_key_with_fair_scheduling_by_default() -> None:

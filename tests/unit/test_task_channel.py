@@ -1,0 +1,170 @@
+"""The worker <-> executor channel of source tasks run as Spark jobs (``task_channel``, ``spark_source``):
+messages both ways over loopback, the token check, and how the worker side folds an attempt's events."""
+
+from __future__ import annotations
+
+import queue
+import socket
+from typing import Any
+
+import pytest
+
+from kconnect.runtime.dataplane.spark_source import SparkSourceRunner
+from kconnect.runtime.dataplane.task_channel import (
+    ChannelAddress,
+    ChannelClient,
+    ChannelServer,
+    Connection,
+    Message,
+    TaskHandler,
+    decode,
+    encode,
+)
+from kconnect.runtime.ids import TaskId
+from kconnect.runtime.plugins.api import SourceTask
+
+
+class Recorder(TaskHandler):
+    def __init__(self) -> None:
+        self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
+
+    def attached(self, connection: Connection) -> None:
+        self.events.put(("attached", connection))
+        connection.send({"command": "state", "paused": False})
+
+    def message(self, connection: Connection, message: Message) -> None:
+        self.events.put(("message", message))
+
+    def detached(self, connection: Connection) -> None:
+        self.events.put(("detached", None))
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (b'{"event":"running"}\n', {"event": "running"}),
+        (b"[1, 2]\n", None),
+        (b"not json\n", None),
+        (b"\xff\xfe\n", None),
+    ],
+)
+def test_decode_keeps_objects_and_skips_anything_else(line: bytes, message: Message | None) -> None:
+    assert decode(line) == message
+
+
+def test_encode_is_one_line() -> None:
+    assert encode({"trace": "a\nb"}).count(b"\n") == 1
+
+
+def test_messages_go_both_ways_and_the_end_is_seen() -> None:
+    server = ChannelServer("127.0.0.1", "127.0.0.1")
+    handler = Recorder()
+    address = server.register(handler)
+    try:
+        client = ChannelClient(address)
+        assert handler.events.get(timeout=5)[0] == "attached"
+        assert client.commands.get(timeout=5) == {"command": "state", "paused": False}
+        client.send({"event": "running"})
+        assert handler.events.get(timeout=5) == ("message", {"event": "running"})
+        client.close()
+        assert handler.events.get(timeout=5) == ("detached", None)
+    finally:
+        server.close()
+
+
+def test_a_connection_without_a_known_token_is_closed() -> None:
+    server = ChannelServer("127.0.0.1", "127.0.0.1")
+    handler = Recorder()
+    address = server.register(handler)
+    try:
+        client = ChannelClient(ChannelAddress(address.host, address.port, "guessed"))
+        assert client.commands.get(timeout=5) is None  # the worker's end closed
+        server.unregister(address)
+        late = ChannelClient(address)  # unregistered: refused too
+        assert late.commands.get(timeout=5) is None
+        assert handler.events.empty()
+    finally:
+        server.close()
+
+
+class _Idle(SourceTask):
+    def version(self) -> str:
+        return "1"
+
+    def start(self, props: Any) -> None:
+        pass
+
+    def poll(self) -> list[Any]:
+        return []
+
+    def stop(self) -> None:
+        pass
+
+
+class _Sent:
+    def __init__(self) -> None:
+        self.sent: list[Message] = []
+
+    def send(self, message: Message) -> bool:
+        self.sent.append(message)
+        return True
+
+
+def _runner(running: list[TaskId]) -> SparkSourceRunner:
+    return SparkSourceRunner(
+        TaskId("c", 0),
+        _Idle(),
+        {},
+        lambda _t, _trace: None,
+        job=lambda _address: pytest.fail("no job in a unit test"),
+        channel=ChannelServer("127.0.0.1", "127.0.0.1"),
+        spark=lambda: None,
+        on_running=running.append,
+    )
+
+
+def test_the_worker_side_folds_an_attempts_events_and_adds_up_attempts() -> None:
+    running: list[TaskId] = []
+    runner = _runner(running)
+    runner._running.set()  # started, not paused
+    first: Any = _Sent()
+    runner.attached(first)
+    assert first.sent == [{"command": "state", "paused": False}]
+    assert runner.state() == "UNASSIGNED"  # until the executor says its loop runs
+    runner.message(first, {"event": "running"})
+    assert runner.state() == "RUNNING" and running == [TaskId("c", 0)]
+    runner.message(
+        first, {"event": "figures", "records": 10, "offset_commits": 2, "offset_commit_ms_total": 5.0}
+    )
+    runner.detached(first)  # the executor died: a new attempt counts from zero
+    second: Any = _Sent()
+    runner.attached(second)
+    runner.message(
+        second, {"event": "figures", "records": 3, "offset_commits": 1, "offset_commit_ms_total": 1.0}
+    )
+    assert (runner.counters.records, runner.counters.offset_commits) == (13, 3)
+    assert runner.counters.offset_commit_ms_total == pytest.approx(6.0)
+    runner.set_paused(True)
+    assert second.sent[-1] == {"command": "state", "paused": True}
+    runner.message(second, {"event": "failed", "trace": "Traceback ... RuntimeError: boom"})
+    assert runner._remote_failure == "Traceback ... RuntimeError: boom"
+
+
+def test_an_attempt_that_connects_after_the_stop_is_told_to_stop() -> None:
+    runner = _runner([])
+    runner._stopping.set()
+    late: Any = _Sent()
+    runner.attached(late)
+    assert late.sent == [{"command": "stop", "timeout_s": 0}]
+
+
+def test_the_server_listens_only_once_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    created: list[Any] = []
+    real = socket.create_server
+    monkeypatch.setattr(socket, "create_server", lambda *a, **k: created.append(a) or real(*a, **k))
+    server = ChannelServer("127.0.0.1", "127.0.0.1")
+    assert created == []
+    first = server.register(Recorder())
+    second = server.register(Recorder())
+    assert len(created) == 1 and first.port == second.port and first.token != second.token
+    server.close()
