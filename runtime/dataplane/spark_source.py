@@ -331,8 +331,13 @@ class SparkSourceRunner(TaskRunner, TaskHandler):
     # --- the channel (TaskHandler)
 
     def attached(self, connection: Connection) -> None:
+        """A new attempt is the task from now on: one still connected before it (an executor that is
+        not yet known to be dead, or a speculative copy) is told to stop, so two never run for long."""
         with self._connection_lock:
-            self._connection = connection
+            previous, self._connection = self._connection, connection
+        if previous is not None:
+            self.log.warning("a newer attempt of the source task connected; the older one is told to stop")
+            previous.send({"command": "stop", "timeout_s": 0})
         if self._stopping.is_set():
             connection.send({"command": "stop", "timeout_s": 0})
         else:

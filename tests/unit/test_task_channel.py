@@ -150,6 +150,20 @@ def test_the_worker_side_folds_an_attempts_events_and_adds_up_attempts() -> None
     assert runner._remote_failure == "Traceback ... RuntimeError: boom"
 
 
+def test_an_older_attempt_still_connected_is_told_to_stop_when_a_newer_one_connects() -> None:
+    runner = _runner([])
+    runner._running.set()
+    older: Any = _Sent()
+    newer: Any = _Sent()
+    runner.attached(older)
+    runner.attached(newer)
+    assert older.sent[-1] == {"command": "stop", "timeout_s": 0}
+    assert newer.sent == [{"command": "state", "paused": False}]
+    runner.detached(older)  # the older one's end changes nothing for the newer
+    runner.set_paused(True)
+    assert newer.sent[-1] == {"command": "state", "paused": True}
+
+
 def test_an_attempt_that_connects_after_the_stop_is_told_to_stop() -> None:
     runner = _runner([])
     runner._stopping.set()
