@@ -59,7 +59,8 @@ class ChannelAddress:
 
 
 class Connection:
-    """One task attempt's connection, on the worker's side: ``send`` is safe from any thread."""
+    """One task attempt's connection (the worker's side; the executor's is a :class:`ChannelClient`):
+    ``send`` is safe from any thread."""
 
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
@@ -159,24 +160,16 @@ class ChannelServer:
             connection.close()
 
 
-class ChannelClient:
+class ChannelClient(Connection):
     """The executor's end for one task attempt: events out, commands queued for the attempt's loop."""
 
     def __init__(self, address: ChannelAddress, timeout_s: float = 30.0) -> None:
-        self._sock = socket.create_connection((address.host, address.port), timeout=timeout_s)
-        self._sock.settimeout(None)
-        self._lock = threading.Lock()
+        sock = socket.create_connection((address.host, address.port), timeout=timeout_s)
+        sock.settimeout(None)
+        super().__init__(sock)
         self.commands: queue.Queue[Message | None] = queue.Queue()  # None: the worker's end closed
         self.send({"token": address.token})
         threading.Thread(target=self._read, name="task-channel-client", daemon=True).start()
-
-    def send(self, message: Message) -> bool:
-        try:
-            with self._lock:
-                self._sock.sendall(encode(message))
-            return True
-        except OSError:
-            return False
 
     def _read(self) -> None:
         try:
@@ -192,4 +185,4 @@ class ChannelClient:
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_RDWR)
-        self._sock.close()
+        super().close()

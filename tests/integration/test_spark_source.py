@@ -26,6 +26,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
 from tests.integration.test_exactly_once_source import read_committed
 from tests.support.cluster import WorkerProcess, start_cluster, wait_until, worker_properties
+from tests.support.plugin_sources import one_task_connector
 
 pytestmark = pytest.mark.integration
 
@@ -33,8 +34,7 @@ pytestmark = pytest.mark.integration
 FAILING_SOURCE = r"""
 import os
 
-from kconnect.runtime.plugins.api import SourceConnector, SourceRecord, SourceTask
-from kconnect.runtime.plugins.config_def import ConfigDef
+from kconnect.runtime.plugins.api import SourceRecord, SourceTask
 
 
 class FailingSourceTask(SourceTask):
@@ -54,26 +54,7 @@ class FailingSourceTask(SourceTask):
     def stop(self):
         pass
 
-
-class FailingSourceConnector(SourceConnector):
-    def version(self):
-        return "1.0"
-
-    def config_def(self):
-        return ConfigDef()
-
-    def start(self, props):
-        self.props = dict(props)
-
-    def task_class(self):
-        return FailingSourceTask
-
-    def task_configs(self, max_tasks):
-        return [dict(self.props)]
-
-    def stop(self):
-        pass
-"""
+""" + one_task_connector("Source", "FailingSourceTask", "FailingSourceConnector")
 
 
 @dataclass

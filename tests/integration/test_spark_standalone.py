@@ -36,6 +36,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
 from tests.support import spark_cluster
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
+from tests.support.plugin_sources import one_task_connector
 
 pytestmark = pytest.mark.integration
 
@@ -111,8 +112,7 @@ def executor_pids(app_id: str) -> dict[str, int]:
 EXPLODING_SINK = r"""
 import os
 
-from kconnect.runtime.plugins.api import FrameSinkTask, SinkConnector
-from kconnect.runtime.plugins.config_def import ConfigDef
+from kconnect.runtime.plugins.api import FrameSinkTask
 
 
 class ExplodingSinkTask(FrameSinkTask):
@@ -133,26 +133,7 @@ class ExplodingSinkTask(FrameSinkTask):
     def stop(self):
         pass
 
-
-class ExplodingSinkConnector(SinkConnector):
-    def version(self):
-        return "1.0"
-
-    def config_def(self):
-        return ConfigDef()
-
-    def start(self, props):
-        self.props = dict(props)
-
-    def task_class(self):
-        return ExplodingSinkTask
-
-    def task_configs(self, max_tasks):
-        return [dict(self.props)]
-
-    def stop(self):
-        pass
-"""
+""" + one_task_connector("Sink", "ExplodingSinkTask", "ExplodingSinkConnector")
 
 
 def python_wrapper(workdir: Path) -> tuple[Path, Path]:
