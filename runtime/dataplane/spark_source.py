@@ -409,9 +409,11 @@ class SparkSourceRunner(TaskRunner, TaskHandler):
         try:
             if self._fence is not None:
                 self._fence(self.task_id.connector)
-            self.run_job(address)
-            if self._remote_failure is not None and not self._stopping.is_set():
-                self._fail(self._remote_failure)
+            ended = self.run_job(address)
+            if not self._stopping.is_set():
+                # Nothing but a stop ends a source task's job without a failure: say what ended it.
+                unexpected = f"the Spark job of source task {self.task_id} ended: {ended}"
+                self._fail(self._remote_failure or unexpected)
         except BaseException:
             trace = traceback.format_exc()
             if self._stopping.is_set():
@@ -427,16 +429,18 @@ class SparkSourceRunner(TaskRunner, TaskHandler):
         self.log.error("task failed", trace=trace)
         self._on_failure(self.task_id, trace)
 
-    def run_job(self, address: ChannelAddress) -> None:
-        """Submit the task's job and wait for it: it runs until the task stops or fails."""
+    def run_job(self, address: ChannelAddress) -> list[str]:
+        """Submit the task's job and wait for it: it runs until the task stops or fails; what its Spark
+        task said on the way out."""
         spark = self._spark()
         context = spark.sparkContext
         context.setJobGroup(self.pool, f"kconnect source task {self.task_id}", interruptOnCancel=True)
         context.setLocalProperty("spark.scheduler.pool", self.pool)
         job = self._make_job(address)
         self.log.info("source task job submitted", pool=self.pool)
-        ended = context.parallelize([job], 1).mapPartitions(run_source_job).collect()
+        ended: list[str] = context.parallelize([job], 1).mapPartitions(run_source_job).collect()
         self.log.info("source task job ended", ended=ended)
+        return ended
 
     def run(self) -> None:  # pragma: no cover - the job replaces the loop (_main)
         raise NotImplementedError
