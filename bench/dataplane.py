@@ -34,6 +34,8 @@ half, records/s at least 2x).
     .venv/bin/python bench/dataplane.py --only ceiling,kconnect
     .venv/bin/python bench/dataplane.py --group-protocol connect    # kconnect rows for one protocol only
     .venv/bin/python bench/dataplane.py --only reference,kconnect,transforms   # the side-by-side rows
+    .venv/bin/python bench/dataplane.py --only reference,kconnect --group-protocol connect \
+        --source-placement worker,executor    # the source task on the worker's thread, then as a Spark job
 """
 
 from __future__ import annotations
@@ -472,12 +474,15 @@ def wait_for_lines(
         time.sleep(0.2)
 
 
-def kconnect_worker(bootstrap: str, work: Path, group_protocol: str) -> WorkerProcess:
+def kconnect_worker(
+    bootstrap: str, work: Path, group_protocol: str, source_placement: str = "auto"
+) -> WorkerProcess:
     group = f"kc-{group_protocol}-{uuid.uuid4().hex[:6]}"
     props = worker_properties(bootstrap, group, free_port())
     props.update(
         {
             "group.protocol": group_protocol,
+            "source.task.placement": source_placement,
             "key.converter": STRING_CONVERTER,
             "value.converter": STRING_CONVERTER,
             "offset.flush.interval.ms": FLUSH_INTERVAL_MS,
@@ -572,6 +577,7 @@ def run_kconnect(
     group_protocol: str,
     transforms: bool = False,
     broker_pid: int | None = None,
+    placement_label: str = "",
 ) -> Result:
     topic = f"kc-{uuid.uuid4().hex[:6]}-lines"
     create_topic(bootstrap, topic)
@@ -598,7 +604,7 @@ def run_kconnect(
         "Spark JVM peak": mib(peak["jvm"]),
         "Spark Python workers peak": mib(peak["other"]),
     }
-    label = f"kconnect (Spark) {group_protocol}" + (TRANSFORMS_LABEL if transforms else "")
+    label = f"kconnect (Spark) {group_protocol}{placement_label}" + (TRANSFORMS_LABEL if transforms else "")
     return Result(
         label,
         records,
@@ -727,11 +733,16 @@ def run_kconnect_rows(
     group_protocol: str,
     broker_pid: int | None = None,
     pipelines: list[int] | None = None,
+    source_placement: str = "auto",
 ) -> list[Result]:
     """The kconnect rows on one fresh kconnect worker with ``group.protocol=group_protocol``: FileStream
-    plain and with two transforms, Parquet, and ``pipelines`` (counts of concurrent FileStream pipelines)."""
+    plain and with two transforms, Parquet, and ``pipelines`` (counts of concurrent FileStream pipelines).
+    With ``source_placement=executor`` the FileStream source task runs as a Spark job (a Python worker of
+    the local master) instead of on the worker's thread; the transforms row's source has no transforms,
+    so it moves too."""
     results: list[Result] = []
-    worker = kconnect_worker(bootstrap, work, group_protocol)
+    worker = kconnect_worker(bootstrap, work, group_protocol, source_placement)
+    placed = " src on executor" if source_placement == "executor" else ""
     try:
         wait_until(lambda: (worker.workers() or {}).get("generation", -1) >= 0, 120, "the join")
         assert worker.proc is not None
@@ -741,17 +752,27 @@ def run_kconnect_rows(
         warm_up(worker, bootstrap, work, group_protocol)
         if "kconnect" in only:
             print(f"kconnect {group_protocol}: FileStream source and sink ...", flush=True)
-            out = work / f"out-kconnect-{group_protocol}.txt"
+            out = work / f"out-kconnect-{group_protocol}{placed.replace(' ', '-')}.txt"
             results.append(
                 run_kconnect(
-                    worker, bootstrap, source, out, records, idle, group_protocol, broker_pid=broker_pid
+                    worker,
+                    bootstrap,
+                    source,
+                    out,
+                    records,
+                    idle,
+                    group_protocol,
+                    broker_pid=broker_pid,
+                    placement_label=placed,
                 )
             )
         if {"kconnect", "transforms"} <= only:
             print(f"kconnect {group_protocol}: FileStream source and sink, two transforms ...", flush=True)
-            out = work / f"out-kconnect-{group_protocol}-transforms.txt"
+            out = work / f"out-kconnect-{group_protocol}{placed.replace(' ', '-')}-transforms.txt"
             results.append(
-                run_kconnect(worker, bootstrap, source, out, records, idle, group_protocol, True, broker_pid)
+                run_kconnect(
+                    worker, bootstrap, source, out, records, idle, group_protocol, True, broker_pid, placed
+                )
             )
         for count in pipelines or []:
             print(f"kconnect {group_protocol}: {count} FileStream pipelines at once ...", flush=True)
@@ -884,10 +905,20 @@ def main(argv: list[str] | None = None) -> int:
         help="kconnect's group.protocol values, comma-separated: a fresh worker (and group) for each, "
         "each with its kconnect and parquet rows",
     )
+    parser.add_argument(
+        "--source-placement",
+        default="auto",
+        help="source.task.placement of the kconnect workers, comma-separated: a fresh worker for each "
+        "(auto: on the worker with this local master; executor: the source task as a Spark job); "
+        "pipelines and parquet run with the first only",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, outputs)")
     args = parser.parse_args(argv)
     only = {s.strip() for s in args.only.split(",")}
     group_protocols = [g.strip() for g in args.group_protocol.split(",") if g.strip()]
+    placements = [p.strip() for p in args.source_placement.split(",") if p.strip()]
+    if not placements or set(placements) - {"auto", "worker", "executor"}:
+        parser.error(f"--source-placement takes auto, worker and/or executor, not {args.source_placement!r}")
     pipelines = [int(n) for n in args.pipelines.split(",") if n.strip()] if "pipelines" in only else []
     unknown = set(group_protocols) - {"connect", "classic"}
     if unknown or not group_protocols:
@@ -924,17 +955,19 @@ def main(argv: list[str] | None = None) -> int:
                 print("reference: Apache Kafka Connect 3.9, clients batching like librdkafka ...", flush=True)
                 out = work / "out-reference-tuned.txt"
                 results.append(run_reference(broker.bootstrap, work, source, out, args.records, tuned=True))
-            for i, group_protocol in enumerate(group_protocols if only & {"kconnect", "parquet"} else []):
+            runs = [(g, p) for g in group_protocols for p in placements]
+            for i, (group_protocol, placement) in enumerate(runs if only & {"kconnect", "parquet"} else []):
                 results.extend(
                     run_kconnect_rows(
                         broker.bootstrap,
                         work,
                         source,
                         args.records,
-                        only,
+                        only if placement == placements[0] else only - {"parquet"},
                         group_protocol,
                         pid,
                         pipelines if i == 0 else [],
+                        placement,
                     )
                 )
         except (httpx.HTTPError, RuntimeError, TimeoutError, AssertionError) as exc:
