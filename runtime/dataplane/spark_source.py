@@ -27,6 +27,7 @@ tasks use.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import threading
@@ -50,7 +51,7 @@ from kconnect.runtime.dataplane.task_channel import (
 from kconnect.runtime.dataplane.task_runner import TaskRunner, instantiate_task
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.api import ConnectorError, SourceTask
-from kconnect.runtime.plugins.plugin_metrics import PluginMetricsRegistry
+from kconnect.runtime.plugins.plugin_metrics import GROUP, MetricName, PluginMetrics, PluginMetricsRegistry
 from kconnect.runtime.storage import offset_log
 from kconnect.runtime.storage.offset_log import OffsetState, SourceOffset
 
@@ -209,6 +210,7 @@ def _run_attempt(job: SourceJob, client: ChannelClient, runner_class: Any) -> di
     def topics(status: Any) -> None:
         client.send({"event": "topics", "topics": [status.topic]})
 
+    metrics = PluginMetricsRegistry()
     try:
         runner = runner_class(
             task_id,
@@ -224,6 +226,7 @@ def _run_attempt(job: SourceJob, client: ChannelClient, runner_class: Any) -> di
             flush_timeout_ms=job.flush_timeout_ms,
             exactly_once=job.exactly_once,
             sync_offsets=offsets.sync,
+            plugin_metrics=metrics,
             on_running=running,
         )
     except Exception:
@@ -254,15 +257,17 @@ def _run_attempt(job: SourceJob, client: ChannelClient, runner_class: Any) -> di
                 ended = "stopped"
                 break
             if time.monotonic() >= next_figures:
-                _send_figures(client, runner)
+                _send_figures(client, runner, metrics)
                 next_figures = time.monotonic() + FIGURES_S
     finally:
-        _send_figures(client, runner)
+        _send_figures(client, runner, metrics)
         offsets.close()
     return {"ended": "failed" if runner.failed is not None else ended}
 
 
-def _send_figures(client: ChannelClient, runner: TaskRunner) -> None:
+def _send_figures(client: ChannelClient, runner: TaskRunner, metrics: PluginMetricsRegistry) -> None:
+    """The task's counters, and the KIP-877 metrics its plugin and converters registered here (their
+    values now: the worker shows them in ``/metrics`` as if they were its own)."""
     counters = runner.counters
     client.send(
         {
@@ -270,6 +275,7 @@ def _send_figures(client: ChannelClient, runner: TaskRunner) -> None:
             "records": counters.records,
             "offset_commits": counters.offset_commits,
             "offset_commit_ms_total": counters.offset_commit_ms_total,
+            "plugin_metrics": [[m.name, m.description, list(m.tags), m.value] for m in metrics.snapshot()],
         }
     )
 
@@ -323,6 +329,11 @@ class SparkSourceRunner(TaskRunner, TaskHandler):
         self._connection_lock = threading.Lock()
         #: The executor's trace when the task failed there.
         self._remote_failure: str | None = None
+        #: The executor's KIP-877 metrics as last reported, registered in the worker's registry under their
+        #: own names and tags (closed with the task's other metrics).
+        self._mirror: PluginMetrics = self._metrics_registry.plugin({})
+        self._all_metrics.append(self._mirror)
+        self._mirrored: dict[MetricName, float] = {}
         #: Figures of earlier attempts (an executor died), added to the current attempt's: records,
         #: offset commits, their milliseconds.
         self._earlier = [0.0, 0.0, 0.0]
@@ -357,8 +368,38 @@ class SparkSourceRunner(TaskRunner, TaskHandler):
             self.counters.records = int(records)
             self.counters.offset_commits = int(commits)
             self.counters.offset_commit_ms_total = commit_ms
+            self._mirror_metrics(message.get("plugin_metrics") or [])
         elif event == "topics":
             self.track_topics(str(t) for t in message.get("topics") or [])
+
+    def _mirror_metrics(self, samples: list[Any]) -> None:
+        """Show the executor's plugin metrics as reported: new ones registered, gone ones removed, values
+        updated. A malformed sample is skipped; a name the worker already has (another instance) too."""
+        seen: dict[MetricName, float] = {}
+        for sample in samples:
+            try:
+                name, description, tags, value = sample
+                metric = MetricName(
+                    str(name), GROUP, tuple((str(k), str(v)) for k, v in tags), str(description)
+                )
+                seen[metric] = float(value)
+            except (TypeError, ValueError):
+                continue
+        for metric in set(self._mirrored) - set(seen):
+            with contextlib.suppress(ValueError, RuntimeError):
+                self._mirror.remove_metric(metric)
+            del self._mirrored[metric]
+        for metric, value in seen.items():
+            if metric not in self._mirrored:
+                try:
+                    self._mirror.add_metric(metric, self._gauge(metric))
+                except (ValueError, RuntimeError) as exc:
+                    self.log.warning("executor plugin metric not shown", metric=metric.name, error=str(exc))
+                    continue
+            self._mirrored[metric] = value
+
+    def _gauge(self, metric: MetricName) -> Callable[[], float]:
+        return lambda: self._mirrored.get(metric, 0.0)
 
     def detached(self, connection: Connection) -> None:
         with self._connection_lock:

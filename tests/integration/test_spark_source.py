@@ -25,6 +25,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
 from tests.integration.test_exactly_once_source import read_committed
+from tests.integration.test_plugin_metrics import COUNTING_SOURCE, plugin_samples
 from tests.support.cluster import WorkerProcess, start_cluster, wait_until, worker_properties
 from tests.support.plugin_sources import one_task_connector
 
@@ -82,6 +83,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, broker: EmbeddedBroker) ->
     plugins = workdir / "plugins"
     plugins.mkdir()
     (plugins / "failing_source.py").write_text(FAILING_SOURCE)
+    (plugins / "counting_source.py").write_text(COUNTING_SOURCE)
     props = worker_properties(
         broker.bootstrap, f"ss-{uuid.uuid4().hex[:8]}", free_port(), plugin_path=str(plugins)
     )
@@ -185,6 +187,26 @@ def test_a_source_task_failing_in_its_spark_task_is_failed_with_that_trace(clust
     assert "failing_source.py" in text and "in poll" in text, text
     worker_pid = c.worker.proc.pid if c.worker.proc is not None else None
     assert f"in process {worker_pid}\n" not in text + "\n", "the task ran in the worker process"
+
+
+@pytest.mark.timeout(300)
+def test_a_source_tasks_plugin_metrics_registered_in_its_spark_task_show_in_the_workers_metrics(
+    cluster: Cluster,
+) -> None:
+    """KIP-877: the task registers a sensor in its Spark task; the worker's ``/metrics`` shows it (sent
+    with the task's figures), and it goes when the connector is deleted."""
+    c = cluster
+    config = {"connector.class": "CountingSourceConnector", "topic": c.topic, "count": "40"}
+    assert (
+        c.worker.request("POST", "/connectors", json={"name": "counted", "config": config}).status_code == 201
+    )
+    w = f'worker="{c.worker.url.split("://", 1)[1]}"'
+    total = f'plugins_records_polled_total{{{w},connector="counted",task="0",topic="{c.topic}"}}'
+    wait_until(
+        lambda: plugin_samples(c.worker).get(total) == 40, 90, "the task's own count at 40 in /metrics"
+    )
+    assert c.worker.request("DELETE", "/connectors/counted").status_code == 204
+    wait_until(lambda: total not in plugin_samples(c.worker), 60, "the task's metrics gone")
 
 
 @pytest.mark.timeout(300)

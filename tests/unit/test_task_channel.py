@@ -22,6 +22,7 @@ from kconnect.runtime.dataplane.task_channel import (
 )
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.api import SourceTask
+from kconnect.runtime.plugins.plugin_metrics import PluginMetricsRegistry
 
 
 class Recorder(TaskHandler):
@@ -182,3 +183,37 @@ def test_the_server_listens_only_once_asked(monkeypatch: pytest.MonkeyPatch) -> 
     second = server.register(Recorder())
     assert len(created) == 1 and first.port == second.port and first.token != second.token
     server.close()
+
+
+def test_the_executors_plugin_metrics_show_in_the_workers_registry_and_go_with_the_task() -> None:
+    registry = PluginMetricsRegistry()
+    runner = SparkSourceRunner(
+        TaskId("c", 0),
+        _Idle(),
+        {},
+        lambda _t, _trace: None,
+        job=lambda _address: pytest.fail("no job in a unit test"),
+        channel=ChannelServer("127.0.0.1", "127.0.0.1"),
+        spark=lambda: None,
+        plugin_metrics=registry,
+    )
+    attempt: Any = _Sent()
+    task_tags = [["connector", "c"], ["task", "0"]]
+
+    def figures(*samples: list[Any]) -> Message:
+        return {"event": "figures", "records": 1, "plugin_metrics": list(samples)}
+
+    runner.message(attempt, figures(["polls", "poll calls", task_tags, 3.0], ["bad"], ["rate", "", [], "x"]))
+    [sample] = registry.snapshot()
+    assert (sample.name, sample.group, sample.tags, sample.value) == (
+        "polls",
+        "plugins",
+        (("connector", "c"), ("task", "0")),
+        3.0,
+    )
+    runner.message(attempt, figures(["polls", "poll calls", task_tags, 5.0], ["lag", "", task_tags, 1.0]))
+    assert {(s.name, s.value) for s in registry.snapshot()} == {("polls", 5.0), ("lag", 1.0)}
+    runner.message(attempt, figures(["lag", "", task_tags, 2.0]))  # the plugin removed "polls"
+    assert {(s.name, s.value) for s in registry.snapshot()} == {("lag", 2.0)}
+    runner.close_plugin_metrics()  # the task stopped: its mirrored metrics go too
+    assert registry.snapshot() == ()
