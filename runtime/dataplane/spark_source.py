@@ -7,7 +7,7 @@ convert, produce with an idempotent producer, source offsets written to the offs
 acknowledged every record before them, on ``offset.flush.interval.ms``), with its own Kafka clients, on
 the executor. The worker side (:class:`SparkSourceRunner`) submits the job, serves the task's connection
 (``task_channel``: RUNNING when the executor says its loop runs, FAILED with the executor's trace, its
-figures and active topics, pause and resume) and stops it: a stop goes to the executor, where the task's
+figures, KIP-877 plugin metrics and active topics, pause and resume) and stops it: a stop goes to the executor, where the task's
 ``stop()`` is called and its offsets flushed; a job still running after
 ``task.shutdown.graceful.timeout.ms`` is cancelled.
 
