@@ -1,15 +1,15 @@
 """A source task as a Spark job: its poll, conversion and produce run in a Python worker on an executor.
 
-With ``source.task.placement=executor`` a source task is one long-running Spark job of one Spark task, as
-Spark Streaming's receivers are: the executor side (:func:`run_source_job`) makes the plugin task, reads
-the offsets topic, and runs the same loop as on the worker (``source_runner.SourceTaskRunner``: poll,
-convert, produce with an idempotent producer, source offsets written to the offsets topic only once Kafka
-acknowledged every record before them, on ``offset.flush.interval.ms``), with its own Kafka clients, on
-the executor. The worker side (:class:`SparkSourceRunner`) submits the job, serves the task's connection
-(``task_channel``: RUNNING when the executor says its loop runs, FAILED with the executor's trace, its
-figures, KIP-877 plugin metrics and active topics, pause and resume) and stops it: a stop goes to the executor, where the task's
-``stop()`` is called and its offsets flushed; a job still running after
-``task.shutdown.graceful.timeout.ms`` is cancelled.
+With ``source.task.placement=executor`` (or ``auto`` and a cluster master) a source task is one long-running
+Spark job of one Spark task, as Spark Streaming's receivers are: the executor side (:func:`run_source_job`)
+makes the plugin task, reads the offsets topic, and runs the same loop as on the worker
+(``source_runner.SourceTaskRunner``: poll, convert, produce with an idempotent producer, source offsets
+written to the offsets topic only once Kafka acknowledged every record before them, on
+``offset.flush.interval.ms``), with its own Kafka clients, on the executor. The worker side
+(:class:`SparkSourceRunner`) submits the job, serves the task's connection (``task_channel``: RUNNING when the
+executor says its loop runs, FAILED with the executor's trace, its figures, KIP-877 plugin metrics and active
+topics, pause and resume) and stops it: a stop goes to the executor, where the task's ``stop()`` is called and
+its offsets flushed; a job still running after ``task.shutdown.graceful.timeout.ms`` is cancelled.
 
 Why this gives "restart elsewhere" for free: an executor that dies takes the Spark task with it, Spark runs
 it again on another executor (``spark.task.maxFailures``), and the new attempt starts from the offsets in
