@@ -30,6 +30,7 @@ from kconnect.runtime.dataplane.records import RAW_SCHEMA
 
 __all__ = [
     "FORMAT",
+    "REPROBE_S",
     "KafkaDataSource",
     "PartitionRange",
     "TopicPartitionKey",
@@ -150,22 +151,28 @@ def advance(
 def idle_partitions(
     planned: Mapping[TopicPartitionKey, int],
     highs: Mapping[TopicPartitionKey, int],
-    probed: Mapping[TopicPartitionKey, int],
+    probed: Mapping[TopicPartitionKey, tuple[int, float]],
+    now: float,
 ) -> list[TopicPartitionKey]:
     """The partitions to ask for records past their reported end: those whose high watermark says nothing
-    is left past what is already planned, and that were not asked at that position before.
+    is left past what is already planned, and that were not asked at that position in the last
+    ``REPROBE_S`` seconds (``probed``: position and time of the last answered probe).
 
     Why ask at all: a broker may hold records past the high watermark it reports (the embedded test
     broker reports the base offset of a partition's last batch + 1, so the rest of that batch would wait
     for the next one to arrive). Apache Kafka serves no record past its high watermark (nor, to a
     read_committed reader, past the last stable offset), so there the answer is always "nothing" and
-    the planned end stays the high watermark. Asking once per position keeps an idle partition from
-    being asked on every trigger.
+    the planned end stays the high watermark. Why again after a while at the same position: once a
+    producer stops, nothing moves the watermark again, so a position asked once too early (or whose
+    answer was lost) would never be asked again and the tail of its last batch never read (CI saw it);
+    asking an idle partition every few seconds costs one short fetch, as an idle consumer's fetches do.
     """
     return sorted(
         tp
         for tp, high in highs.items()
-        if tp in planned and high <= planned[tp] and probed.get(tp) != planned[tp]
+        if tp in planned
+        and high <= planned[tp]
+        and (tp not in probed or probed[tp][0] != planned[tp] or now - probed[tp][1] >= REPROBE_S)
     )
 
 
@@ -187,6 +194,8 @@ READ_CHUNK = 10000
 #: The longest a planner waits for a fetch answer when asking for records past a reported end: the
 #: answer comes at once either way (records, or the end of the partition).
 PROBE_S = 5.0
+#: How often an idle partition is asked again at the same position (``idle_partitions``).
+REPROBE_S = 5.0
 
 
 def raw_batch(messages: Sequence[Any], topic: str, partition: int) -> Any:
@@ -370,8 +379,8 @@ class KafkaStreamReader(DataSourceStreamReader):
         self._last: dict[TopicPartitionKey, int] = {}
         #: Where the query starts, once worked out (``initialOffset``).
         self._start: dict[TopicPartitionKey, int] | None = None
-        #: The planned end each partition was last asked for records past (``idle_partitions``).
-        self._probed: dict[TopicPartitionKey, int] = {}
+        #: The planned end each partition was last asked for records past, and when (``idle_partitions``).
+        self._probed: dict[TopicPartitionKey, tuple[int, float]] = {}
         self._consumer: Any = None
         self._prober: Any = None
 
@@ -435,6 +444,12 @@ class KafkaStreamReader(DataSourceStreamReader):
             while time.monotonic() < deadline:
                 messages = self._prober.consume(num_messages=READ_CHUNK, timeout=0.05)
                 for msg in messages:
+                    # Only this partition's answer from this position: the prober is assigned one partition
+                    # after another, and a message or end-of-partition event of an earlier assignment can
+                    # still be queued (an earlier partition's end taken for this one's stopped the probe
+                    # at once, "answered", and the tail of a stopped producer's last batch was never read).
+                    if (msg.topic(), msg.partition()) != tp or (msg.offset() or 0) < position:
+                        continue
                     error = msg.error()
                     if error is None:
                         end = max(end, msg.offset() + 1)
@@ -488,10 +503,10 @@ class KafkaStreamReader(DataSourceStreamReader):
             self.initialOffset()
         tps = self._partitions()
         highs = {tp: high for tp, (_, high) in self._watermarks(tps).items()}
-        for tp in idle_partitions(self._last, highs, self._probed):
+        for tp in idle_partitions(self._last, highs, self._probed, time.monotonic()):
             end, answered = self._served_end(tp, self._last[tp])
             if answered:
-                self._probed[tp] = self._last[tp]
+                self._probed[tp] = (self._last[tp], time.monotonic())
             highs[tp] = max(highs[tp], end)
         self._last = advance(self._last, highs, self.cap)
         return encode_offsets(self._last)

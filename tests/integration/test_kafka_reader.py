@@ -61,3 +61,42 @@ def test_a_probe_that_got_no_answer_is_asked_again_so_a_stopped_producers_tail_i
         assert decode_offsets(reader.latestOffset()) == {(topic, 0): RECORDS}  # asked, answered: stays
     finally:
         reader.stop()
+
+
+def test_each_partition_is_planned_to_its_own_served_end(broker: EmbeddedBroker) -> None:
+    """One prober serves every partition in turn: what one partition's probe answered (its records, its
+    end-of-partition event) must never count for the next. Three partitions, one multi-record batch each,
+    probed together; then a stopped producer's last batch on each, probed again."""
+    topic = f"reader-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for future in admin.create_topics([NewTopic(topic, 3, 1)]).values():
+        future.result(15)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 500})
+
+    def batch(count: int) -> None:
+        for partition in range(3):
+            for i in range(count * (partition + 1)):
+                producer.produce(topic, value=f"{partition}-{i}".encode(), partition=partition)
+        assert producer.flush(15) == 0
+
+    batch(RECORDS)
+    reader = KafkaStreamReader(
+        {
+            "topics": topic,
+            "group.id": f"g-{uuid.uuid4().hex[:6]}",
+            "kafka.bootstrap.servers": broker.bootstrap,
+        }
+    )
+    try:
+        reader.initialOffset()
+        ends = {(topic, p): RECORDS * (p + 1) for p in range(3)}
+        planned: dict[tuple[str, int], int] = {}
+        for _ in range(4):  # the test broker's watermark first, then the probes' answers
+            planned = decode_offsets(reader.latestOffset())
+        assert planned == ends
+        batch(RECORDS)
+        for _ in range(4):
+            planned = decode_offsets(reader.latestOffset())
+        assert planned == {tp: 2 * end for tp, end in ends.items()}
+    finally:
+        reader.stop()

@@ -157,8 +157,31 @@ class Run:
             result = verify(seen_in_lines(_lines(self.sink_file)), expected)
             return result if result.ok else None
 
-        wait_nudging(caught_up, self.nudge, timeout, f"the sink to catch up ({step})", every=8.0)
+        try:
+            wait_nudging(caught_up, self.nudge, timeout, f"the sink to catch up ({step})", every=8.0)
+        except AssertionError as exc:
+            # What is missing and where it sits, for whoever reads a CI failure without the workers' files.
+            result = verify(seen_in_lines(_lines(self.sink_file)), expected)
+            lost = {task: seqnos[:10] for task, seqnos in result.lost.items()}
+            raise AssertionError(
+                f"{exc}; lost seqnos (first 10 per task): {lost}; {self.topic_state()}"
+            ) from None
         return self.check(step, expected, final=True)
+
+    def topic_state(self) -> str:
+        """Each partition's reported end and the sink group's committed offsets."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "connect-sink"})
+        try:
+            tps = [TopicPartition(self.topic, p) for p in range(PARTITIONS)]
+            ends = [consumer.get_watermark_offsets(tp, timeout=10, cached=False)[1] for tp in tps]
+            committed = [tp.offset for tp in consumer.committed(tps, timeout=10)]
+        except Exception as exc:  # a diagnostic only
+            return f"topic state unavailable: {exc}"
+        finally:
+            consumer.close()
+        return f"partition ends {ends}, sink group committed {committed}"
 
 
 def steady(run: Run, step: str, seconds: float) -> Verification:

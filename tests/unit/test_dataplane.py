@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from kconnect.config.worker import SourceTaskPlacement, WorkerConfig
 from kconnect.runtime.dataplane.converters import converter_config
 from kconnect.runtime.dataplane.kafka_reader import (
+    REPROBE_S,
     PartitionRange,
     advance,
     assigned_partitions,
@@ -169,21 +170,23 @@ def test_advance_moves_forward_within_the_cap(
         # it stands at the plan: ask once whether records are served past it...
         ({("t", 0): 10}, {("t", 0): 10}, {}, [("t", 0)]),
         # ...and not again at the same position
-        ({("t", 0): 10}, {("t", 0): 10}, {("t", 0): 10}, []),
+        ({("t", 0): 10}, {("t", 0): 10}, {("t", 0): (10, 99.0)}, []),
+        # ...until REPROBE_S has passed: a stopped producer moves no watermark
+        ({("t", 0): 10}, {("t", 0): 10}, {("t", 0): (10, 100.0 - REPROBE_S)}, [("t", 0)]),
         # the plan moved past the watermark (records were served past it): ask again there
-        ({("t", 0): 15}, {("t", 0): 10}, {("t", 0): 10}, [("t", 0)]),
+        ({("t", 0): 15}, {("t", 0): 10}, {("t", 0): (10, 99.0)}, [("t", 0)]),
         # a partition never planned is read up to its watermark first
         ({}, {("t", 0): 3}, {}, []),
         ({("a", 0): 5, ("b", 1): 7}, {("b", 1): 7, ("a", 0): 5}, {}, [("a", 0), ("b", 1)]),
     ],
 )
-def test_idle_partitions_are_asked_once_per_position(
+def test_idle_partitions_are_asked_once_per_position_and_again_after_a_while(
     planned: dict[tuple[str, int], int],
     highs: dict[tuple[str, int], int],
-    probed: dict[tuple[str, int], int],
+    probed: dict[tuple[str, int], tuple[int, float]],
     asked: list[tuple[str, int]],
 ) -> None:
-    assert idle_partitions(planned, highs, probed) == asked
+    assert idle_partitions(planned, highs, probed, now=100.0) == asked
 
 
 def test_client_config_strips_the_prefix() -> None:
