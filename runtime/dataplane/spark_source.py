@@ -454,21 +454,16 @@ class SparkSourceRunner(TaskRunner, TaskHandler):
             if not self._stopping.is_set():
                 # Nothing but a stop ends a source task's job without a failure: say what ended it.
                 unexpected = f"the Spark job of source task {self.task_id} ended: {ended}"
-                self._fail(self._remote_failure or unexpected)
+                self.fail(self._remote_failure or unexpected)
         except BaseException:
             trace = traceback.format_exc()
             if self._stopping.is_set():
                 self.log.warning("source task job ended with an error while stopping", trace=trace)
             else:
-                self._fail(self._remote_failure or trace)
+                self.fail(self._remote_failure or trace)
         finally:
             self._channel.unregister(address)
             self.close_plugin_metrics()
-
-    def _fail(self, trace: str) -> None:
-        self.failed = trace
-        self.log.error("task failed", trace=trace)
-        self._on_failure(self.task_id, trace)
 
     def run_job(self, address: ChannelAddress) -> list[str]:
         """Submit the task's job and wait for it: it runs until the task stops or fails; what its Spark

@@ -255,15 +255,19 @@ class TaskRunner:
                 # Torn down under its feet while stopping: not a failure to report, as the task is gone.
                 self.log.warning("task raised while stopping", trace=trace)
                 return
-            self.failed = trace
-            self.log.error("task failed", trace=trace)
-            self._on_failure(self.task_id, trace)
+            self.fail(trace)
         finally:
             try:
                 self.task.stop()
             except Exception as exc:
                 self.log.warning("task stop failed", error=str(exc))
             self.close_plugin_metrics()
+
+    def fail(self, trace: str) -> None:
+        """The task failed with ``trace``: keep it (its status is FAILED from now on), tell the worker."""
+        self.failed = trace
+        self.log.error("task failed", trace=trace)
+        self._on_failure(self.task_id, trace)
 
     def track_topics(self, topics: Iterable[str]) -> None:
         """Record the topics a batch used as the connector's active topics (when tracking is on)."""
