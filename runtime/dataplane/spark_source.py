@@ -40,6 +40,7 @@ from typing import Any
 from kconnect.runtime import logs
 from kconnect.runtime.dataplane.active_topics import ActiveTopics
 from kconnect.runtime.dataplane.exactly_once import ExactlyOnce
+from kconnect.runtime.dataplane.source_runner import SourceTaskRunner
 from kconnect.runtime.dataplane.task_channel import (
     ChannelAddress,
     ChannelClient,
@@ -165,8 +166,6 @@ def run_source_job(jobs: Iterator[SourceJob]) -> Iterator[str]:
     says stop, or the task fails, or the worker's end of the channel goes away; yields one JSON line of
     how it ended."""
     global _logs_configured
-    from kconnect.runtime.dataplane.source_runner import SourceTaskRunner
-
     for job in jobs:
         if not _logs_configured:
             logs.configure(job.log_level)
@@ -174,7 +173,7 @@ def run_source_job(jobs: Iterator[SourceJob]) -> Iterator[str]:
         logs.bind(task=str(job.task_id))
         client = ChannelClient(job.channel)
         try:
-            yield json.dumps(_run_attempt(job, client, SourceTaskRunner))
+            yield json.dumps(_run_attempt(job, client))
         finally:
             client.close()
 
@@ -187,7 +186,7 @@ def _first_command(client: ChannelClient, timeout_s: float = 60.0) -> Message | 
         return None
 
 
-def _run_attempt(job: SourceJob, client: ChannelClient, runner_class: Any) -> dict[str, Any]:
+def _run_attempt(job: SourceJob, client: ChannelClient) -> dict[str, Any]:
     first = _first_command(client)
     if first is None or first.get("command") != "state":
         return {"ended": "stopped before start"}
@@ -212,7 +211,7 @@ def _run_attempt(job: SourceJob, client: ChannelClient, runner_class: Any) -> di
 
     metrics = PluginMetricsRegistry()
     try:
-        runner = runner_class(
+        runner = SourceTaskRunner(
             task_id,
             task,
             job.config,
