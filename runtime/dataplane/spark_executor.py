@@ -18,6 +18,7 @@ own thread, query and Kafka clients.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
@@ -68,11 +69,17 @@ def spark_settings(config: WorkerConfig) -> dict[str, str]:
     return settings
 
 
+def is_local_master(spark_master: str) -> bool:
+    """Whether ``spark.master`` runs everything in this process's machine (``local``, ``local[N]``,
+    ``local-cluster[...]``) rather than on a cluster's executors."""
+    return spark_master.strip().lower().startswith("local")
+
+
 def channel_hosts(settings: Mapping[str, str]) -> tuple[str, str]:
     """Where the worker listens for its executor-run tasks and the address they are given: the driver's
     own (``spark.driver.bindAddress``, ``spark.driver.host``), which executors must reach anyway; with a
     local master, the loopback address; else every interface and this host's name."""
-    local = settings.get("spark.master", "local[*]").startswith("local")
+    local = is_local_master(settings.get("spark.master", "local[*]"))
     advertised = settings.get("spark.driver.host") or ("127.0.0.1" if local else socket.getfqdn())
     bind = settings.get("spark.driver.bindAddress") or settings.get("spark.driver.host")
     return bind or ("127.0.0.1" if local else ""), advertised
@@ -91,7 +98,7 @@ def source_placement(
     """
     placement, reason = configured, ""
     if configured == SourceTaskPlacement.AUTO:
-        local = spark_master.strip().lower().startswith("local")
+        local = is_local_master(spark_master)
         placement = SourceTaskPlacement.WORKER if local else SourceTaskPlacement.EXECUTOR
         reason = f"auto, spark.master={spark_master}"
     if placement == SourceTaskPlacement.EXECUTOR and task_config.get("transforms", "").strip():
@@ -203,9 +210,13 @@ class SparkExecutor:
         self.registry = registry
         self._read_offsets = read_offsets
         self._write_offsets = write_offsets
-        self.spark = SparkSessionHolder(spark_settings(config))
+        settings = spark_settings(config)
+        self.spark = SparkSessionHolder(settings)
         #: Where source tasks run as Spark jobs report to (started with the first such task).
-        self.channel = ChannelServer(*channel_hosts(spark_settings(config)))
+        self.channel = ChannelServer(*channel_hosts(settings))
+        #: The worker's own client settings, translated once for the jobs of executor-run source tasks
+        #: (they read and write the offsets topic as the worker does).
+        self._internal_settings: dict[str, str] | None = None
         self._lock = threading.Lock()
         self._runners: dict[TaskId, TaskRunner] = {}
         #: The plugin version each held task runs (KIP-891), for the statuses its transitions report.
@@ -329,13 +340,14 @@ class SparkExecutor:
                     self.config.offset_flush_interval_ms,
                     self.config.offset_storage_topic,
                 )
+            producer = self._client_settings("producer", config)
             if self._on_executor(task_id, config):
                 return SparkSourceRunner(
                     task_id,
                     task,
                     config,
                     self._failed,
-                    job=lambda address: self._source_job(task_id, config, address, eos),
+                    job=self._source_job(task_id, config, converters, producer, eos),
                     channel=self.channel,
                     spark=self.spark.get,
                     fence=self._fence if eos is not None else None,
@@ -349,7 +361,7 @@ class SparkExecutor:
                 self._failed,
                 bootstrap=bootstrap,
                 converters=converters,
-                producer_settings=self._client_settings("producer", config),
+                producer_settings=producer,
                 read_offsets=self._read_offsets,
                 write_offsets=self._write_offsets,
                 flush_interval_ms=self.config.offset_flush_interval_ms,
@@ -372,18 +384,27 @@ class SparkExecutor:
         return placement == SourceTaskPlacement.EXECUTOR
 
     def _source_job(
-        self, task_id: TaskId, config: Mapping[str, str], address: ChannelAddress, eos: ExactlyOnce | None
-    ) -> SourceJob:
+        self,
+        task_id: TaskId,
+        config: Mapping[str, str],
+        converters: Mapping[str, str],
+        producer: Mapping[str, str],
+        eos: ExactlyOnce | None,
+    ) -> Callable[[ChannelAddress], SourceJob]:
+        """The task's job given its channel address (the runner registers with the channel when its
+        thread starts, and each start gets a fresh token)."""
         cfg = self.config
-        return SourceJob(
+        if self._internal_settings is None:
+            self._internal_settings = worker_clients(cfg.security_protocol, cfg.passthrough).internal
+        make = functools.partial(
+            SourceJob,
             connector=task_id.connector,
             task=task_id.task,
             config=dict(config),
-            channel=address,
             bootstrap=",".join(cfg.bootstrap_servers),
-            converters=converter_config(self._worker_converters, config),
-            producer_settings=self._client_settings("producer", config),
-            internal_settings=worker_clients(cfg.security_protocol, cfg.passthrough).internal,
+            converters=dict(converters),
+            producer_settings=dict(producer),
+            internal_settings=self._internal_settings,
             offsets_topic=cfg.offset_storage_topic,
             flush_interval_ms=cfg.offset_flush_interval_ms,
             flush_timeout_ms=cfg.offset_flush_timeout_ms,
@@ -392,6 +413,7 @@ class SparkExecutor:
             log_level=logging.getLevelName(logging.getLogger(logs.ROOT_NAMESPACE).getEffectiveLevel()),
             exactly_once=eos,
         )
+        return lambda address: make(channel=address)
 
     def stop_task(self, task: TaskId, timeout_s: float) -> None:
         """Stop and forget ``task``; a runner still running after ``timeout_s`` is abandoned with a
