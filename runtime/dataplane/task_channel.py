@@ -25,6 +25,7 @@ import queue
 import secrets
 import socket
 import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,14 @@ def decode(line: bytes) -> Message | None:
     except ValueError:
         return None
     return message if isinstance(message, dict) else None
+
+
+def messages(reader: Iterable[bytes]) -> Iterator[Message]:
+    """The messages of a connection's lines, until it ends; a line that is no message is skipped."""
+    for line in reader:
+        message = decode(line)
+        if message is not None:
+            yield message
 
 
 @dataclass(frozen=True)
@@ -147,10 +156,8 @@ class ChannelServer:
                 log.warning("task channel: a connection without a known token was closed")
                 return
             handler.attached(connection)
-            for line in reader:
-                message = decode(line)
-                if message is not None:
-                    handler.message(connection, message)
+            for message in messages(reader):
+                handler.message(connection, message)
         except OSError:
             pass
         finally:
@@ -174,10 +181,8 @@ class ChannelClient(Connection):
     def _read(self) -> None:
         try:
             with self._sock.makefile("rb") as reader:
-                for line in reader:
-                    message = decode(line)
-                    if message is not None:
-                        self.commands.put(message)
+                for message in messages(reader):
+                    self.commands.put(message)
         except OSError:
             pass
         self.commands.put(None)
