@@ -76,6 +76,23 @@ def read_committed(bootstrap: str, topic: str, quiet_s: float = 3.0) -> list[tup
     return seen
 
 
+def verifiable_eos_config(topic: str, throughput: int, tasks: int) -> dict[str, str]:
+    """A throttled verifiable source that requires exactly-once support, one transaction per poll, its
+    seqnos as schemaless JSON (what ``read_committed`` parses)."""
+    return {
+        "connector.class": "VerifiableSource",
+        "topic": topic,
+        "throughput": str(throughput),
+        "tasks.max": str(tasks),
+        "exactly.once.support": "required",
+        "transaction.boundary": "poll",
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "key.converter.schemas.enable": "false",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false",
+    }
+
+
 def test_killed_worker_no_loss_no_duplicates(tmp_path: Path, broker: EmbeddedBroker) -> None:
     workers = start_cluster(
         tmp_path,
@@ -88,18 +105,7 @@ def test_killed_worker_no_loss_no_duplicates(tmp_path: Path, broker: EmbeddedBro
         exactly_once_source_support="enabled",
     )
     topic = f"eos-{uuid.uuid4().hex[:6]}"
-    config = {
-        "connector.class": "VerifiableSource",
-        "topic": topic,
-        "throughput": "50",
-        "tasks.max": "2",
-        "exactly.once.support": "required",
-        "transaction.boundary": "poll",
-        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "key.converter.schemas.enable": "false",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter.schemas.enable": "false",
-    }
+    config = verifiable_eos_config(topic, throughput=50, tasks=2)
 
     def task_owners(state: str = "RUNNING") -> dict[int, str] | None:
         for w in workers:

@@ -24,7 +24,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
-from tests.integration.test_exactly_once_source import read_committed
+from tests.integration.test_exactly_once_source import read_committed, verifiable_eos_config
 from tests.integration.test_plugin_metrics import COUNTING_SOURCE, plugin_samples
 from tests.support.cluster import WorkerProcess, start_cluster, wait_until, worker_properties
 from tests.support.plugin_sources import one_task_connector
@@ -228,18 +228,7 @@ def test_an_exactly_once_source_task_commits_transactions_from_its_spark_task(
         source_task_placement="executor",
     )
     topic = f"eos-{uuid.uuid4().hex[:6]}"
-    config = {
-        "connector.class": "VerifiableSource",
-        "topic": topic,
-        "throughput": "100",
-        "tasks.max": "1",
-        "exactly.once.support": "required",
-        "transaction.boundary": "poll",
-        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "key.converter.schemas.enable": "false",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter.schemas.enable": "false",
-    }
+    config = verifiable_eos_config(topic, throughput=100, tasks=1)
 
     def state() -> str | None:
         tasks = worker.get("/connectors/eos/status").json().get("tasks") or []

@@ -111,7 +111,9 @@ class _Sent:
         return True
 
 
-def _runner(running: list[TaskId]) -> SparkSourceRunner:
+def _runner(
+    running: list[TaskId] | None = None, metrics: PluginMetricsRegistry | None = None
+) -> SparkSourceRunner:
     return SparkSourceRunner(
         TaskId("c", 0),
         _Idle(),
@@ -120,7 +122,8 @@ def _runner(running: list[TaskId]) -> SparkSourceRunner:
         job=lambda _address: pytest.fail("no job in a unit test"),
         channel=ChannelServer("127.0.0.1", "127.0.0.1"),
         spark=lambda: None,
-        on_running=running.append,
+        plugin_metrics=metrics,
+        on_running=running.append if running is not None else None,
     )
 
 
@@ -152,7 +155,7 @@ def test_the_worker_side_folds_an_attempts_events_and_adds_up_attempts() -> None
 
 
 def test_an_older_attempt_still_connected_is_told_to_stop_when_a_newer_one_connects() -> None:
-    runner = _runner([])
+    runner = _runner()
     runner._running.set()
     older: Any = _Sent()
     newer: Any = _Sent()
@@ -166,7 +169,7 @@ def test_an_older_attempt_still_connected_is_told_to_stop_when_a_newer_one_conne
 
 
 def test_an_attempt_that_connects_after_the_stop_is_told_to_stop() -> None:
-    runner = _runner([])
+    runner = _runner()
     runner._stopping.set()
     late: Any = _Sent()
     runner.attached(late)
@@ -187,16 +190,7 @@ def test_the_server_listens_only_once_asked(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_the_executors_plugin_metrics_show_in_the_workers_registry_and_go_with_the_task() -> None:
     registry = PluginMetricsRegistry()
-    runner = SparkSourceRunner(
-        TaskId("c", 0),
-        _Idle(),
-        {},
-        lambda _t, _trace: None,
-        job=lambda _address: pytest.fail("no job in a unit test"),
-        channel=ChannelServer("127.0.0.1", "127.0.0.1"),
-        spark=lambda: None,
-        plugin_metrics=registry,
-    )
+    runner = _runner(metrics=registry)
     attempt: Any = _Sent()
     task_tags = [["connector", "c"], ["task", "0"]]
 
