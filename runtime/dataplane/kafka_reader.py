@@ -27,6 +27,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.types import StructType
 
 from kconnect.runtime.dataplane.records import RAW_SCHEMA
+from kconnect.runtime.dataplane.zip_imports import keep_zip_directories
 
 __all__ = [
     "FORMAT",
@@ -524,6 +525,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         times cheaper per record, and the records reach the JVM as Arrow either way.
         """
         assert isinstance(partition, _Range)
+        keep_zip_directories()  # this process runs the reads of every micro-batch to come
         r = partition.range
         conf: dict[str, Any] = {
             # Without it librdkafka pauses fetching for a second whenever its prefetch queue is full,
