@@ -319,15 +319,24 @@ def test_source_placement(configured: str, master: str, transforms: str, placeme
     assert ("transforms" in reason) == bool(transforms and configured != "worker")
 
 
-def test_spark_settings_pass_every_spark_key_with_fair_scheduling_by_default() -> None:
+def test_spark_settings_pass_every_spark_key_with_fair_scheduling_and_driver_jvm_defaults() -> None:
     settings = spark_settings(WorkerConfig.from_properties({**BASE, "spark.executor.memory": "2g"}))
     assert settings["spark.master"] == "local[*]"
     assert settings["spark.scheduler.mode"] == "FAIR"
     assert settings["spark.executor.memory"] == "2g"
+    assert settings["spark.driver.defaultJavaOptions"] == "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
     custom = spark_settings(
-        WorkerConfig.from_properties({**BASE, "spark.master": "local[2]", "spark.scheduler.mode": "FIFO"})
+        WorkerConfig.from_properties(
+            {
+                **BASE,
+                "spark.master": "local[2]",
+                "spark.scheduler.mode": "FIFO",
+                "spark.driver.defaultJavaOptions": "-XX:+UseParallelGC",
+            }
+        )
     )
     assert (custom["spark.master"], custom["spark.scheduler.mode"]) == ("local[2]", "FIFO")
+    assert custom["spark.driver.defaultJavaOptions"] == "-XX:+UseParallelGC"
 
 
 @pytest.mark.parametrize(
