@@ -285,20 +285,22 @@ def convert_and_transform(
     chain: Any,
     key_schema: Any = None,
     value_schema: Any = None,
+    drop: bool = True,
 ) -> DataFrame:
     """A sink batch from the raw frame to typed, transformed rows with each row's first error collected.
 
     Keeps the raw key and value (RAW_KEY, RAW_VALUE) for dead letters; ``key_converter``/``value_converter``
     are :class:`converters.Converter` and ``chain`` a :class:`transforms.TransformChain`. ``key_schema`` /
     ``value_schema`` (a ``ConnectSchema``) are handed to the converters' ``to_columns`` when known, e.g.
-    one inferred for schemaless JSON so struct transforms apply.
+    one inferred for schemaless JSON so struct transforms apply. ``drop=False`` keeps the rows a
+    transformation drops, marked (``TransformChain.apply``).
     """
     staged = df.withColumns({RAW_KEY: F.col("key"), RAW_VALUE: F.col("value")})
     staged = value_converter.to_columns(
         key_converter.to_columns(staged, "key", key_schema), "value", value_schema
     )
     # A row whose conversion failed is not transformed further: its error is already recorded.
-    staged = chain.apply(staged)
+    staged = chain.apply(staged, drop)
     return collect_errors(
         staged,
         {

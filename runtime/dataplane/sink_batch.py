@@ -50,6 +50,7 @@ __all__ = [
     "FAILURE_COLUMNS",
     "RECORD_COLUMNS",
     "SinkPlan",
+    "infers_schemas",
     "prepare",
     "python_value",
     "record_schemas",
@@ -93,26 +94,43 @@ def sink_plan(
     )
 
 
+def _infers(converter: Converter) -> bool:
+    return isinstance(converter, JsonConverter) and not converter.schemas_enable
+
+
 def _inferred(converter: Converter, frame: DataFrame, column: str) -> ConnectSchema | None:
-    if isinstance(converter, JsonConverter) and not converter.schemas_enable:
+    if isinstance(converter, JsonConverter) and _infers(converter):
         return converter.infer_schema(frame, column)
     return None
 
 
-def prepare(plan: SinkPlan, frame: DataFrame) -> DataFrame:
+def infers_schemas(plan: SinkPlan) -> bool:
+    """Whether ``prepare`` reads the batch once more before converting it (schemaless JSON under
+    transforms: its schema is inferred), so that a caller caches the batch rather than read it twice."""
+    return bool(plan.chain.transforms) and (_infers(plan.key_converter) or _infers(plan.value_converter))
+
+
+def prepare(plan: SinkPlan, frame: DataFrame, keep_dropped: bool = False) -> DataFrame:
     """The raw batch (``records.RAW_SCHEMA``) converted and transformed, each row's first error collected.
 
     Schemaless JSON stays JSON text unless the connector has transforms: then its schema is inferred over
     the batch (one more Spark pass) so that struct transforms (InsertField, Cast, ...) apply to it, as
     Java's transforms apply to schemaless maps. An inferred struct has every field optional: a key one
-    record lacks reaches the task as None, where Java's map would not hold the key.
+    record lacks reaches the task as None, where Java's map would not hold the key. ``keep_dropped``
+    keeps the rows a transformation drops, marked in ``transforms.DROPPED``.
     """
     key_schema = value_schema = None
     if plan.chain.transforms:
         key_schema = _inferred(plan.key_converter, frame, "key")
         value_schema = _inferred(plan.value_converter, frame, "value")
     return convert_and_transform(
-        frame, plan.key_converter, plan.value_converter, plan.chain, key_schema, value_schema
+        frame,
+        plan.key_converter,
+        plan.value_converter,
+        plan.chain,
+        key_schema,
+        value_schema,
+        drop=not keep_dropped,
     )
 
 

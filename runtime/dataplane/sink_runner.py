@@ -27,6 +27,7 @@ from py4j.protocol import Py4JJavaError
 from kconnect.runtime.dataplane.sink_batch import (
     FAILURE_COLUMNS,
     RECORD_COLUMNS,
+    infers_schemas,
     prepare,
     record_schemas,
     records_from_columns,
@@ -65,6 +66,10 @@ def consumed_offsets(rows: Iterable[Sequence[Any]]) -> dict[TopicPartition, int]
         tp = TopicPartition(str(row[0]), int(row[1]))
         out[tp] = max(out.get(tp, 0), int(row[2]) + 1)
     return out
+
+
+#: A raw column and its copy, kept through a transformation chain, naming where a row was read.
+_READ: dict[str, str] = {"topic": "read__topic", "partition": "read__partition", "offset": "read__offset"}
 
 
 def consumed_offsets_of_table(table: Any) -> dict[TopicPartition, int]:
@@ -235,13 +240,17 @@ class SinkTaskRunner(TaskRunner):
     def _batch(self, frame: Any, batch_id: int) -> None:
         """foreachBatch, on the driver: convert and transform, handle failed rows, deliver, make durable,
         then commit. The prepared rows come to the driver once, as Arrow columns (``toArrow``), which
-        costs far less per record than ``collect``'s Row objects. With transforms the raw batch is cached,
-        as it is read twice (positions and rows); without, it is read once, and again only for dead letters.
+        costs far less per record than ``collect``'s Row objects, and with them what the consumer read:
+        with transforms, the source topic, partition and offset of every row read, the rows a Filter
+        dropped among them (kept and marked, not delivered), so one Spark job serves both. The raw batch
+        is cached only where schemaless JSON's schema is inferred first (read twice); dead letters read
+        the failed rows again.
         """
         import pyarrow.compute as pc
         from pyspark.sql import functions as F
 
         from kconnect.runtime.dataplane.errors_policy import ERROR_MESSAGE, split
+        from kconnect.runtime.dataplane.transforms import DROPPED
 
         if self._restart.is_set():
             return  # a rewind is pending: these records come again, from the rewound offsets
@@ -254,38 +263,46 @@ class SinkTaskRunner(TaskRunner):
             return
         started = time.monotonic()
         transforms = bool(self._plan.chain.transforms)
-        raw = frame.persist() if transforms else frame
+        cached = infers_schemas(self._plan)
+        raw = frame.persist() if cached else frame
         try:
-            consumed: dict[TopicPartition, int] = {}
+            read: tuple[str, ...] = ()
             if transforms:
-                # From the raw rows, not the transformed ones: a router changes the topic, Filter drops
+                # From the rows as read, not as transformed: a router changes the topic, Filter drops
                 # rows, and the consumer must still move past every record it read.
-                positions = raw.groupBy("topic", "partition").agg(F.max("offset")).collect()
-                if not positions:
-                    return
-                consumed = {TopicPartition(str(r[0]), int(r[1])): int(r[2]) + 1 for r in positions}
-            prepared = prepare(self._plan, raw)
+                raw = raw.withColumns({_READ[c]: F.col(c) for c in _READ})
+                read = (*_READ.values(), DROPPED)
+            prepared = prepare(self._plan, raw, keep_dropped=transforms)
             # Only what a good record needs, and the error message that tells good from failed: the other
             # failure columns (the raw key and value among them, as large as the record) are fetched for
             # failed rows alone, below; collecting them for every row would double what travels.
-            table = prepared.select(*RECORD_COLUMNS, ERROR_MESSAGE).toArrow()
-            if not transforms:
-                # Without transforms every raw row is here, under its own topic: no extra Spark job.
-                if table.num_rows == 0:
-                    return
+            table = prepared.select(*RECORD_COLUMNS, ERROR_MESSAGE, *read).toArrow()
+            if table.num_rows == 0:
+                return
+            if transforms:
+                consumed = consumed_offsets_of_table(
+                    table.select(list(_READ.values())).rename_columns(list(_READ))
+                )
+                delivered = pc.invert(table.column(DROPPED))
+                failed = pc.and_(pc.is_valid(table.column(ERROR_MESSAGE)), delivered)
+                if pc.any(failed).as_py():
+                    self._handle_failed(split(prepared)[1].where(~F.col(DROPPED)))
+                table = table.filter(pc.and_(delivered, pc.is_null(table.column(ERROR_MESSAGE))))
+            else:
+                # Without transforms every raw row is here, under its own topic.
                 consumed = consumed_offsets_of_table(table)
-            errors = table.column(ERROR_MESSAGE)
-            if errors.null_count != len(errors):
-                self._handle_failed(split(prepared)[1])
-                table = table.filter(pc.is_null(errors))
+                errors = table.column(ERROR_MESSAGE)
+                if errors.null_count != len(errors):
+                    self._handle_failed(split(prepared)[1])
+                    table = table.filter(pc.is_null(errors))
             key_schema, value_schema = record_schemas(prepared)
         except Py4JJavaError as exc:
             if self._spark_failed(exc):
                 return
             raise
         finally:
-            if transforms:
-                raw.unpersist()
+            if cached:
+                frame.unpersist()
         self._spark_failures = 0
         # Java records the topic each consumed record was read from, before transforms and conversion.
         self.track_topics({tp.topic for tp in consumed})

@@ -24,6 +24,7 @@ from kconnect.runtime.plugins.config_def import ConfigValidationError
 from kconnect.runtime.plugins.transform_configs import find_predicate, find_transformation
 
 __all__ = [
+    "DROPPED",
     "TRANSFORM_ERROR",
     "TRANSFORM_ERROR_CLASS",
     "ConfiguredTransform",
@@ -35,6 +36,11 @@ TRANSFORM_ERROR: Final = "transform__error"
 
 
 TRANSFORM_ERROR_CLASS: Final = "transform__error_class"
+
+#: With ``apply(..., drop=False)``: true on a row a transformation (Filter) dropped, which the later
+#: transformations then leave alone. A sink reads the offsets it consumed from every row it read, dropped
+#: or not, in the same pass as the rows it delivers (``sink_runner``).
+DROPPED: Final = "transform__dropped"
 
 
 @dataclass(frozen=True)
@@ -54,8 +60,11 @@ class TransformChain:
 
     transforms: tuple[ConfiguredTransform, ...] = ()
 
-    def apply(self, df: DataFrame) -> DataFrame:
+    def apply(self, df: DataFrame, drop: bool = True) -> DataFrame:
         """The frame after every transform; adds ``TRANSFORM_ERROR``/``TRANSFORM_ERROR_CLASS`` (null if fine).
+
+        A row a transformation drops is left out, or with ``drop=False`` kept and marked in ``DROPPED``
+        (no later transformation applies to it, and it gets no error).
 
         Raises ConnectDataError when a transform cannot apply to this frame's types at all (for example
         InsertField on a string value): Java fails every such record too, so the task fails clearly.
@@ -64,12 +73,14 @@ class TransformChain:
             df = df.withColumn(TRANSFORM_ERROR, F.lit(None).cast("string")).withColumn(
                 TRANSFORM_ERROR_CLASS, F.lit(None).cast("string")
             )
+        if not drop and DROPPED not in df.columns:
+            df = df.withColumn(DROPPED, F.lit(False))
         for t in self.transforms:
-            df = self._apply_one(df, t)
+            df = self._apply_one(df, t, drop)
         return df
 
     @staticmethod
-    def _apply_one(df: DataFrame, t: ConfiguredTransform) -> DataFrame:
+    def _apply_one(df: DataFrame, t: ConfiguredTransform, drop: bool = True) -> DataFrame:
         try:
             step = t.builder(df)
         except ConnectDataError as exc:
@@ -80,7 +91,10 @@ class TransformChain:
             if t.negate:
                 cond = ~cond
         cond_col = "__kc_applies"
-        df = df.withColumn(cond_col, cond if cond is not None else F.lit(True))
+        applies_to = cond if cond is not None else F.lit(True)
+        if not drop:
+            applies_to = applies_to & ~F.col(DROPPED)  # a dropped row stays as it was dropped
+        df = df.withColumn(cond_col, applies_to)
         applies = F.col(cond_col)
         updates: dict[str, Column] = {}
         for name, expr in step.columns.items():
@@ -106,7 +120,10 @@ class TransformChain:
             df = df.withColumns(updates)
         if step.keep is not None:
             # A row that already failed is kept so the error policy sees it.
-            df = df.where(~applies | step.keep | F.col(TRANSFORM_ERROR).isNotNull())
+            kept = ~applies | step.keep | F.col(TRANSFORM_ERROR).isNotNull()
+            # A null condition drops the row, as ``where`` does.
+            dropped = F.col(DROPPED) | F.coalesce(~kept, F.lit(True))
+            df = df.where(kept) if drop else df.withColumn(DROPPED, dropped)
         return df.drop(cond_col)
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
@@ -280,3 +280,50 @@ def test_malformed_records_fail_the_task_with_tolerance_none(bench: Bench) -> No
     state = wait_until(failed, 90, "the strict sink task FAILED")
     assert "Tolerance exceeded in error handler" in state["trace"], state["trace"]
     assert "VALUE_CONVERTER" in state["trace"] and "strict" in state["trace"], state["trace"]
+
+
+def test_records_a_filter_drops_are_consumed_and_committed_past(bench: Bench) -> None:
+    """A sink with a Filter commits its group's offsets past every record it read, the dropped ones too
+    (a dropped tail included): the consumed offsets come from the rows as read, not as transformed."""
+    topic = bench.topic("filtered")
+    producer = Producer({"bootstrap.servers": bench.bootstrap})
+    for n in range(10):
+        # Every third record, and the last two, carry the header the Filter drops on.
+        skip = n % 3 == 0 or n >= 8
+        producer.produce(topic, value=f"record {n}".encode(), headers=[("skip", b"1")] if skip else None)
+    assert producer.flush(10) == 0
+    out = bench.workdir / "filtered.txt"
+    bench.create(
+        "filtered",
+        {
+            "connector.class": "FileStreamSink",
+            "file": str(out),
+            "topics": topic,
+            "tasks.max": "1",
+            "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+            "transforms": "route,drop",
+            "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+            "transforms.route.regex": "filtered-(.*)",
+            "transforms.route.replacement": "elsewhere-$1",
+            "transforms.drop.type": "org.apache.kafka.connect.transforms.Filter",
+            "transforms.drop.predicate": "skip",
+            "predicates": "skip",
+            "predicates.skip.type": "org.apache.kafka.connect.transforms.predicates.HasHeaderKey",
+            "predicates.skip.name": "skip",
+        },
+    )
+    kept = [f"record {n}" for n in (1, 2, 4, 5, 7)]
+    wait_until(lambda: lines(out) == kept, 120, "the records the Filter keeps")
+    consumer = Consumer({"bootstrap.servers": bench.bootstrap, "group.id": "connect-filtered"})
+    try:
+
+        def committed() -> int:
+            [tp] = consumer.committed([TopicPartition(topic, 0)], timeout=10)
+            return int(tp.offset)
+
+        wait_until(lambda: committed() == 10, 60, "the group's offset past the dropped tail")
+    finally:
+        consumer.close()
+    assert lines(out) == kept
+    state = bench.task_state("filtered")
+    assert state is not None and state["state"] == "RUNNING", state

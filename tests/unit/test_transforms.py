@@ -13,7 +13,12 @@ from kconnect.runtime.dataplane.converters import JsonConverter, StringConverter
 from kconnect.runtime.dataplane.predicates import PREDICATES
 from kconnect.runtime.dataplane.records import RAW_SCHEMA
 from kconnect.runtime.dataplane.transformations import TRANSFORMATIONS
-from kconnect.runtime.dataplane.transforms import TRANSFORM_ERROR, TRANSFORM_ERROR_CLASS, transform_chain
+from kconnect.runtime.dataplane.transforms import (
+    DROPPED,
+    TRANSFORM_ERROR,
+    TRANSFORM_ERROR_CLASS,
+    transform_chain,
+)
 from kconnect.runtime.plugins.config_def import ConfigValidationError, convert_to_string
 from tests.support.spark import local_spark
 
@@ -224,6 +229,28 @@ def test_filter_drops_what_its_predicate_matches(
     plan = out._jdf.queryExecution().executedPlan().toString()
     assert "PythonUDF" not in plan and "BatchEvalPython" not in plan
     assert _offsets(out) == kept
+    # Kept and marked instead (a sink reads its consumed offsets from every row): the same rows dropped.
+    marked = transform_chain(config).apply(frame, drop=False)
+    assert _offsets(marked) == [0, 1, 2, 3]
+    assert _offsets(marked.where(~marked[DROPPED])) == kept
+
+
+def test_a_row_marked_dropped_is_left_alone_by_later_transforms(frame) -> None:  # type: ignore[no-untyped-def]
+    config = {
+        "transforms": "f,cast",
+        "transforms.f.type": PKG + "Filter",
+        "transforms.f.predicate": "isOrders",
+        "transforms.cast.type": PKG + "Cast$Value",
+        "transforms.cast.spec": "price:float64",
+        "predicates": "isOrders",
+        "predicates.isOrders.type": PKG + "predicates.TopicNameMatches",
+        "predicates.isOrders.pattern": "orders",
+    }
+    rows = {r["offset"]: r for r in transform_chain(config).apply(frame, drop=False).collect()}
+    assert {offset for offset, r in rows.items() if r[DROPPED]} == {0, 1, 3}
+    # Row 1's price "abc" fails the cast only if the cast runs on it: dropped first, it has no error.
+    assert rows[1][TRANSFORM_ERROR] is None
+    assert rows[2][DROPPED] is False and rows[2]["value"]["price"] == 7.0
 
 
 def test_a_predicate_limits_a_transform_to_matching_rows_and_errors_are_per_row(frame) -> None:  # type: ignore[no-untyped-def]
