@@ -38,6 +38,7 @@ from kconnect.runtime.dataplane.exactly_once import ExactlyOnce, exactly_once
 from kconnect.runtime.dataplane.executor import TaskCounters, TaskListener, TaskState
 from kconnect.runtime.dataplane.sink_runner import SinkTaskRunner
 from kconnect.runtime.dataplane.source_runner import SourceTaskRunner
+from kconnect.runtime.dataplane.spark_home import ShadowSparkHome, shadows_spark_home
 from kconnect.runtime.dataplane.spark_source import SourceJob, SparkSourceRunner
 from kconnect.runtime.dataplane.task_channel import ChannelAddress, ChannelServer
 from kconnect.runtime.dataplane.task_runner import (
@@ -140,6 +141,7 @@ class SparkSessionHolder:
         self._settings = dict(settings)
         self._lock = threading.Lock()
         self._session: Any = None
+        self._home: ShadowSparkHome | None = None
 
     @property
     def started(self) -> bool:
@@ -151,7 +153,9 @@ class SparkSessionHolder:
         """The session, created by the first caller; the lock makes tasks that start together share one.
 
         It runs on the calling task's thread, never the herder's, because creation takes seconds. It sets
-        ``PYSPARK_PYTHON`` first, since a SparkContext created in-process reads only that variable.
+        ``PYSPARK_PYTHON`` first, since a SparkContext created in-process reads only that variable, and
+        ``SPARK_HOME`` where ``spark_home`` says a home of links saves Spark's Python processes compiling
+        PySpark from its zip.
         """
         with self._lock:
             if self._session is None:
@@ -159,7 +163,14 @@ class SparkSessionHolder:
                 python = python_workers_executable(self._settings, os.environ, sys.executable)
                 os.environ["PYSPARK_PYTHON"] = python
                 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+                import pyspark
                 from pyspark.sql import SparkSession
+
+                package_home = os.path.dirname(pyspark.__file__)
+                master = self._settings.get("spark.master", "local[*]")
+                if shadows_spark_home(os.environ, master, python, sys.executable, package_home):
+                    self._home = ShadowSparkHome(package_home)
+                    os.environ["SPARK_HOME"] = str(self._home.path)
 
                 from kconnect.runtime.dataplane.kafka_reader import KafkaDataSource
 
@@ -182,8 +193,13 @@ class SparkSessionHolder:
         """
         with self._lock:
             session, self._session = self._session, None
+            home, self._home = self._home, None
         if session is not None:
             session.stop()
+        if home is not None:
+            if os.environ.get("SPARK_HOME") == str(home.path):
+                del os.environ["SPARK_HOME"]
+            home.close()
 
 
 def _state_of(runner: TaskRunner, version: str | None) -> TaskState:
