@@ -169,8 +169,11 @@ class SparkSessionHolder:
                 package_home = os.path.dirname(pyspark.__file__)
                 master = self._settings.get("spark.master", "local[*]")
                 if shadows_spark_home(os.environ, master, python, sys.executable, package_home):
-                    self._home = ShadowSparkHome(package_home)
-                    os.environ["SPARK_HOME"] = str(self._home.path)
+                    try:
+                        self._home = ShadowSparkHome(package_home)
+                        os.environ["SPARK_HOME"] = str(self._home.path)
+                    except OSError as exc:  # a read-only temporary directory: Spark's own home then
+                        log.warning("no SPARK_HOME of links; PySpark's own is used", error=str(exc))
 
                 from kconnect.runtime.dataplane.kafka_reader import KafkaDataSource
 

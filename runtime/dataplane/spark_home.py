@@ -49,11 +49,16 @@ class ShadowSparkHome:
     """A temporary directory of links into PySpark's package directory; removed by ``close``."""
 
     def __init__(self, package_home: str) -> None:
+        """Raises OSError, leaving nothing behind, where the links cannot be made."""
         self.path = Path(tempfile.mkdtemp(prefix="kconnect-spark-home-"))
-        for name in SPARK_HOME_LINKS:
-            target = Path(package_home, name)
-            if target.exists():
-                (self.path / name).symlink_to(target, target_is_directory=True)
+        try:
+            for name in SPARK_HOME_LINKS:
+                target = Path(package_home, name)
+                if target.exists():
+                    (self.path / name).symlink_to(target, target_is_directory=True)
+        except OSError:
+            self.close()
+            raise
 
     def close(self) -> None:
         """Remove the links (the package directory is untouched)."""
