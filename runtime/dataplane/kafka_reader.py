@@ -43,6 +43,7 @@ __all__ = [
     "plan_ranges",
     "raw_batch",
     "subscribed_topics",
+    "task_data_source",
 ]
 
 FORMAT = "kconnect_kafka"
@@ -575,3 +576,23 @@ class KafkaStreamReader(DataSourceStreamReader):
             if client is not None:
                 client.close()
         self._consumer = self._prober = None
+
+
+def task_data_source(task: str) -> type[KafkaDataSource]:
+    """``KafkaDataSource`` under a format name of one sink task's own (``kconnect_kafka_<task>``), which
+    the task registers before it starts its query.
+
+    Why not the one registration every query shares: Spark keeps one ``PythonFunction`` per registered
+    Python data source, and its Python runners add their settings to that function's environment map
+    (``envVars.put``) each time they start a Python process, while the scheduler serializes the same map
+    into the tasks of other queries' jobs. A map that grows while it is serialized makes a task that
+    cannot be read (``java.io.OptionalDataException`` in ``HashMap.readObject``, seen when three sink
+    queries of one worker started at once, failing every shuffle job of two of them). A registration per
+    task gives each query a map of its own, which only its own, sequential, micro-batches touch.
+    """
+    name = f"{FORMAT}_{re.sub(r'[^0-9A-Za-z_]', '_', task)}"
+    return type(
+        f"KafkaDataSource_{name}",
+        (KafkaDataSource,),
+        {"name": classmethod(lambda cls: name), "__module__": __name__},
+    )

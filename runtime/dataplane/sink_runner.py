@@ -581,9 +581,11 @@ class SinkTaskRunner(TaskRunner):
             **{f"kafka.{k}": v for k, v in self._client_conf().items() if k != "auto.offset.reset"},
         }
         self._checkpoint = tempfile.mkdtemp(prefix=f"kconnect-{self.pool}-")
-        from kconnect.runtime.dataplane.kafka_reader import FORMAT
+        from kconnect.runtime.dataplane.kafka_reader import task_data_source
 
-        frame = spark.readStream.format(FORMAT).options(**options).load()
+        source = task_data_source(self.pool)
+        spark.dataSource.register(source)
+        frame = spark.readStream.format(source.name()).options(**options).load()
         return (
             frame.writeStream.queryName(f"kconnect-{self.pool}")
             .foreachBatch(self._batch)

@@ -15,6 +15,7 @@ from kconnect.config.worker import SourceTaskPlacement, WorkerConfig
 from kconnect.runtime.dataplane.converters import converter_config
 from kconnect.runtime.dataplane.kafka_reader import (
     REPROBE_S,
+    KafkaDataSource,
     PartitionRange,
     advance,
     assigned_partitions,
@@ -24,6 +25,7 @@ from kconnect.runtime.dataplane.kafka_reader import (
     idle_partitions,
     plan_ranges,
     subscribed_topics,
+    task_data_source,
 )
 from kconnect.runtime.dataplane.records import RAW_FIELDS, RAW_SCHEMA
 from kconnect.runtime.dataplane.sink_runner import consumed_offsets, offsets_to_commit
@@ -506,3 +508,15 @@ def test_a_sink_query_is_restarted_for_a_few_failed_spark_jobs_in_a_row_then_the
         True
     ] * SPARK_JOB_RETRIES + [False]
     assert runner._restart.is_set()  # the query restarts from the committed offsets
+
+
+def test_each_sink_task_registers_the_kafka_source_under_a_name_of_its_own() -> None:
+    from pyspark import cloudpickle
+
+    first, other = task_data_source("orders-sink-0"), task_data_source("orders.sink-1")
+    assert first.name() == "kconnect_kafka_orders_sink_0"
+    assert other.name() == "kconnect_kafka_orders_sink_1"
+    assert issubclass(first, KafkaDataSource) and KafkaDataSource.name() == "kconnect_kafka"
+    # Spark pickles the class to register it (by value: it is made at run time) and its workers unpickle it.
+    copy = cloudpickle.loads(cloudpickle.dumps(first))
+    assert copy.name() == first.name() and issubclass(copy, KafkaDataSource)
