@@ -338,14 +338,14 @@ class _Range(InputPartition):
 
 
 class KafkaDataSource(DataSource):
-    """``spark.readStream.format("kconnect_kafka")`` with options ``topics``, ``group.id``,
-    ``auto.offset.reset``, ``task.index``, ``task.count``, ``read.timeout.ms``,
-    ``max.records.per.partition`` (per micro-batch) and ``kafka.*``."""
+    """A sink task's Kafka reads, registered by each task under a format name of its own
+    (``task_data_source``), with options ``topics``, ``group.id``, ``auto.offset.reset``, ``task.index``,
+    ``task.count``, ``read.timeout.ms``, ``max.records.per.partition`` (per micro-batch) and ``kafka.*``."""
 
     @classmethod
     def name(cls) -> str:
-        """The format name Spark looks the source up by once it is registered; the sink runner passes the same
-        constant to ``readStream.format``."""
+        """The format name Spark looks the source up by once it is registered; ``task_data_source`` gives each
+        sink task's subclass one of its own, built on this one."""
         return FORMAT
 
     def schema(self) -> StructType:

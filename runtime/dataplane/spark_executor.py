@@ -175,17 +175,13 @@ class SparkSessionHolder:
                     except OSError as exc:  # a read-only temporary directory: Spark's own home then
                         log.warning("no SPARK_HOME of links; PySpark's own is used", error=str(exc))
 
-                from kconnect.runtime.dataplane.kafka_reader import KafkaDataSource
-
                 builder = SparkSession.builder
                 for key, value in self._settings.items():
                     builder = builder.config(key, value)
                 log.info(
                     "starting the SparkSession", master=self._settings.get("spark.master"), python=python
                 )
-                session = builder.getOrCreate()
-                session.dataSource.register(KafkaDataSource)
-                self._session = session
+                self._session = builder.getOrCreate()
             return self._session
 
     def stop(self) -> None:
