@@ -15,7 +15,7 @@ import datetime as dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Any
+from typing import Any, TypeGuard
 
 from pyspark.sql import DataFrame
 
@@ -94,14 +94,12 @@ def sink_plan(
     )
 
 
-def _infers(converter: Converter) -> bool:
+def _infers(converter: Converter) -> TypeGuard[JsonConverter]:
     return isinstance(converter, JsonConverter) and not converter.schemas_enable
 
 
 def _inferred(converter: Converter, frame: DataFrame, column: str) -> ConnectSchema | None:
-    if isinstance(converter, JsonConverter) and _infers(converter):
-        return converter.infer_schema(frame, column)
-    return None
+    return converter.infer_schema(frame, column) if _infers(converter) else None
 
 
 def infers_schemas(plan: SinkPlan) -> bool:
