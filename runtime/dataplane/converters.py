@@ -460,6 +460,12 @@ class Converter(ABC):
         """Replace typed ``column`` with the BINARY Java would produce for it."""
         return df.withColumn(column, self.from_column(F.col(column), connect_schema_of(df, column)))
 
+    @property
+    def reads_batch(self) -> bool:
+        """Whether ``to_columns`` (given no schema) runs a Spark job over the frame to learn a schema from
+        its records, which a streaming frame cannot have run on it: see ``sink_batch.prepared_on_stream``."""
+        return False
+
 
 class ByteArrayConverter(Converter):
     """Apache Kafka Connect's ByteArrayConverter: bytes passed through unchanged under an optional bytes
@@ -679,6 +685,11 @@ class JsonConverter(Converter):
         return java_json.write(envelope).encode("utf-8")
 
     # -- Spark frames
+
+    @property
+    def reads_batch(self) -> bool:
+        # Envelopes name their schema, and without schema.content it is sampled from the batch.
+        return self.schemas_enable and self.content_schema is None
 
     def sample_schema(self, df: DataFrame, column: str) -> tuple[ConnectSchema | None, frozenset[str]]:
         """The batch's envelope schema when none is given, and every spelling of it the batch holds.

@@ -29,6 +29,7 @@ from kconnect.runtime.dataplane.sink_batch import (
     RECORD_COLUMNS,
     infers_schemas,
     prepare,
+    prepared_on_stream,
     record_schemas,
     records_from_columns,
     sink_plan,
@@ -70,6 +71,13 @@ def consumed_offsets(rows: Iterable[Sequence[Any]]) -> dict[TopicPartition, int]
 
 #: A raw column and its copy, kept through a transformation chain, naming where a row was read.
 _READ: dict[str, str] = {"topic": "read__topic", "partition": "read__partition", "offset": "read__offset"}
+
+
+def _with_read_columns(frame: Any) -> Any:
+    """The raw frame with copies of where each row was read (``_READ``), kept through a transform chain."""
+    from pyspark.sql import functions as F
+
+    return frame.withColumns({_READ[c]: F.col(c) for c in _READ})
 
 
 def consumed_offsets_of_table(table: Any) -> dict[TopicPartition, int]:
@@ -181,6 +189,10 @@ class SinkTaskRunner(TaskRunner):
         self._converters = dict(converters)
         # Built here so a bad converter, transform or errors.* key fails the task at start, clearly.
         self._plan = sink_plan(self._converters, config, task_id.connector, task_id.task)
+        #: Whether the query's batches arrive converted and transformed (``_start_query``), with these
+        #: record schemas; frame sinks prepare each batch themselves, after reading its positions.
+        self._on_stream = not isinstance(task, FrameSinkTask) and prepared_on_stream(self._plan)
+        self._stream_schemas: tuple[Any, Any] = (None, None)
         self._dlq_producer: Any = None
         self._dlq_error: str | None = None
         self._consumer_settings = dict(consumer_settings)
@@ -242,9 +254,10 @@ class SinkTaskRunner(TaskRunner):
         then commit. The prepared rows come to the driver once, as Arrow columns (``toArrow``), which
         costs far less per record than ``collect``'s Row objects, and with them what the consumer read:
         with transforms, the source topic, partition and offset of every row read, the rows a Filter
-        dropped among them (kept and marked, not delivered), so one Spark job serves both. The raw batch
-        is cached only where schemaless JSON's schema is inferred first (read twice); dead letters read
-        the failed rows again.
+        dropped among them (kept and marked, not delivered), so one Spark job serves both. The batch
+        arrives prepared where the plan allows (``prepared_on_stream``); else it is prepared here, and the
+        raw batch cached only where schemaless JSON's schema is inferred first (read twice). Dead letters
+        read the failed rows again.
         """
         import pyarrow.compute as pc
         from pyspark.sql import functions as F
@@ -263,16 +276,16 @@ class SinkTaskRunner(TaskRunner):
             return
         started = time.monotonic()
         transforms = bool(self._plan.chain.transforms)
-        cached = infers_schemas(self._plan)
+        cached = not self._on_stream and infers_schemas(self._plan)
         raw = frame.persist() if cached else frame
         try:
-            read: tuple[str, ...] = ()
-            if transforms:
-                # From the rows as read, not as transformed: a router changes the topic, Filter drops
-                # rows, and the consumer must still move past every record it read.
-                raw = raw.withColumns({_READ[c]: F.col(c) for c in _READ})
-                read = (*_READ.values(), DROPPED)
-            prepared = prepare(self._plan, raw, keep_dropped=transforms)
+            # With transforms, the rows as read, not as transformed, are what was consumed: a router
+            # changes the topic, Filter drops rows, and the consumer must still move past every record.
+            read: tuple[str, ...] = (*_READ.values(), DROPPED) if transforms else ()
+            if self._on_stream:
+                prepared = frame
+            else:
+                prepared = prepare(self._plan, _with_read_columns(raw) if transforms else raw, transforms)
             # Only what a good record needs, and the error message that tells good from failed: the other
             # failure columns (the raw key and value among them, as large as the record) are fetched for
             # failed rows alone, below; collecting them for every row would double what travels.
@@ -295,7 +308,7 @@ class SinkTaskRunner(TaskRunner):
                 if errors.null_count != len(errors):
                     self._handle_failed(split(prepared)[1])
                     table = table.filter(pc.is_null(errors))
-            key_schema, value_schema = record_schemas(prepared)
+            key_schema, value_schema = self._stream_schemas if self._on_stream else record_schemas(prepared)
         except Py4JJavaError as exc:
             if self._spark_failed(exc):
                 return
@@ -586,6 +599,10 @@ class SinkTaskRunner(TaskRunner):
         source = task_data_source(self.pool)
         spark.dataSource.register(source)
         frame = spark.readStream.format(source.name()).options(**options).load()
+        if self._on_stream:
+            transforms = bool(self._plan.chain.transforms)
+            frame = prepare(self._plan, _with_read_columns(frame) if transforms else frame, transforms)
+            self._stream_schemas = record_schemas(frame)
         return (
             frame.writeStream.queryName(f"kconnect-{self.pool}")
             .foreachBatch(self._batch)

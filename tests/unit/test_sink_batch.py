@@ -25,6 +25,7 @@ from kconnect.runtime.dataplane.records import RAW_SCHEMA
 from kconnect.runtime.dataplane.sink_batch import (
     RECORD_COLUMNS,
     prepare,
+    prepared_on_stream,
     python_value,
     record_schemas,
     sink_plan,
@@ -74,6 +75,30 @@ def test_sink_plan_reads_converters_transforms_and_errors() -> None:
 def test_bad_plan_keys_are_named(converters: dict[str, str], config: dict[str, str], key: str) -> None:
     with pytest.raises(ConfigValidationError, match=key.replace(".", r"\.")):
         sink_plan(converters, config, "c", 0)
+
+
+STRING = "org.apache.kafka.connect.storage.StringConverter"
+BYTES = "org.apache.kafka.connect.converters.ByteArrayConverter"
+SCHEMALESS = {**WORKER, "key.converter.schemas.enable": "false", "value.converter.schemas.enable": "false"}
+CONTENT = {**WORKER, "value.converter.schema.content": '{"type": "string"}'}
+
+
+@pytest.mark.parametrize(
+    ("converters", "config", "expected"),
+    [
+        ({"key.converter": STRING, "value.converter": STRING}, ROUTE, True),
+        ({"key.converter": BYTES, "value.converter": STRING}, {}, True),
+        (SCHEMALESS, {}, True),  # schemaless JSON stays text: nothing to learn from the batch
+        (SCHEMALESS, ROUTE, False),  # ... unless transforms need its inferred struct
+        (WORKER, {}, False),  # envelopes: the schema is sampled from the batch
+        ({**CONTENT, "key.converter": STRING}, ROUTE, True),  # KIP-1054: the schema is configured
+        ({**CONTENT, "key.converter.schemas.enable": "true"}, {}, False),
+    ],
+)
+def test_plans_that_read_no_batch_are_prepared_on_the_stream(
+    converters: dict[str, str], config: dict[str, str], expected: bool
+) -> None:
+    assert prepared_on_stream(sink_plan(converters, config, "c", 0)) is expected
 
 
 @pytest.mark.parametrize(
