@@ -327,6 +327,8 @@ def test_spark_settings_pass_every_spark_key_with_fair_scheduling_and_driver_jvm
     assert settings["spark.scheduler.mode"] == "FAIR"
     assert settings["spark.executor.memory"] == "2g"
     assert settings["spark.driver.defaultJavaOptions"] == "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    manager = "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager"
+    assert settings["spark.sql.streaming.checkpointFileManagerClass"] == manager
     custom = spark_settings(
         WorkerConfig.from_properties(
             {
