@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from itertools import accumulate
 from typing import IO, Any, ClassVar
 
 from kconnect.connectors.uniform import UniformTasks
@@ -221,7 +222,7 @@ class FileStreamSourceTask(SourceTask):
             while len(records) < self.batch_size:
                 lines = self._extract_lines(self.batch_size - len(records))
                 if lines:
-                    records.extend(self._record(line, position, timestamp) for line, position in lines)
+                    records.extend(self._records(lines, timestamp))
                     continue
                 chunk = self._read_available()
                 if not chunk:
@@ -292,6 +293,12 @@ class FileStreamSourceTask(SourceTask):
         Why many at once: the buffer is scanned with a moving index and trimmed once at the end; trimming
         it per line would move the rest of the buffer (up to ``read_size`` bytes) for every line.
         """
+        if b"\r" not in self._buffer:
+            return self._split_lines(limit)
+        return self._scan_lines(limit)
+
+    def _scan_lines(self, limit: int) -> list[tuple[str, int | None]]:
+        """``_extract_lines`` line by line, for buffers where ``\\r`` may end a line."""
         buffer = self._buffer
         size = len(buffer)
         start = 0
@@ -317,21 +324,48 @@ class FileStreamSourceTask(SourceTask):
             self._position = position
         return out
 
-    def _record(self, line: str, position: int | None, timestamp: int) -> SourceRecord:
-        # frozen_record: the same record as SourceRecord(...) builds, without its slow frozen __init__.
-        return frozen_record(
-            SourceRecord,
-            {
-                "source_partition": self._partition,
-                "source_offset": {POSITION_FIELD: position},
-                "topic": self.topic,
-                "partition": None,
-                "key": None,
-                "value": line,
-                "headers": (),
-                "timestamp": timestamp,
-            },
-        )
+    def _split_lines(self, limit: int) -> list[tuple[str, int | None]]:
+        """``_extract_lines`` of a buffer holding no ``\\r`` (files of ``\\n`` lines, the common case): its
+        complete lines split off in one call instead of found one at a time, about a third of the cost
+        per line."""
+        buffer = self._buffer
+        end = buffer.rfind(b"\n")
+        if end < 0:
+            return []
+        lines = buffer[:end].split(b"\n")
+        del lines[limit:]
+        if not lines:
+            return []
+        lengths = [len(line) + 1 for line in lines]
+        del buffer[: sum(lengths)]
+        texts = [line.decode("utf-8", errors="replace") for line in lines]
+        position = self._position
+        if position is None:
+            return [(text, None) for text in texts]
+        ends = [position + length for length in accumulate(lengths)]
+        self._position = ends[-1]
+        return list(zip(texts, ends, strict=True))
+
+    def _records(self, lines: list[tuple[str, int | None]], timestamp: int) -> list[SourceRecord]:
+        """One record per line, in one comprehension (no call per line): the same records as
+        ``SourceRecord(...)`` builds, made with ``frozen_record`` instead of the slow frozen ``__init__``."""
+        partition, topic = self._partition, self.topic
+        return [
+            frozen_record(
+                SourceRecord,
+                {
+                    "source_partition": partition,
+                    "source_offset": {POSITION_FIELD: position},
+                    "topic": topic,
+                    "partition": None,
+                    "key": None,
+                    "value": line,
+                    "headers": (),
+                    "timestamp": timestamp,
+                },
+            )
+            for line, position in lines
+        ]
 
     def _idle(self) -> None:
         self._stopping.wait(self.idle_wait_s)

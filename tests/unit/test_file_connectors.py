@@ -358,6 +358,26 @@ def test_source_task_splits_any_lines_and_counts_every_byte(
     assert records[-1].source_offset == {"position": len(data)}
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    data=st.binary(max_size=200).map(lambda b: b.replace(b"\r", b"\n")),
+    limit=st.integers(min_value=1, max_value=6),
+    position=st.one_of(st.none(), st.integers(min_value=0, max_value=10_000)),
+)
+def test_lines_split_at_once_are_the_lines_scanned_one_by_one(
+    data: bytes, limit: int, position: int | None
+) -> None:
+    """A buffer without \\r (the common case) is split in one call (``_split_lines``); the lines, their
+    positions, what stays in the buffer and the position after them are what the line-by-line scan gives,
+    also for invalid UTF-8, empty lines and a partial last line."""
+    split, scanned = FileStreamSourceTask(), FileStreamSourceTask()
+    for task in (split, scanned):
+        task._buffer = bytearray(data)
+        task._position = position
+    assert split._split_lines(limit) == scanned._scan_lines(limit)
+    assert (split._buffer, split._position) == (scanned._buffer, scanned._position)
+
+
 # ---- sink task
 
 
