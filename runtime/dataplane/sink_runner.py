@@ -16,7 +16,6 @@ The decisions (which offsets to commit) are pure functions at the top of the mod
 from __future__ import annotations
 
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -24,6 +23,7 @@ from typing import Any
 
 from py4j.protocol import Py4JJavaError
 
+from kconnect.runtime.dataplane.scratch import make_scratch_dir
 from kconnect.runtime.dataplane.sink_batch import (
     FAILURE_COLUMNS,
     RECORD_COLUMNS,
@@ -593,7 +593,7 @@ class SinkTaskRunner(TaskRunner):
             "task.count": str(self.task_count),
             **{f"kafka.{k}": v for k, v in self._client_conf().items() if k != "auto.offset.reset"},
         }
-        self._checkpoint = tempfile.mkdtemp(prefix=f"kconnect-{self.pool}-")
+        self._checkpoint = str(make_scratch_dir("kconnect-checkpoint-", self.pool))
         from kconnect.runtime.dataplane.kafka_reader import task_data_source
 
         source = task_data_source(self.pool)

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+
+from kconnect.runtime.dataplane.scratch import make_scratch_dir
 
 __all__ = ["SPARK_HOME_LINKS", "ShadowSparkHome", "shadows_spark_home"]
 
@@ -50,7 +51,7 @@ class ShadowSparkHome:
 
     def __init__(self, package_home: str) -> None:
         """Raises OSError, leaving nothing behind, where the links cannot be made."""
-        self.path = Path(tempfile.mkdtemp(prefix="kconnect-spark-home-"))
+        self.path = make_scratch_dir("kconnect-spark-home-")
         try:
             for name in SPARK_HOME_LINKS:
                 target = Path(package_home, name)
