@@ -69,15 +69,17 @@ def consumed_offsets(rows: Iterable[Sequence[Any]]) -> dict[TopicPartition, int]
     return out
 
 
-#: A raw column and its copy, kept through a transformation chain, naming where a row was read.
-_READ: dict[str, str] = {"topic": "read__topic", "partition": "read__partition", "offset": "read__offset"}
+#: The topic a row was read from, copied before a transformation chain (a router changes ``topic``). Its
+#: partition and offset need no copy: no transformation changes them (``TransformChain`` refuses one that
+#: would), so those columns still say where the row was read.
+READ_TOPIC = "read__topic"
 
 
 def _with_read_columns(frame: Any) -> Any:
-    """The raw frame with copies of where each row was read (``_READ``), kept through a transform chain."""
+    """The raw frame with the copy of each row's topic (``READ_TOPIC``) kept through a transform chain."""
     from pyspark.sql import functions as F
 
-    return frame.withColumns({_READ[c]: F.col(c) for c in _READ})
+    return frame.withColumn(READ_TOPIC, F.col("topic"))
 
 
 def consumed_offsets_of_table(table: Any) -> dict[TopicPartition, int]:
@@ -281,7 +283,7 @@ class SinkTaskRunner(TaskRunner):
         try:
             # With transforms, the rows as read, not as transformed, are what was consumed: a router
             # changes the topic, Filter drops rows, and the consumer must still move past every record.
-            read: tuple[str, ...] = (*_READ.values(), DROPPED) if transforms else ()
+            read: tuple[str, ...] = (READ_TOPIC, DROPPED) if transforms else ()
             if self._on_stream:
                 prepared = frame
             else:
@@ -293,9 +295,8 @@ class SinkTaskRunner(TaskRunner):
             if table.num_rows == 0:
                 return
             if transforms:
-                consumed = consumed_offsets_of_table(
-                    table.select(list(_READ.values())).rename_columns(list(_READ))
-                )
+                where = table.select([READ_TOPIC, "partition", "offset"])
+                consumed = consumed_offsets_of_table(where.rename_columns(["topic", "partition", "offset"]))
                 delivered = pc.invert(table.column(DROPPED))
                 failed = pc.and_(pc.is_valid(table.column(ERROR_MESSAGE)), delivered)
                 if pc.any(failed).as_py():

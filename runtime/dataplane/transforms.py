@@ -54,6 +54,11 @@ class ConfiguredTransform:
     negate: bool = False
 
 
+#: Columns no transformation may write: where a record was read (Java's SMTs may set a sink record's
+#: partition, but none of the transformations kconnect runs does).
+FIXED_COLUMNS = frozenset({"partition", "offset"})
+
+
 @dataclass(frozen=True)
 class TransformChain:
     """A connector's ``transforms`` in order, each with its optional predicate."""
@@ -85,6 +90,10 @@ class TransformChain:
             step = t.builder(df)
         except ConnectDataError as exc:
             raise ConnectDataError(f"Transformation {t.alias} ({t.plugin.class_name}): {exc}") from None
+        if FIXED_COLUMNS & set(step.columns):
+            # A sink commits the offsets of the rows as read from these columns (``sink_runner.READ_TOPIC``).
+            what = f"Transformation {t.alias} ({t.plugin.class_name})"
+            raise ConnectDataError(f"{what} would change a record's partition or offset")
         cond: Column | None = None
         if t.predicate is not None:
             cond = t.predicate(df)

@@ -12,11 +12,13 @@ from kconnect.runtime.dataplane.connect_data import ConnectDataError, ConnectFie
 from kconnect.runtime.dataplane.converters import JsonConverter, StringConverter
 from kconnect.runtime.dataplane.predicates import PREDICATES
 from kconnect.runtime.dataplane.records import RAW_SCHEMA
-from kconnect.runtime.dataplane.transformations import TRANSFORMATIONS
+from kconnect.runtime.dataplane.transformations import TRANSFORMATIONS, Step
 from kconnect.runtime.dataplane.transforms import (
     DROPPED,
     TRANSFORM_ERROR,
     TRANSFORM_ERROR_CLASS,
+    ConfiguredTransform,
+    TransformChain,
     transform_chain,
 )
 from kconnect.runtime.plugins.config_def import ConfigValidationError, convert_to_string
@@ -186,6 +188,26 @@ def frame(spark):  # type: ignore[no-untyped-def]
     keys = StringConverter()
     keys.configure({}, True)
     return conv.to_columns(keys.to_columns(spark.createDataFrame(rows, RAW_SCHEMA), "key"), "value").cache()
+
+
+@pytest.mark.parametrize("column", ["partition", "offset"])
+def test_a_transformation_that_would_move_a_record_is_refused(frame: Any, column: str) -> None:
+    """A sink commits offsets from the partition and offset columns after its chain (only the topic is
+    copied before it): a step writing either is refused when the plan is built, naming the alias."""
+    from pyspark.sql import functions as F
+
+    route = transform_chain(
+        {
+            "transforms": "r",
+            "transforms.r.type": PKG + "RegexRouter",
+            "transforms.r.regex": "x",
+            "transforms.r.replacement": "y",
+        }
+    )
+    mover = ConfiguredTransform("mover", route.transforms[0].plugin, lambda df: Step({column: F.lit(7)}))
+    with pytest.raises(ConnectDataError, match=r"mover .* would change a record's partition or offset"):
+        TransformChain((*route.transforms, mover)).apply(frame)
+    assert TransformChain(route.transforms).apply(frame).count() == 4  # a router alone is fine
 
 
 def _offsets(df: Any) -> list[int]:
