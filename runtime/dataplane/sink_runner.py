@@ -637,7 +637,12 @@ class SinkTaskRunner(TaskRunner):
                     query = self._start_query()
                     with self._lock:
                         self._query = query
-                    self.log.info("sink query started", pool=self.pool, group=self.group_id)
+                    self.log.info(
+                        "sink query started",
+                        pool=self.pool,
+                        group=self.group_id,
+                        prepared_on_stream=self._on_stream,
+                    )
                     if query.isActive:
                         # RUNNING from here, not from the first batch: the topics may well be empty.
                         self.loop_began()

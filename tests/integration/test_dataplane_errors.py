@@ -201,7 +201,20 @@ def test_source_json_to_sink_with_transforms(bench: Bench) -> None:
         assert state is not None and state["state"] == "RUNNING", state
 
 
+def started_on_stream(worker: WorkerProcess, connector: str) -> bool | None:
+    """Whether the connector's sink query started with its batches prepared on the stream, from the
+    worker's "sink query started" log line (None if there is none)."""
+    for line in worker.log_text().splitlines():
+        if '"event": "sink query started"' in line and f'"{connector}-0"' in line:
+            found: bool = json.loads(line)["prepared_on_stream"]
+            return found
+    return None
+
+
 def test_malformed_records_go_to_the_dlq_with_tolerance_all(bench: Bench) -> None:
+    """String keys and schemaless JSON values read no batch, so this query's batches arrive converted
+    (``prepared_on_stream``) and its failed rows are split off them; the tolerance-none test below keeps
+    the worker's JSON keys, whose envelopes make each batch be prepared by itself."""
     topic = bench.topic("mixed")
     dlq = f"dlq-{uuid.uuid4().hex[:6]}"  # does not exist yet: the task creates it
     bench.produce(topic, [GOOD[0], BAD[0], GOOD[1], BAD[1], GOOD[2]])
@@ -213,6 +226,7 @@ def test_malformed_records_go_to_the_dlq_with_tolerance_all(bench: Bench) -> Non
             "file": str(sink_file),
             "topics": topic,
             "tasks.max": "1",
+            "key.converter": "org.apache.kafka.connect.storage.StringConverter",
             "value.converter": "org.apache.kafka.connect.json.JsonConverter",
             "value.converter.schemas.enable": "false",
             "errors.tolerance": "all",
@@ -224,6 +238,7 @@ def test_malformed_records_go_to_the_dlq_with_tolerance_all(bench: Bench) -> Non
         },
     )
     wait_until(lambda: len(lines(sink_file)) >= 3, 120, "the 3 good records in the sink")
+    assert started_on_stream(bench.worker, "tolerant") is True
     letters = bench.consume(dlq, 2)
     assert sorted(m.value() for m in letters) == sorted(BAD)
     for message in letters:
@@ -280,6 +295,7 @@ def test_malformed_records_fail_the_task_with_tolerance_none(bench: Bench) -> No
     state = wait_until(failed, 90, "the strict sink task FAILED")
     assert "Tolerance exceeded in error handler" in state["trace"], state["trace"]
     assert "VALUE_CONVERTER" in state["trace"] and "strict" in state["trace"], state["trace"]
+    assert started_on_stream(bench.worker, "strict") is False  # JSON envelope keys: prepared per batch
 
 
 def test_records_a_filter_drops_are_consumed_and_committed_past(bench: Bench) -> None:
@@ -317,6 +333,7 @@ def test_records_a_filter_drops_are_consumed_and_committed_past(bench: Bench) ->
     )
     kept = [f"record {n}" for n in (1, 2, 4, 5, 7)]
     wait_until(lambda: lines(out) == kept, 120, "the records the Filter keeps")
+    assert started_on_stream(bench.worker, "filtered") is True
     consumer = Consumer({"bootstrap.servers": bench.bootstrap, "group.id": "connect-filtered"})
     try:
 
