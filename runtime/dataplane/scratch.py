@@ -34,7 +34,7 @@ def stale(names: Iterable[str], prefix: str, alive: Callable[[int], bool]) -> li
         if not name.startswith(prefix):
             continue
         pid, dash, _ = name[len(prefix) :].partition("-")
-        if dash and pid.isdigit() and int(pid) != os.getpid() and not alive(int(pid)):
+        if dash and pid.isdigit() and not alive(int(pid)):
             out.append(name)
     return sorted(out)
 

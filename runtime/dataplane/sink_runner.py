@@ -75,13 +75,6 @@ def consumed_offsets(rows: Iterable[Sequence[Any]]) -> dict[TopicPartition, int]
 READ_TOPIC = "read__topic"
 
 
-def _with_read_columns(frame: Any) -> Any:
-    """The raw frame with the copy of each row's topic (``READ_TOPIC``) kept through a transform chain."""
-    from pyspark.sql import functions as F
-
-    return frame.withColumn(READ_TOPIC, F.col("topic"))
-
-
 def consumed_offsets_of_table(table: Any) -> dict[TopicPartition, int]:
     """:func:`consumed_offsets` of an Arrow table with ``topic``, ``partition`` and ``offset`` columns,
     aggregated by Arrow rather than row by row in Python."""
@@ -278,16 +271,13 @@ class SinkTaskRunner(TaskRunner):
             return
         started = time.monotonic()
         transforms = bool(self._plan.chain.transforms)
-        cached = not self._on_stream and infers_schemas(self._plan)
+        cached = infers_schemas(self._plan)  # never so for a plan prepared on the stream
         raw = frame.persist() if cached else frame
         try:
             # With transforms, the rows as read, not as transformed, are what was consumed: a router
             # changes the topic, Filter drops rows, and the consumer must still move past every record.
             read: tuple[str, ...] = (READ_TOPIC, DROPPED) if transforms else ()
-            if self._on_stream:
-                prepared = frame
-            else:
-                prepared = prepare(self._plan, _with_read_columns(raw) if transforms else raw, transforms)
+            prepared = frame if self._on_stream else self._prepared(raw)
             # Only what a good record needs, and the error message that tells good from failed: the other
             # failure columns (the raw key and value among them, as large as the record) are fetched for
             # failed rows alone, below; collecting them for every row would double what travels.
@@ -349,6 +339,16 @@ class SinkTaskRunner(TaskRunner):
             put_ms=round((put - collected - build_s) * 1000),
             commit_ms=round((time.monotonic() - put) * 1000),
         )
+
+    def _prepared(self, frame: Any) -> Any:
+        """A raw frame (the stream, or one batch) converted and transformed; with transforms, each row's
+        topic as read copied first (``READ_TOPIC``) and the rows a Filter drops kept, marked."""
+        from pyspark.sql import functions as F
+
+        transforms = bool(self._plan.chain.transforms)
+        if transforms:
+            frame = frame.withColumn(READ_TOPIC, F.col("topic"))
+        return prepare(self._plan, frame, keep_dropped=transforms)
 
     def _pre_commit(self) -> None:
         """Ask the task what of the consumed records it has made durable (``pre_commit``, which flushes),
@@ -601,8 +601,7 @@ class SinkTaskRunner(TaskRunner):
         spark.dataSource.register(source)
         frame = spark.readStream.format(source.name()).options(**options).load()
         if self._on_stream:
-            transforms = bool(self._plan.chain.transforms)
-            frame = prepare(self._plan, _with_read_columns(frame) if transforms else frame, transforms)
+            frame = self._prepared(frame)
             self._stream_schemas = record_schemas(frame)
         return (
             frame.writeStream.queryName(f"kconnect-{self.pool}")

@@ -265,9 +265,6 @@ class SourceTaskRunner(TaskRunner):
         self._submitted.append(batch)
         # A closure per record only for tasks that want to hear of each acknowledgement.
         each = None if self._hears_acks else self._batch_callback(batch)
-        if self._plan is None:
-            self._send_encoded(producer, batch, each)
-            return
         for record, out in self._prepare(records):
             if out is None:
                 # Skipped on an error (errors.tolerance=all) or dropped by the chain: Java tells the task
@@ -279,38 +276,6 @@ class SourceTaskRunner(TaskRunner):
             batch.pending += 1
             produce(producer, topic, key, value, kwargs)
         self.counters.records += len(records)
-
-    def _send_encoded(
-        self, producer: Any, batch: _Submitted, each: Callable[[Any, Any], None] | None
-    ) -> None:
-        """``_send`` without transforms: each record encoded and produced in one pass.
-
-        Why a pass of its own: it runs for every record a source task polls, on the worker's Python
-        thread, where a call or a dict more per record shows in the data plane's CPU per record (the
-        bench). What it does is ``_prepare``'s plan-less branch followed by ``produce``, inlined.
-        """
-        encode = self._encoder.encode
-        send = producer.produce
-        for record in batch.records:
-            try:
-                key, value, headers = encode(record)
-            except ConnectDataError as exc:
-                self._unconvertible(record, exc)
-                self._tell_task(record, None)
-                continue
-            kwargs: dict[str, Any] = {"on_delivery": each or self._delivery_callback(batch, record)}
-            if record.partition is not None:
-                kwargs["partition"] = record.partition
-            if record.timestamp is not None:
-                kwargs["timestamp"] = record.timestamp
-            if headers:
-                kwargs["headers"] = headers
-            batch.pending += 1
-            try:
-                send(record.topic, value, key, **kwargs)
-            except BufferError:  # the local queue is full: ``produce`` drains it, then sends
-                produce(producer, record.topic, key, value, kwargs)
-        self.counters.records += len(batch.records)
 
     def _flush(self, producer: Any, final: bool = False) -> None:
         """Commit the source offsets of the records acknowledged so far, polls in order: up to the first
@@ -650,15 +615,12 @@ class SourceTaskRunner(TaskRunner):
             encoded = self._encoder.encode(record)
             return encoded
         except ConnectDataError as exc:
-            self._unconvertible(record, exc)
+            policy = self._encoder.policy
+            message = f"converting a record for topic {record.topic} failed: {exc}"
+            if not policy.tolerance_all:
+                raise ConnectorError(f"Tolerance exceeded in error handler: {message}") from exc
+            self._log_skipped("converting", record, str(exc))
             return None
-
-    def _unconvertible(self, record: SourceRecord, exc: ConnectDataError) -> None:
-        """A record the converters refused: fail the task (errors.tolerance=none), else log it as skipped."""
-        message = f"converting a record for topic {record.topic} failed: {exc}"
-        if not self._encoder.policy.tolerance_all:
-            raise ConnectorError(f"Tolerance exceeded in error handler: {message}") from exc
-        self._log_skipped("converting", record, str(exc))
 
     def _log_skipped(self, doing: str, record: SourceRecord, message: Any) -> None:
         """Log a record skipped on an error under errors.tolerance=all, as ``errors.log.enable`` and
