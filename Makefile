@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 REFERENCE := ../shared/tools/reference-connect
 
-.PHONY: setup demo test lint unit reference postgres stunnel
+.PHONY: setup demo test lint unit kafka reference postgres stunnel
 
 setup: $(STAMP)
 
@@ -20,6 +20,11 @@ $(STAMP): pyproject.toml
 
 demo: setup
 	$(BIN)/kconnect demo
+
+# Apache Kafka from Maven Central (tests/apache-kafka/pom.xml): the brokers the integration tests start and
+# the Apache Kafka Connect 4.x reference worker. Copied once into the cache; tests fetch it too if missing.
+kafka: setup
+	$(BIN)/python -c 'from tests.support.apache_kafka import kafka_libs; print("Apache Kafka jars:", kafka_libs())'
 
 # The reference Apache Kafka Connect worker (for interop tests) needs Java 17 and its jars; without
 # them those tests skip with the reason.
@@ -58,5 +63,5 @@ lint: setup
 	for d in runtime rest config connectors; do ln -sfn $(CURDIR)/$$d $(TYPECHECK)/kconnect/$$d; done
 	cd $(TYPECHECK) && $(CURDIR)/$(BIN)/mypy --strict --config-file $(CURDIR)/pyproject.toml -p kconnect
 
-test: setup reference postgres stunnel lint
+test: setup kafka reference postgres stunnel lint
 	$(BIN)/pytest -q -ra --durations=25 -n 2 --dist loadfile

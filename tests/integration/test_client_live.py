@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import free_port
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, stable_view, wait_until, worker_properties
 
 pytestmark = pytest.mark.integration
@@ -23,7 +24,7 @@ def kc(url: str, *argv: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-def test_client_drives_a_worker(tmp_path: Path, broker: EmbeddedBroker) -> None:
+def test_client_drives_a_worker(tmp_path: Path, broker: Broker) -> None:
     group = f"cli-{uuid.uuid4().hex[:6]}"
     worker = WorkerProcess(tmp_path, worker_properties(broker.bootstrap, group, free_port())).start()
     try:

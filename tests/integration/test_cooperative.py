@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kconnect.runtime.cli.broker import EmbeddedBroker
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, stable_view, start_cluster, wait_nudging, wait_until
 
 pytestmark = pytest.mark.integration
@@ -95,7 +95,7 @@ def _follower(workers: list[WorkerProcess]) -> WorkerProcess:
     return next(w for w in workers if w.url + "/" != view["leader_url"])
 
 
-def _cluster(tmp_path: Path, broker: EmbeddedBroker) -> list[WorkerProcess]:
+def _cluster(tmp_path: Path, broker: Broker) -> list[WorkerProcess]:
     workers = start_cluster(
         tmp_path,
         broker.bootstrap,
@@ -113,7 +113,7 @@ def _cluster(tmp_path: Path, broker: EmbeddedBroker) -> list[WorkerProcess]:
 
 
 def test_a_fourth_worker_takes_a_quarter_and_a_clean_stop_hands_over_at_once(
-    tmp_path: Path, broker: EmbeddedBroker
+    tmp_path: Path, broker: Broker
 ) -> None:
     workers = _cluster(tmp_path, broker)
     try:
@@ -165,7 +165,7 @@ def test_a_fourth_worker_takes_a_quarter_and_a_clean_stop_hands_over_at_once(
 
 
 def test_a_bounce_within_the_delay_gets_its_work_back_and_a_death_beyond_it_is_spread(
-    tmp_path: Path, broker: EmbeddedBroker
+    tmp_path: Path, broker: Broker
 ) -> None:
     workers = _cluster(tmp_path, broker)
     try:

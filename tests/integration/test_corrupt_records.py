@@ -11,13 +11,14 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import free_port
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, stable_view, wait_until, worker_properties
 
 pytestmark = pytest.mark.integration
 
 
-def test_corrupt_internal_records_are_skipped_with_a_warning(tmp_path: Path, broker: EmbeddedBroker) -> None:
+def test_corrupt_internal_records_are_skipped_with_a_warning(tmp_path: Path, broker: Broker) -> None:
     group = f"corrupt-{uuid.uuid4().hex[:6]}"
     props = worker_properties(broker.bootstrap, group, free_port())
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})

@@ -19,7 +19,8 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import free_port
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
 
 pytestmark = pytest.mark.integration
@@ -165,7 +166,7 @@ def create_topic(bootstrap: str, topic: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def pipeline(tmp_path_factory: pytest.TempPathFactory, broker: EmbeddedBroker) -> Iterator[Pipeline]:
+def pipeline(tmp_path_factory: pytest.TempPathFactory, broker: Broker) -> Iterator[Pipeline]:
     workdir = tmp_path_factory.mktemp("dataplane")
     plugins = workdir / "plugins"
     plugins.mkdir()

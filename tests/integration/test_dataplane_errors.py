@@ -20,7 +20,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import free_port
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
 
 pytestmark = pytest.mark.integration
@@ -86,7 +87,7 @@ def lines(path: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def bench(tmp_path_factory: pytest.TempPathFactory, broker: EmbeddedBroker) -> Iterator[Bench]:
+def bench(tmp_path_factory: pytest.TempPathFactory, broker: Broker) -> Iterator[Bench]:
     workdir = tmp_path_factory.mktemp("dataplane-errors")
     props = worker_properties(broker.bootstrap, f"dpe-{uuid.uuid4().hex[:8]}", free_port())
     props.update(

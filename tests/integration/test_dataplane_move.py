@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kconnect.runtime.cli.broker import EmbeddedBroker
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import stable_view, start_cluster, wait_nudging, wait_until
 
 pytestmark = pytest.mark.integration
@@ -31,7 +31,7 @@ def produce(bootstrap: str, topic: str, values: range) -> None:
     assert producer.flush(30) == 0
 
 
-def test_moved_sink_task_resumes_from_committed_offsets(tmp_path: Path, broker: EmbeddedBroker) -> None:
+def test_moved_sink_task_resumes_from_committed_offsets(tmp_path: Path, broker: Broker) -> None:
     workers = start_cluster(
         tmp_path,
         broker.bootstrap,

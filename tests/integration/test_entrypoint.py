@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import free_port
 from tests.integration.test_cooperative import _holdings
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, stable_view, wait_nudging, wait_until, worker_properties
 from tests.support.held_worker import kconnect_shim
 
@@ -79,9 +80,7 @@ def _balanced(workers: list[WorkerProcess]) -> dict[str, dict[str, Any]] | None:
     return h
 
 
-def test_entrypoint_worker_joins_and_hands_its_tasks_over_on_sigterm(
-    tmp_path: Path, broker: EmbeddedBroker
-) -> None:
+def test_entrypoint_worker_joins_and_hands_its_tasks_over_on_sigterm(tmp_path: Path, broker: Broker) -> None:
     group = f"g-entrypoint-{os.getpid()}"
     extra = {"scheduled_rebalance_max_delay_ms": DELAY_MS, "connect_protocol": "sessioned"}
     other_props = worker_properties(broker.bootstrap, group, free_port(), **extra)

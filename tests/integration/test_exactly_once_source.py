@@ -31,11 +31,11 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconnect.connectors.verifiable import VerifiableSourceTask
-from kconnect.runtime.cli.broker import EmbeddedBroker
 from kconnect.runtime.dataplane.exactly_once import ExactlyOnce, TransactionBoundary, TransactionPolicy
 from kconnect.runtime.dataplane.source_runner import SourceTaskRunner
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.storage.offset_log import OffsetState
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import stable_view, start_cluster, wait_nudging, wait_until
 
 pytestmark = pytest.mark.integration
@@ -93,7 +93,7 @@ def verifiable_eos_config(topic: str, throughput: int, tasks: int) -> dict[str, 
     }
 
 
-def test_killed_worker_no_loss_no_duplicates(tmp_path: Path, broker: EmbeddedBroker) -> None:
+def test_killed_worker_no_loss_no_duplicates(tmp_path: Path, broker: Broker) -> None:
     workers = start_cluster(
         tmp_path,
         broker.bootstrap,
@@ -231,7 +231,7 @@ def test_killed_worker_no_loss_no_duplicates(tmp_path: Path, broker: EmbeddedBro
                 w.stop(60)
 
 
-def test_a_live_zombie_is_fenced_by_the_new_instance_and_fails_clearly(broker: EmbeddedBroker) -> None:
+def test_a_live_zombie_is_fenced_by_the_new_instance_and_fails_clearly(broker: Broker) -> None:
     """Two live instances of one task (a worker that lost its assignment but still runs it): the newer
     one's init_transactions fences the older, whose next transactional call fails the task with a message
     that says so, while the newer one goes on committing. Runners in this process: no worker needed."""

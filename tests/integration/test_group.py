@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kconnect.runtime.cli.broker import EmbeddedBroker
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, stable_view, start_cluster, wait_until
 
 pytestmark = pytest.mark.integration
@@ -27,9 +27,7 @@ def _by_url(workers: list[WorkerProcess], url: str) -> WorkerProcess:
     return next(w for w in workers if w.url + "/" == url)
 
 
-def test_three_workers_one_group_leader_failover_and_clean_leave(
-    tmp_path: Path, broker: EmbeddedBroker
-) -> None:
+def test_three_workers_one_group_leader_failover_and_clean_leave(tmp_path: Path, broker: Broker) -> None:
     workers = start_cluster(tmp_path, broker.bootstrap, 3)
     try:
         view = wait_until(stable_view(workers, 3), 90, "three workers in one stable generation")
@@ -81,9 +79,7 @@ def test_three_workers_one_group_leader_failover_and_clean_leave(
                 w.stop()
 
 
-def test_connector_visible_everywhere_and_survives_full_restart(
-    tmp_path: Path, broker: EmbeddedBroker
-) -> None:
+def test_connector_visible_everywhere_and_survives_full_restart(tmp_path: Path, broker: Broker) -> None:
     workers = start_cluster(tmp_path, broker.bootstrap, 3)
     source = tmp_path / "input.txt"
     source.write_text("a\nb\n")
@@ -147,9 +143,7 @@ def test_connector_visible_everywhere_and_survives_full_restart(
                 w.stop()
 
 
-def test_worker_that_lost_its_session_releases_its_work_and_rejoins(
-    tmp_path: Path, broker: EmbeddedBroker
-) -> None:
+def test_worker_that_lost_its_session_releases_its_work_and_rejoins(tmp_path: Path, broker: Broker) -> None:
     """A frozen worker (SIGSTOP) is expelled after the session timeout; thawed, it finds its member id
     unknown, releases what it held and joins again as a new member."""
     workers = start_cluster(tmp_path, broker.bootstrap, 2)

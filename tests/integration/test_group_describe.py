@@ -20,7 +20,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import free_port
 from kconnect.runtime.group.group_records import (
     Assigned,
     Assignor,
@@ -51,6 +51,7 @@ from kconnect.runtime.group.protocol import (
     encode_metadata,
 )
 from kconnect.runtime.ids import TaskId
+from tests.support.apache_kafka import Broker
 
 pytestmark = pytest.mark.integration
 
@@ -118,7 +119,7 @@ def _describe(bootstrap: str, *args: str, timeout: float = 90) -> subprocess.Com
 
 
 @pytest.fixture(scope="module")
-def written(broker: EmbeddedBroker) -> dict[str, Any]:
+def written(broker: Broker) -> dict[str, Any]:
     """A group-records topic holding one group, written the way workers will write it."""
     group = f"describe-{uuid.uuid4().hex[:6]}"
     topic = f"{group}-group-records"
@@ -175,9 +176,7 @@ def written(broker: EmbeddedBroker) -> dict[str, Any]:
     return {"group": group, "topic": topic, "target_timestamp": stamps[-1], "corrupt_offset": 7}
 
 
-def test_describe_json_shows_the_group_its_records_describe(
-    broker: EmbeddedBroker, written: dict[str, Any]
-) -> None:
+def test_describe_json_shows_the_group_its_records_describe(broker: Broker, written: dict[str, Any]) -> None:
     done = _describe(broker.bootstrap, "--group", written["group"], "--json")
     assert done.returncode == 0, done.stderr
     view = json.loads(done.stdout)
@@ -208,7 +207,7 @@ def test_describe_json_shows_the_group_its_records_describe(
     assert "skipping group record whose key does not decode" in done.stderr
 
 
-def test_describe_table_is_readable(broker: EmbeddedBroker, written: dict[str, Any]) -> None:
+def test_describe_table_is_readable(broker: Broker, written: dict[str, Any]) -> None:
     done = _describe(broker.bootstrap, "--group", written["group"], "--topic", written["topic"])
     assert done.returncode == 0, done.stderr
     text = done.stdout
@@ -223,7 +222,7 @@ def test_describe_table_is_readable(broker: EmbeddedBroker, written: dict[str, A
     assert "scheduled.rebalance.max.delay.ms = 120000" in text
 
 
-def test_unknown_group_is_a_one_line_error(broker: EmbeddedBroker, written: dict[str, Any]) -> None:
+def test_unknown_group_is_a_one_line_error(broker: Broker, written: dict[str, Any]) -> None:
     done = _describe(broker.bootstrap, "--group", "nobody", "--topic", written["topic"])
     assert done.returncode == 2
     assert done.stdout == ""
@@ -235,7 +234,7 @@ def test_unknown_group_is_a_one_line_error(broker: EmbeddedBroker, written: dict
     ]
 
 
-def test_missing_topic_is_a_one_line_error(broker: EmbeddedBroker) -> None:
+def test_missing_topic_is_a_one_line_error(broker: Broker) -> None:
     done = _describe(broker.bootstrap, "--group", f"absent-{uuid.uuid4().hex[:6]}")
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
@@ -251,7 +250,7 @@ def test_unreachable_broker_is_a_clear_error_not_a_hang() -> None:
 
 
 def test_command_config_takes_java_named_client_settings(
-    broker: EmbeddedBroker, written: dict[str, Any], tmp_path: Path
+    broker: Broker, written: dict[str, Any], tmp_path: Path
 ) -> None:
     """``--command-config`` as Apache Kafka's tools take it: Java names translated (``fetch.max.wait.ms``
     would be refused by librdkafka as written), Java-only ones ignored; a JKS trust store is refused,

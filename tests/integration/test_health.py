@@ -8,7 +8,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import free_port
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
 from tests.support.reference import ReferenceWorker, reference_available
 
@@ -23,7 +24,7 @@ def _health(url: str) -> tuple[int, dict[str, str]] | None:
     return resp.status_code, resp.json()
 
 
-def test_health_is_503_until_the_worker_has_joined_then_200(tmp_path: Path, broker: EmbeddedBroker) -> None:
+def test_health_is_503_until_the_worker_has_joined_then_200(tmp_path: Path, broker: Broker) -> None:
     group = f"health-{uuid.uuid4().hex[:6]}"
     worker = WorkerProcess(tmp_path, worker_properties(broker.bootstrap, group, free_port())).start()
     try:

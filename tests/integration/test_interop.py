@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import free_port
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
 from tests.support.reference import ReferenceWorker, reference_available
 
@@ -70,7 +71,7 @@ def _source_config(tmp_path: Path, topic: str) -> dict[str, str]:
     }
 
 
-def test_kconnect_leads_and_java_follows(tmp_path: Path, broker: EmbeddedBroker) -> None:
+def test_kconnect_leads_and_java_follows(tmp_path: Path, broker: Broker) -> None:
     group = f"interop-{uuid.uuid4().hex[:6]}"
     kc = _kconnect(tmp_path, broker.bootstrap, group).start()
     started = time.monotonic()
@@ -120,7 +121,7 @@ def test_kconnect_leads_and_java_follows(tmp_path: Path, broker: EmbeddedBroker)
             kc.stop()
 
 
-def test_java_leads_and_kconnect_follows(tmp_path: Path, broker: EmbeddedBroker) -> None:
+def test_java_leads_and_kconnect_follows(tmp_path: Path, broker: Broker) -> None:
     group = f"interop-{uuid.uuid4().hex[:6]}"
     started = time.monotonic()
     with _java(broker.bootstrap, group, tmp_path / "java.log") as java:
@@ -214,9 +215,7 @@ def _running(worker: WorkerProcess, name: str) -> bool:
     return body["connector"]["state"] == "RUNNING" and bool(tasks) and tasks[0]["state"] == "RUNNING"
 
 
-def test_a_java_member_turns_the_group_classic_until_it_leaves(
-    tmp_path: Path, broker: EmbeddedBroker
-) -> None:
+def test_a_java_member_turns_the_group_classic_until_it_leaves(tmp_path: Path, broker: Broker) -> None:
     """``group.protocol=connect`` (kconnect's default) in a mixed group (issue 14): while the Java worker
     is a member, a new connector costs a JoinGroup round as in Apache Kafka Connect; once it left, the
     kconnect workers reconcile again and a new connector costs none."""

@@ -20,7 +20,8 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import free_port
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
 from tests.support.postgres import DRIVER_JAR, PASSWORD, USER, PostgresServer, start_postgres
 
@@ -113,7 +114,7 @@ class Bench:
 
 
 @pytest.fixture(scope="module")
-def bench(tmp_path_factory: pytest.TempPathFactory, broker: EmbeddedBroker) -> Iterator[Bench]:
+def bench(tmp_path_factory: pytest.TempPathFactory, broker: Broker) -> Iterator[Bench]:
     workdir: Path = tmp_path_factory.mktemp("jdbc")
     pg = start_postgres()  # raises with the server's own words if it cannot start: a failure, not a skip
     props = worker_properties(broker.bootstrap, f"jdbc-{uuid.uuid4().hex[:8]}", free_port())

@@ -9,13 +9,13 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kconnect.runtime.cli.broker import EmbeddedBroker
 from kconnect.runtime.storage.kafka_log import KafkaLog, LogRecord
+from tests.support.apache_kafka import Broker
 
 pytestmark = pytest.mark.integration
 
 
-def test_read_to_end_passes_the_commit_marker_of_a_transaction(broker: EmbeddedBroker) -> None:
+def test_read_to_end_passes_the_commit_marker_of_a_transaction(broker: Broker) -> None:
     """An exactly-once source task writes its offsets inside a transaction, so the offsets topic ends
     in a commit marker: an offset no record handed to the log ever has. ``read_to_end`` must still
     finish (it once waited out its whole timeout, and a source task on an executor failed to start)."""

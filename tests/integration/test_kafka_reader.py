@@ -14,16 +14,16 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kconnect.runtime.cli.broker import EmbeddedBroker
 from kconnect.runtime.dataplane import kafka_reader
 from kconnect.runtime.dataplane.kafka_reader import KafkaStreamReader, decode_offsets
+from tests.support.apache_kafka import Broker
 
 pytestmark = pytest.mark.integration
 
 RECORDS = 10
 
 
-def _topic_with_one_batch(broker: EmbeddedBroker) -> str:
+def _topic_with_one_batch(broker: Broker) -> str:
     topic = f"reader-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
@@ -36,7 +36,7 @@ def _topic_with_one_batch(broker: EmbeddedBroker) -> str:
 
 
 def test_a_probe_that_got_no_answer_is_asked_again_so_a_stopped_producers_tail_is_delivered(
-    broker: EmbeddedBroker, monkeypatch: pytest.MonkeyPatch
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A probe whose deadline passes before the broker answered (a new client still connecting on a loaded
     machine) must not count as asked: the producer has stopped, the watermark will never move again, and
@@ -63,7 +63,7 @@ def test_a_probe_that_got_no_answer_is_asked_again_so_a_stopped_producers_tail_i
         reader.stop()
 
 
-def test_each_partition_is_planned_to_its_own_served_end(broker: EmbeddedBroker) -> None:
+def test_each_partition_is_planned_to_its_own_served_end(broker: Broker) -> None:
     """One prober serves every partition in turn: what one partition's probe answered (its records, its
     end-of-partition event) must never count for the next. Three partitions, one multi-record batch each,
     probed together; then a stopped producer's last batch on each, probed again."""

@@ -24,7 +24,6 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from kconnect.runtime.cli.broker import EmbeddedBroker
 from kconnect.runtime.group.group_records import (
     CurrentMemberAssignmentKey,
     MemberMetadataKey,
@@ -32,6 +31,7 @@ from kconnect.runtime.group.group_records import (
     decode_key,
 )
 from tests.integration.test_cooperative import TASKS, _holdings, _settle, _sink
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, stable_view, start_cluster, wait_until
 
 pytestmark = pytest.mark.integration
@@ -119,9 +119,7 @@ def _read_topic(bootstrap: str, topic: str) -> dict[RecordKey, bytes | None]:
         consumer.close()
 
 
-def test_a_new_leader_remembers_lost_work_and_continues_the_delay(
-    tmp_path: Path, broker: EmbeddedBroker
-) -> None:
+def test_a_new_leader_remembers_lost_work_and_continues_the_delay(tmp_path: Path, broker: Broker) -> None:
     workers = start_cluster(
         tmp_path,
         broker.bootstrap,

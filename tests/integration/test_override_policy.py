@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kconnect.runtime.cli.broker import EmbeddedBroker
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import stable_view, start_cluster, wait_until
 
 pytestmark = pytest.mark.integration
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.integration
 REFUSED = "The 'Allowlist' policy does not allow 'acks' to be overridden in the connector configuration."
 
 
-def test_the_allowlist_policy_refuses_what_it_does_not_list(tmp_path: Path, broker: EmbeddedBroker) -> None:
+def test_the_allowlist_policy_refuses_what_it_does_not_list(tmp_path: Path, broker: Broker) -> None:
     [worker] = start_cluster(
         tmp_path,
         broker.bootstrap,

@@ -25,7 +25,8 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconnect.connectors.parquet import parse_file_name
-from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import free_port
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, wait_nudging, wait_until, worker_properties
 
 pytestmark = pytest.mark.integration
@@ -59,7 +60,7 @@ def published_ids(out: Path, topic: str) -> list[int]:
     return sorted(table.column("id").to_pylist())
 
 
-def test_parquet_sink_exactly_once_across_restart_and_kill(tmp_path: Path, broker: EmbeddedBroker) -> None:
+def test_parquet_sink_exactly_once_across_restart_and_kill(tmp_path: Path, broker: Broker) -> None:
     props = worker_properties(
         broker.bootstrap,
         f"pq-{uuid.uuid4().hex[:8]}",

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import free_port
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, read_json_values, wait_until, worker_properties
 
 pytestmark = pytest.mark.integration
@@ -102,7 +103,7 @@ def plugin_samples(worker: WorkerProcess) -> dict[str, float]:
 
 
 def test_a_tasks_own_metric_counts_the_records_it_moved_and_goes_when_the_connector_is_deleted(
-    tmp_path: Path, broker: EmbeddedBroker
+    tmp_path: Path, broker: Broker
 ) -> None:
     plugins = tmp_path / "plugins"
     plugins.mkdir()

@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import free_port
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, read_json_values, wait_until, worker_properties
 
 pytestmark = pytest.mark.integration
@@ -51,7 +52,7 @@ def install(packages: list[str], workdir: Path) -> Path:
 
 
 def test_plugin_package_is_listed_and_runs_and_a_broken_one_is_reported(
-    tmp_path: Path, broker: EmbeddedBroker, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, broker: Broker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     site = install(["kconnect-plugin-example", "kconnect-plugin-broken"], tmp_path)
     assert (site / "kconnect_plugin_example-0.2.0.dist-info").is_dir()

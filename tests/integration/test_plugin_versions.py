@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import free_port
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, read_json_values, wait_until, worker_properties
 
 pytestmark = pytest.mark.integration
@@ -50,7 +51,7 @@ def build(workdir: Path, plugins: Path, version: str) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_two_versions_of_one_plugin_run_side_by_side(tmp_path: Path, broker: EmbeddedBroker) -> None:
+def test_two_versions_of_one_plugin_run_side_by_side(tmp_path: Path, broker: Broker) -> None:
     plugins = tmp_path / "plugins"
     for version in ("0.2.0", "0.3.0"):
         build(tmp_path, plugins, version)

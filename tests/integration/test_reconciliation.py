@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from kconnect.runtime.cli.broker import EmbeddedBroker
 from kconnect.runtime.storage import status_log
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, stable_view, start_cluster, topic_names, wait_until
 
 pytestmark = pytest.mark.integration
@@ -145,9 +145,7 @@ def _overlaps(history: list[status_log.StatusRecord], dead: set[str]) -> list[st
     return found
 
 
-def test_twenty_connectors_in_a_burst_need_no_generation_and_all_run(
-    tmp_path: Path, broker: EmbeddedBroker
-) -> None:
+def test_twenty_connectors_in_a_burst_need_no_generation_and_all_run(tmp_path: Path, broker: Broker) -> None:
     group = "g-reconcile-burst"
     workers = start_cluster(tmp_path, broker.bootstrap, 3, group, spark=True, connect_protocol="sessioned")
     try:
@@ -175,7 +173,7 @@ def test_twenty_connectors_in_a_burst_need_no_generation_and_all_run(
 
 
 def test_a_leader_killed_mid_reconciliation_leaves_no_task_on_two_workers(
-    tmp_path: Path, broker: EmbeddedBroker
+    tmp_path: Path, broker: Broker
 ) -> None:
     group = "g-reconcile-kill"
     workers = start_cluster(

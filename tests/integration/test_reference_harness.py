@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kconnect.runtime.cli.broker import EmbeddedBroker
+from tests.support.apache_kafka import Broker
 from tests.support.reference import ReferenceWorker, parse_assignments, reference_available
 
 _AVAILABLE, _WHY = reference_available()
@@ -73,7 +73,7 @@ def _wait_running(worker: ReferenceWorker, name: str, timeout_s: float) -> dict[
 @pytest.mark.interop
 @pytest.mark.integration
 @needs_reference
-def test_reference_worker_runs_a_filestream_source(broker: EmbeddedBroker, tmp_path: Path) -> None:
+def test_reference_worker_runs_a_filestream_source(broker: Broker, tmp_path: Path) -> None:
     run = uuid.uuid4().hex[:8]
     source = tmp_path / "x.txt"
     source.write_text("hello\nworld\n")

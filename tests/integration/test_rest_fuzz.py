@@ -26,7 +26,7 @@ from schemathesis.engine.errors import is_inconsistent_replay
 from schemathesis.generation import GenerationMode
 from schemathesis.generation.stateful import run_state_machine_as_test
 
-from kconnect.runtime.cli.broker import EmbeddedBroker
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, stable_view, start_cluster, wait_until
 
 pytestmark = pytest.mark.integration
@@ -70,7 +70,7 @@ CHECKS = [not_a_server_error, connect_error_json]
 
 
 @pytest.fixture(scope="module")
-def worker(tmp_path_factory: pytest.TempPathFactory, broker: EmbeddedBroker) -> Iterator[WorkerProcess]:
+def worker(tmp_path_factory: pytest.TempPathFactory, broker: Broker) -> Iterator[WorkerProcess]:
     tmp: Path = tmp_path_factory.mktemp("fuzz")
     workers = start_cluster(tmp, broker.bootstrap, 1)
     try:

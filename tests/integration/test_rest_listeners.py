@@ -13,7 +13,8 @@ import httpx
 import pytest
 
 from kconnect.rest.server import BASIC_AUTH_EXTENSION, PROPERTY_FILE_LOGIN_MODULE
-from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import free_port
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, run_worker, wait_until, worker_properties
 
 pytestmark = pytest.mark.integration
@@ -35,7 +36,7 @@ def self_signed(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_https_admin_listener_cors_and_basic_auth(
-    tmp_path: Path, broker: EmbeddedBroker, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, broker: Broker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     keystore, cert = self_signed(tmp_path)
     (tmp_path / "users.properties").write_text("# user=password\nalice=s3cret\n")
@@ -110,7 +111,7 @@ def test_https_admin_listener_cors_and_basic_auth(
 
 
 def test_two_https_workers_with_basic_auth_forward_to_each_other(
-    tmp_path: Path, broker: EmbeddedBroker, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, broker: Broker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A follower forwards writes and GET /workers to the leader over https, trusting the worker's own
     truststore and passing the caller's credentials on, as Java's inter-worker client does."""

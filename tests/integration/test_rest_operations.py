@@ -19,7 +19,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kconnect.runtime.cli.broker import EmbeddedBroker
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import stable_view, start_cluster, wait_until
 
 pytestmark = pytest.mark.integration
@@ -74,7 +74,7 @@ def error_json(resp: httpx.Response, code: int, message: str | None = None) -> N
         assert body["message"] == message, body
 
 
-def test_connector_operations_through_a_follower(tmp_path: Path, broker: EmbeddedBroker) -> None:
+def test_connector_operations_through_a_follower(tmp_path: Path, broker: Broker) -> None:
     workers = start_cluster(tmp_path, broker.bootstrap, 2)
     group = workers[0].props["group.id"]
     status_topic, offsets_topic = f"{group}-status", f"{group}-offsets"

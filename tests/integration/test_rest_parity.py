@@ -30,7 +30,8 @@ import httpx
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import free_port
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, stable_view, wait_until, worker_properties
 from tests.support.parity import (
     Answer,
@@ -467,7 +468,7 @@ def decode(resp: httpx.Response) -> Any:
 
 
 @pytest.fixture
-def sides(tmp_path: Path, broker: EmbeddedBroker) -> Iterator[tuple[Side, Side]]:
+def sides(tmp_path: Path, broker: Broker) -> Iterator[tuple[Side, Side]]:
     """The Java worker and the kconnect worker, each alone in its own cluster, both ready for writes."""
     run = uuid.uuid4().hex[:6]
     props = worker_properties(
@@ -503,7 +504,7 @@ def sides(tmp_path: Path, broker: EmbeddedBroker) -> Iterator[tuple[Side, Side]]
 
 
 def test_rest_parity_with_the_reference_worker(
-    sides: tuple[Side, Side], tmp_path: Path, broker: EmbeddedBroker
+    sides: tuple[Side, Side], tmp_path: Path, broker: Broker
 ) -> None:
     java, ours = sides
     bootstrap = broker.bootstrap

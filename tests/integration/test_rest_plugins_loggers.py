@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import free_port
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, stable_view, wait_until, worker_properties
 
 pytestmark = pytest.mark.integration
@@ -19,7 +20,7 @@ def _level(worker: WorkerProcess, logger: str) -> dict[str, Any] | None:
     return resp.json() if resp.status_code == 200 else None
 
 
-def test_plugins_validation_and_log_levels(tmp_path: Path, broker: EmbeddedBroker) -> None:
+def test_plugins_validation_and_log_levels(tmp_path: Path, broker: Broker) -> None:
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     broken = f"kc_broken_{uuid.uuid4().hex[:6]}"

@@ -17,12 +17,12 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kconnect.runtime.cli.broker import EmbeddedBroker
 from kconnect.runtime.dataplane.source_runner import SourceTaskRunner
 from kconnect.runtime.dataplane.spark_executor import SparkSessionHolder
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.api import SourceRecord, SourceTask
 from kconnect.runtime.storage.offset_log import OffsetState, SourceOffset
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import wait_until
 
 pytestmark = pytest.mark.integration
@@ -63,7 +63,7 @@ class _Numbers(SourceTask):
         """Nothing to release."""
 
 
-def test_filter_insert_field_and_router_apply_to_source_records(broker: EmbeddedBroker) -> None:
+def test_filter_insert_field_and_router_apply_to_source_records(broker: Broker) -> None:
     topic = f"src-{uuid.uuid4().hex[:6]}"
     routed = f"{topic}-routed"
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})

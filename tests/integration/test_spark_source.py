@@ -23,9 +23,10 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import free_port
 from tests.integration.test_exactly_once_source import read_committed, verifiable_eos_config
 from tests.integration.test_plugin_metrics import COUNTING_SOURCE, plugin_samples
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, start_cluster, wait_until, worker_properties
 from tests.support.plugin_sources import one_task_connector
 
@@ -78,7 +79,7 @@ class Cluster:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory, broker: EmbeddedBroker) -> Iterator[Cluster]:
+def cluster(tmp_path_factory: pytest.TempPathFactory, broker: Broker) -> Iterator[Cluster]:
     workdir = tmp_path_factory.mktemp("spark-source")
     plugins = workdir / "plugins"
     plugins.mkdir()
@@ -211,7 +212,7 @@ def test_a_source_tasks_plugin_metrics_registered_in_its_spark_task_show_in_the_
 
 @pytest.mark.timeout(300)
 def test_an_exactly_once_source_task_commits_transactions_from_its_spark_task(
-    tmp_path: Path, broker: EmbeddedBroker
+    tmp_path: Path, broker: Broker
 ) -> None:
     """With exactly-once support the worker waits for the leader's zombie fencing, then the Spark task's
     transactional producer carries records and offsets together; a restarted task (a new job, whose

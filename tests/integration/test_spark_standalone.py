@@ -33,8 +33,9 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import free_port
 from tests.support import spark_cluster
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
 from tests.support.plugin_sources import one_task_connector
 
@@ -155,7 +156,7 @@ def python_wrapper(workdir: Path) -> tuple[Path, Path]:
 # one-worker version of this test measured 170-275 s on a 2-core machine shared with other test runs.
 @pytest.mark.timeout(600)
 def test_pipeline_runs_on_the_standalone_cluster_survives_an_executor_kill_and_reports_executor_failures(
-    tmp_path: Path, broker: EmbeddedBroker, standalone: spark_cluster.StandaloneCluster
+    tmp_path: Path, broker: Broker, standalone: spark_cluster.StandaloneCluster
 ) -> None:
     group = f"sa-{uuid.uuid4().hex[:8]}"
     python, python_runs = python_wrapper(tmp_path)

@@ -10,7 +10,8 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconnect.runtime.cli import broker as embedded
-from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import free_port
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import run_worker, worker_properties
 
 pytestmark = pytest.mark.integration
@@ -66,7 +67,7 @@ def test_unreachable_broker_is_a_clear_error_not_a_hang(tmp_path: Path) -> None:
     assert elapsed < 45
 
 
-def test_config_topic_that_is_not_compacted_is_refused(tmp_path: Path, broker: EmbeddedBroker) -> None:
+def test_config_topic_that_is_not_compacted_is_refused(tmp_path: Path, broker: Broker) -> None:
     group = f"g-{uuid.uuid4().hex[:8]}"
     props = worker_properties(broker.bootstrap, group, free_port())
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
@@ -78,7 +79,7 @@ def test_config_topic_that_is_not_compacted_is_refused(tmp_path: Path, broker: E
     assert topic in errors[0] and "cleanup.policy=delete" in errors[0] and "compact" in errors[0]
 
 
-def test_config_topic_with_two_partitions_is_refused(tmp_path: Path, broker: EmbeddedBroker) -> None:
+def test_config_topic_with_two_partitions_is_refused(tmp_path: Path, broker: Broker) -> None:
     group = f"g-{uuid.uuid4().hex[:8]}"
     props = worker_properties(broker.bootstrap, group, free_port())
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import free_port
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, stable_view, wait_nudging, wait_until, worker_properties
 
 pytestmark = pytest.mark.integration
@@ -40,9 +41,7 @@ def _until(workers: list[WorkerProcess], check: Any, what: str) -> dict[str, set
     return result
 
 
-def test_static_tasks_from_properties_and_from_a_rest_override(
-    tmp_path: Path, broker: EmbeddedBroker
-) -> None:
+def test_static_tasks_from_properties_and_from_a_rest_override(tmp_path: Path, broker: Broker) -> None:
     group = "static-g"
     props = [
         worker_properties(broker.bootstrap, group, free_port(), connect_protocol="static") for _ in range(3)
@@ -110,7 +109,7 @@ def test_static_tasks_from_properties_and_from_a_rest_override(
 
 
 def test_static_jobs_no_live_worker_lists_are_reported_unassigned_with_the_reason(
-    tmp_path: Path, broker: EmbeddedBroker
+    tmp_path: Path, broker: Broker
 ) -> None:
     props = worker_properties(broker.bootstrap, "static-only", free_port(), connect_protocol="static")
     props["static.connectors"] = "sink"

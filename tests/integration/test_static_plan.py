@@ -39,8 +39,9 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconnect.connectors.verifiable import Verification, expected_from_last, seen_in_lines, verify
-from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import free_port
 from tests.integration.test_verifiable_e2e import duplicate_origins, last_acked
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, stable_view, wait_nudging, wait_until, worker_properties
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # six workers, four SparkSessions
@@ -245,7 +246,7 @@ def _only(placed: Placement, name: str) -> set[str]:
     return {job for job, w in placed.items() if w == name}
 
 
-def test_kip_987_rolling_plan_with_data_flowing(tmp_path: Path, broker: EmbeddedBroker) -> None:
+def test_kip_987_rolling_plan_with_data_flowing(tmp_path: Path, broker: Broker) -> None:
     plan = Plan(tmp_path, broker.bootstrap)
     started = time.monotonic()
     print()

@@ -25,7 +25,8 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconnect.connectors.verifiable import Verification, expected_from_last, seen_in_lines, verify
-from kconnect.runtime.cli.broker import EmbeddedBroker, free_port
+from kconnect.runtime.cli.broker import free_port
+from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, stable_view, wait_nudging, wait_until, worker_properties
 
 # Four workers, SparkSessions, a SIGKILL and its scheduled delay: 170-270 s on CI's two cores, 330 s once
@@ -198,7 +199,7 @@ def steady(run: Run, step: str, seconds: float) -> Verification:
     return run.check(step)
 
 
-def test_no_seqno_lost_while_workers_join_bounce_and_die(tmp_path: Path, broker: EmbeddedBroker) -> None:
+def test_no_seqno_lost_while_workers_join_bounce_and_die(tmp_path: Path, broker: Broker) -> None:
     run = Run(tmp_path, broker.bootstrap)
     started = time.monotonic()
     print()

@@ -1,0 +1,377 @@
+"""Apache Kafka brokers that the tests start themselves: KRaft nodes from the jars of Maven Central.
+
+``tests/apache-kafka/pom.xml`` names the artifacts; :func:`kafka_libs` copies them once into a cache
+(``make kafka`` does the same ahead of the run) and every broker runs ``kafka.Kafka`` from that classpath.
+A node is a combined broker and controller, so one JVM makes a one-node cluster; :class:`KafkaCluster`
+with ``size=3`` makes three voters that elect a controller among themselves, which the fault tests need
+(a broker killed, leadership moved, the group coordinator's broker lost).
+
+    with KafkaCluster(tmp_path, size=3) as cluster:
+        cluster.bootstrap            # "127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3"
+        cluster.kill(2); cluster.restart(2)
+
+The integration suite runs on one of these by default; ``KCONNECT_TEST_BROKER=embedded`` runs it on the
+embedded development broker (Tansu) instead, whose differences ../shared/DESIGN.md lists.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Protocol
+
+from kconnect.runtime.cli.broker import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+POM = REPO / "tests" / "apache-kafka" / "pom.xml"
+#: The version the pom pins; the cache directory is named for it, so a new pin fetches anew.
+KAFKA_VERSION = "4.3.1"
+
+
+class Broker(Protocol):
+    """What a test needs of a broker, whichever kind runs (this module's cluster or the embedded one)."""
+
+    @property
+    def bootstrap(self) -> str: ...
+
+    @property
+    def host(self) -> str: ...
+
+    @property
+    def port(self) -> int: ...
+
+
+class KafkaError(RuntimeError):
+    """Apache Kafka could not be fetched or a node did not start."""
+
+
+def kafka_home() -> Path:
+    explicit = os.environ.get("KCONNECT_KAFKA_HOME")
+    if explicit:
+        return Path(explicit)
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "kconnect" / f"apache-kafka-{KAFKA_VERSION}"
+
+
+def kafka_libs() -> Path:
+    """The folder of Apache Kafka's jars, fetched with Maven on first use (``make kafka`` does it too).
+
+    A marker file is written last, so an interrupted copy is redone rather than trusted.
+    """
+    libs = kafka_home() / "libs"
+    marker = kafka_home() / "complete"
+    if marker.is_file():
+        return libs
+    if shutil.which("mvn") is None:
+        raise KafkaError("Maven (mvn) is needed to fetch Apache Kafka from Maven Central")
+    if shutil.which("java") is None:
+        raise KafkaError("java (17+) is needed to run Apache Kafka")
+    shutil.rmtree(libs, ignore_errors=True)
+    libs.mkdir(parents=True)
+    proc = subprocess.run(
+        ["mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies", f"-DoutputDirectory={libs}"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    if proc.returncode != 0:
+        raise KafkaError(f"mvn could not fetch Apache Kafka {KAFKA_VERSION}: {proc.stdout[-2000:]}")
+    marker.write_text(KAFKA_VERSION + "\n")
+    return libs
+
+
+def classpath() -> str:
+    return ":".join(str(p) for p in sorted(kafka_libs().glob("*.jar")))
+
+
+JAVA_OPTS = ["-Xms64m", "-Xmx768m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
+
+LOG4J2 = """\
+status = warn
+rootLogger.level = {level}
+rootLogger.appenderRef.out.ref = OUT
+appender.out.type = Console
+appender.out.name = OUT
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c{{1}})%n
+logger.kafka.name = kafka
+logger.kafka.level = {level}
+logger.state.name = state.change.logger
+logger.state.level = WARN
+"""
+
+# Nodes still running when the interpreter exits (a test that raised before its cleanup) are killed.
+_LIVE: weakref.WeakSet[KafkaNode] = weakref.WeakSet()
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    for node in list(_LIVE):
+        with contextlib.suppress(Exception):
+            node.kill()
+
+
+@dataclass(eq=False)
+class KafkaNode:
+    """One KRaft node (broker and controller in one JVM) with its data directory under ``workdir``."""
+
+    node_id: int
+    port: int
+    controller_port: int
+    workdir: Path
+    host: str = "127.0.0.1"
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / "server.log"
+
+    @property
+    def properties_path(self) -> Path:
+        return self.workdir / "server.properties"
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def start(self, cp: str) -> None:
+        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child
+        self.process = subprocess.Popen(
+            [
+                "java",
+                *JAVA_OPTS,
+                f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
+                "-cp",
+                cp,
+                "kafka.Kafka",
+                str(self.properties_path),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        _LIVE.add(self)
+
+    def kill(self) -> None:
+        """SIGKILL: the node gets no chance to hand over leadership or close its sockets."""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+
+    def stop(self) -> None:
+        """SIGTERM (a controlled shutdown), then SIGKILL after 20 s."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def _accepts(host: str, port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.5):
+        return True
+    return False
+
+
+class KafkaCluster:
+    """``size`` KRaft nodes on loopback; each node is a voter of the controller quorum and a broker.
+
+    ``broker_config`` adds or overrides server properties on every node (e.g. SASL listeners).
+    Internal topics of the broker itself (``__consumer_offsets``, the transaction log) are made with
+    the cluster's size as replication factor, at most 3, so a fault test's coordinator survives a node.
+    """
+
+    def __init__(
+        self,
+        workdir: Path,
+        size: int = 1,
+        *,
+        broker_config: dict[str, str] | None = None,
+        log_level: str = "WARN",
+    ) -> None:
+        self.workdir = workdir
+        self.size = size
+        self.broker_config = dict(broker_config or {})
+        self.log_level = log_level
+        self.cluster_id = _cluster_id()
+        self.nodes = [
+            KafkaNode(
+                node_id=i + 1, port=free_port(), controller_port=free_port(), workdir=workdir / f"node{i + 1}"
+            )
+            for i in range(size)
+        ]
+        self._cp: str | None = None
+
+    # The names EmbeddedBroker has, so a test takes either.
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(n.bootstrap for n in self.nodes)
+
+    @property
+    def host(self) -> str:
+        return self.nodes[0].host
+
+    @property
+    def port(self) -> int:
+        return self.nodes[0].port
+
+    def server_properties(self, node: KafkaNode) -> dict[str, str]:
+        voters = ",".join(f"{n.node_id}@{n.host}:{n.controller_port}" for n in self.nodes)
+        rf = str(min(self.size, 3))
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": str(node.node_id),
+            "controller.quorum.voters": voters,
+            "listeners": f"PLAINTEXT://{node.host}:{node.port},CONTROLLER://{node.host}:{node.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{node.host}:{node.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(node.workdir / "data"),
+            "num.partitions": "1",
+            "default.replication.factor": "1",
+            "offsets.topic.replication.factor": rf,
+            "offsets.topic.num.partitions": "5" if self.size > 1 else "1",
+            "transaction.state.log.replication.factor": rf,
+            "transaction.state.log.min.isr": "1" if self.size < 3 else "2",
+            "transaction.state.log.num.partitions": "5" if self.size > 1 else "1",
+            "share.coordinator.state.topic.replication.factor": rf,
+            "share.coordinator.state.topic.min.isr": "1",
+            # Tests form groups of fresh workers: Kafka's default 3-s wait for more members of a new
+            # group only slows them; and short sessions let a test see a dead member go.
+            "group.initial.rebalance.delay.ms": "0",
+            "group.min.session.timeout.ms": "1000",
+            "log.segment.bytes": str(16 * 1024 * 1024),
+            "log.cleaner.dedupe.buffer.size": str(4 * 1024 * 1024),
+            "num.network.threads": "2",
+            "num.io.threads": "4",
+            "num.recovery.threads.per.data.dir": "1",
+            "background.threads": "4",
+        }
+        props.update(self.broker_config)
+        return props
+
+    def _write(self, node: KafkaNode) -> None:
+        node.workdir.mkdir(parents=True, exist_ok=True)
+        node.properties_path.write_text(
+            "".join(f"{k}={v}\n" for k, v in self.server_properties(node).items())
+        )
+        (node.workdir / "log4j2.properties").write_text(LOG4J2.format(level=self.log_level))
+
+    def start(self, timeout: float = 90) -> KafkaCluster:
+        self._cp = classpath()
+        for node in self.nodes:
+            self._write(node)
+            proc = subprocess.run(
+                [
+                    "java",
+                    "-Xmx256m",
+                    "-XX:TieredStopAtLevel=1",
+                    "-cp",
+                    self._cp,
+                    "kafka.tools.StorageTool",
+                    "format",
+                    "--ignore-formatted",
+                    "-t",
+                    self.cluster_id,
+                    "-c",
+                    str(node.properties_path),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            if proc.returncode != 0:
+                raise KafkaError(f"formatting node {node.node_id} failed: {proc.stdout}{proc.stderr}")
+        for node in self.nodes:
+            node.start(self._cp)
+        self.wait_ready(timeout)
+        return self
+
+    def wait_ready(self, timeout: float = 90, nodes: list[KafkaNode] | None = None) -> None:
+        """Until every node listens and the cluster's metadata names all of them as brokers.
+
+        A listening port is not enough: a broker serves requests only once it has registered with the
+        controller, and a client that came too early is told about a cluster without it.
+        """
+        from confluent_kafka.admin import AdminClient
+
+        nodes = nodes or [n for n in self.nodes if n.alive()]
+        deadline = time.monotonic() + timeout
+        for node in nodes:
+            while not _accepts(node.host, node.port):
+                if not node.alive():
+                    raise KafkaError(f"node {node.node_id} exited: {self.tail(node)}")
+                if time.monotonic() > deadline:
+                    raise KafkaError(f"node {node.node_id} did not listen within {timeout:.0f} s")
+                time.sleep(0.1)
+        admin = AdminClient({"bootstrap.servers": ",".join(n.bootstrap for n in nodes)})
+        want = {n.node_id for n in nodes}
+        while True:
+            with contextlib.suppress(Exception):
+                meta = admin.list_topics(timeout=5)
+                if want <= set(meta.brokers):
+                    return
+            if time.monotonic() > deadline:
+                raise KafkaError(f"brokers {sorted(want)} did not all register within {timeout:.0f} s")
+            time.sleep(0.2)
+
+    def node(self, node_id: int) -> KafkaNode:
+        return self.nodes[node_id - 1]
+
+    def kill(self, node_id: int) -> None:
+        self.node(node_id).kill()
+
+    def restart(self, node_id: int, timeout: float = 90) -> None:
+        node = self.node(node_id)
+        node.kill()
+        assert self._cp is not None
+        node.start(self._cp)
+        self.wait_ready(timeout, nodes=[node])
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.kill()
+
+    def tail(self, node: KafkaNode, lines: int = 30) -> str:
+        if not node.log_path.exists():
+            return ""
+        return "\n".join(node.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    def __enter__(self) -> KafkaCluster:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def _cluster_id() -> str:
+    """A KRaft cluster id: 16 random bytes in URL-safe base64 without padding (22 characters)."""
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def broker_kind() -> str:
+    """``kafka`` (Apache Kafka, the default) or ``embedded`` (Tansu), from ``KCONNECT_TEST_BROKER``."""
+    kind = os.environ.get("KCONNECT_TEST_BROKER", "kafka").strip().lower()
+    if kind not in ("kafka", "embedded"):
+        raise KafkaError(f"KCONNECT_TEST_BROKER={kind!r}: allowed are 'kafka' and 'embedded'")
+    return kind
