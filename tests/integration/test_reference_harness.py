@@ -1,4 +1,4 @@
-"""The reference harness: Apache Kafka Connect 3.9 (Java) as a distributed worker on the embedded broker."""
+"""The reference harness: Apache Kafka Connect 3.9 and 4.x (Java) as distributed workers on the broker."""
 
 from __future__ import annotations
 
@@ -10,10 +10,22 @@ from typing import Any
 import pytest
 
 from tests.support.apache_kafka import Broker
-from tests.support.reference import ReferenceWorker, parse_assignments, reference_available
+from tests.support.reference import (
+    REFERENCE_VERSIONS,
+    ReferenceWorker,
+    parse_assignments,
+    reference_available,
+)
 
-_AVAILABLE, _WHY = reference_available()
-needs_reference = pytest.mark.skipif(not _AVAILABLE, reason=f"reference worker unavailable: {_WHY}")
+
+def _version(version: str) -> Any:
+    ok, why = reference_available(version)
+    return pytest.param(
+        version,
+        id=version,
+        marks=pytest.mark.skipif(not ok, reason=f"reference worker {version} unavailable: {why}"),
+    )
+
 
 # Two lines exactly as the Java worker printed them against Tansu (leader's member id shortened).
 _LOG = """\
@@ -72,8 +84,8 @@ def _wait_running(worker: ReferenceWorker, name: str, timeout_s: float) -> dict[
 
 @pytest.mark.interop
 @pytest.mark.integration
-@needs_reference
-def test_reference_worker_runs_a_filestream_source(broker: Broker, tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", [_version(v) for v in REFERENCE_VERSIONS])
+def test_reference_worker_runs_a_filestream_source(broker: Broker, tmp_path: Path, version: str) -> None:
     run = uuid.uuid4().hex[:8]
     source = tmp_path / "x.txt"
     source.write_text("hello\nworld\n")
@@ -88,6 +100,7 @@ def test_reference_worker_runs_a_filestream_source(broker: Broker, tmp_path: Pat
         # sits through three (join, connector, task): keep it short.
         session_timeout_ms=2000,
         heartbeat_interval_ms=500,
+        version=version,
     ) as worker:
         config = {
             "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
@@ -114,3 +127,5 @@ def test_reference_worker_runs_a_filestream_source(broker: Broker, tmp_path: Pat
         assert assignment["leaderUrl"] == worker.url + "/"
         assert assignment["error"] == 0
         assert any("src-0" in a["taskIds"] for a in worker.assignments())
+        # The worker that runs is the version asked for (its root names it).
+        assert worker.rest("GET", "/").json()["version"] == version

@@ -1,9 +1,11 @@
-"""Test harness for the reference implementation: Apache Kafka Connect 3.9 run as a distributed worker.
+"""Test harness for the reference implementations: Apache Kafka Connect run as a distributed worker.
 
-``/work/shared/tools/reference-connect`` assembles the Java worker; this module writes its worker
-properties, starts it against a broker, waits for its REST API, and exposes its REST API and log so
-that tests can use it as an oracle (REST shapes, protocol bytes, record formats) or as a group member
-beside kconnect workers.
+Two versions run: 3.9 (:data:`REFERENCE_39`), assembled by ``/work/shared/tools/reference-connect``, and
+4.x (:data:`REFERENCE_4X`, the version of the test brokers), ``ConnectDistributed`` from the jars Maven
+fetched for the brokers (``tests/support/apache_kafka.py``: connect-runtime, -file, -json, -transforms
+are among them). This module writes a worker's properties, starts it against a broker, waits for its
+REST API, and exposes its REST API and log so that tests can use it as an oracle (REST shapes, protocol
+bytes, record formats) or as a group member beside kconnect workers.
 
     ok, why = reference_available()
     with ReferenceWorker(broker.bootstrap, group_id="g", config_topic="c", offset_topic="o",
@@ -11,6 +13,7 @@ beside kconnect workers.
         w.rest("POST", "/connectors", json={...})
         w.wait_for_log(r"Finished starting connectors and tasks", 30)
         w.assignments()  # every "Joined group at generation ..." line, parsed
+    ReferenceWorker(..., version=REFERENCE_4X)  # the same, Apache Kafka Connect 4.x
 """
 
 from __future__ import annotations
@@ -34,12 +37,24 @@ from typing import Any
 import httpx
 
 from kconnect.runtime.cli.broker import free_port
+from tests.support.apache_kafka import KAFKA_VERSION, KafkaError, kafka_home, kafka_libs
+
+#: The versions :class:`ReferenceWorker` runs: 3.9 (interop with workers users still run) and 4.x (the
+#: version users upgrade to, which REST parity is measured against).
+REFERENCE_39 = "3.9.0"
+REFERENCE_4X = KAFKA_VERSION
+REFERENCE_VERSIONS = (REFERENCE_39, REFERENCE_4X)
 
 REFERENCE_TOOL = Path(os.environ.get("KCONNECT_REFERENCE_CONNECT", "/work/shared/tools/reference-connect"))
 
 
-def reference_home() -> Path:
-    """Where ``reference-connect setup`` unpacked the jars (the tool's own default rule)."""
+def reference_home(version: str = REFERENCE_39) -> Path:
+    """Where the reference's jars are: ``reference-connect setup``'s folder (the tool's own default
+    rule) for 3.9, the test brokers' Maven cache for 4.x."""
+    if version == REFERENCE_4X:
+        return kafka_home()
+    if version != REFERENCE_39:
+        raise ValueError(f"no reference Apache Kafka Connect {version}: {', '.join(REFERENCE_VERSIONS)}")
     explicit = os.environ.get("REFERENCE_CONNECT_HOME")
     if explicit:
         return Path(explicit)
@@ -47,16 +62,45 @@ def reference_home() -> Path:
     return Path(cache) / "reference-connect-3.9.0"
 
 
-def reference_available() -> tuple[bool, str]:
-    """Whether the reference worker can run here; the reason when it cannot."""
+def reference_available(version: str = REFERENCE_39) -> tuple[bool, str]:
+    """Whether the reference worker of ``version`` can run here; the reason when it cannot.
+
+    4.x counts as available when its jars are cached or Maven can fetch them (:func:`kafka_libs`, on
+    the first start); this does not fetch them, as it is called when tests are collected.
+    """
     if shutil.which("java") is None:
         return False, "java (17+) is not on PATH"
+    if version == REFERENCE_4X:
+        if (kafka_home() / "complete").is_file() or shutil.which("mvn") is not None:
+            return True, f"java and Apache Kafka {REFERENCE_4X}'s jars (or Maven to fetch them) are present"
+        return False, f"Apache Kafka {REFERENCE_4X}'s jars are not in {kafka_home()} and mvn is not on PATH"
     if not REFERENCE_TOOL.is_file() or not os.access(REFERENCE_TOOL, os.X_OK):
         return False, f"the reference-connect tool is missing or not executable at {REFERENCE_TOOL}"
-    cp = reference_home() / "classpath.txt"
+    cp = reference_home(version) / "classpath.txt"
     if not cp.is_file() or cp.stat().st_size == 0:
         return False, f"the reference classpath {cp} is missing: run `{REFERENCE_TOOL} setup` first"
     return True, "java and the reference Apache Kafka Connect 3.9.0 classpath are present"
+
+
+def reference_classpath(version: str = REFERENCE_39) -> str:
+    """The Java classpath of the reference worker of ``version`` (4.x: fetched by Maven if missing)."""
+    if version == REFERENCE_4X:
+        return ":".join(str(p) for p in sorted(kafka_libs().glob("*.jar")))
+    return (reference_home(version) / "classpath.txt").read_text().strip()
+
+
+#: The 4.x worker's log4j2 configuration: the one reference-connect writes for 3.9 (INFO to stdout,
+#: the Kafka clients at WARN), so that both versions log the lines the tests wait for.
+LOG4J2 = """\
+rootLogger.level=INFO
+rootLogger.appenderRef.stdout.ref=STDOUT
+appender.stdout.type=Console
+appender.stdout.name=STDOUT
+appender.stdout.layout.type=PatternLayout
+appender.stdout.layout.pattern=[%d] %p %m (%c{1})%n
+logger.clients.name=org.apache.kafka.clients
+logger.clients.level=WARN
+"""
 
 
 DEFAULT_JAVA_OPTS = "-Xms64m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1"
@@ -135,7 +179,8 @@ def parse_assignments(log: str) -> list[dict[str, Any]]:
 
 
 class ReferenceWorker:
-    """One Apache Kafka Connect 3.9 distributed worker in a subprocess, used as a context manager."""
+    """One Apache Kafka Connect distributed worker (``version``: 3.9 or 4.x) in a subprocess, used as a
+    context manager."""
 
     def __init__(
         self,
@@ -157,7 +202,11 @@ class ReferenceWorker:
         extra: Mapping[str, str] | None = None,
         startup_timeout_s: float = 90.0,
         java_opts: str | None = None,
+        version: str = REFERENCE_39,
     ) -> None:
+        if version not in REFERENCE_VERSIONS:
+            raise ValueError(f"no reference Apache Kafka Connect {version}: {', '.join(REFERENCE_VERSIONS)}")
+        self.version = version
         self.bootstrap = bootstrap
         self.group_id = group_id
         self.port = port or free_port()
@@ -212,23 +261,20 @@ class ReferenceWorker:
     # -- lifecycle -------------------------------------------------------------------------------
 
     def start(self) -> ReferenceWorker:
-        ok, why = reference_available()
+        ok, why = reference_available(self.version)
         if not ok:
             raise ReferenceError(why)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.props_path.write_text("".join(f"{k}={v}\n" for k, v in self.properties.items()))
-        env = dict(os.environ)
-        if self.java_opts is not None:
-            env["REFERENCE_CONNECT_JAVA_OPTS"] = self.java_opts
-        elif "REFERENCE_CONNECT_JAVA_OPTS" not in env:
-            # A small heap, the C1 compiler only and a class-data-sharing archive: the worker is a test
-            # oracle, and this halves the time to its first REST answer.
-            env["REFERENCE_CONNECT_JAVA_OPTS"] = f"{DEFAULT_JAVA_OPTS} {self._appcds_option()}".strip()
+        try:
+            argv, env = self._command()
+        except (KafkaError, OSError) as e:
+            raise ReferenceError(f"the reference Apache Kafka Connect {self.version} cannot run: {e}") from e
         log = open(self.log_path, "wb")  # noqa: SIM115 - owned by the child; one log per start()
         try:
             self.started_at = time.monotonic()
             self.process = subprocess.Popen(
-                [str(REFERENCE_TOOL), "run", str(self.props_path)],
+                argv,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=env,
@@ -244,6 +290,39 @@ class ReferenceWorker:
             raise
         return self
 
+    def _command(self) -> tuple[list[str], dict[str, str]]:
+        """The command line and environment of this version's worker.
+
+        The JVM options: ``java_opts`` if given, else ``REFERENCE_CONNECT_JAVA_OPTS`` if set, else a
+        small heap, the C1 compiler only and a class-data-sharing archive (the worker is a test oracle,
+        and this halves the time to its first REST answer). 3.9 runs through ``reference-connect run``,
+        which reads the options from the environment; 4.x runs ``ConnectDistributed`` from the jars
+        directly, logging by :data:`LOG4J2` (``plugin.discovery=service_load`` in the properties: every
+        plugin it needs, the FileStream connectors included, is on the classpath with its manifest).
+        """
+        env = dict(os.environ)
+        if self.java_opts is not None:
+            opts = self.java_opts
+        elif "REFERENCE_CONNECT_JAVA_OPTS" in env:
+            opts = env["REFERENCE_CONNECT_JAVA_OPTS"]
+        else:
+            opts = f"{DEFAULT_JAVA_OPTS} {self._appcds_option()}".strip()
+        if self.version == REFERENCE_39:
+            env["REFERENCE_CONNECT_JAVA_OPTS"] = opts
+            return [str(REFERENCE_TOOL), "run", str(self.props_path)], env
+        log4j = self.props_path.with_suffix(".log4j2.properties")
+        log4j.write_text(LOG4J2)
+        argv = [
+            "java",
+            *opts.split(),
+            f"-Dlog4j2.configurationFile={log4j}",
+            "-cp",
+            reference_classpath(self.version),
+            "org.apache.kafka.connect.cli.ConnectDistributed",
+            str(self.props_path),
+        ]
+        return argv, env
+
     def _appcds_option(self) -> str:
         """Use the AppCDS archive of the reference classpath, or record one when this JVM exits cleanly.
 
@@ -254,12 +333,12 @@ class ReferenceWorker:
         self._cds_pending = None
         if os.environ.get("KCONNECT_REFERENCE_APPCDS", "1") == "0":
             return ""
-        home = reference_home()
+        home = reference_home(self.version)
         try:
             digest = hashlib.sha256(
-                (home / "classpath.txt").read_bytes() + DEFAULT_JAVA_OPTS.encode()
+                (reference_classpath(self.version) + DEFAULT_JAVA_OPTS).encode()
             ).hexdigest()[:16]
-        except OSError:
+        except (KafkaError, OSError):
             return ""
         archive = home / f"kconnect-appcds-{digest}.jsa"
         if archive.is_file() and archive.stat().st_size > 0:
