@@ -63,5 +63,10 @@ lint: setup
 	for d in runtime rest config connectors; do ln -sfn $(CURDIR)/$$d $(TYPECHECK)/kconnect/$$d; done
 	cd $(TYPECHECK) && $(CURDIR)/$(BIN)/mypy --strict --config-file $(CURDIR)/pyproject.toml -p kconnect
 
+# The unit tests alone (tests/unit: no broker, no worker processes); the interop ones among them compare
+# with Java classes and skip, saying why, where Java 17 or the reference worker is missing.
+unit: setup
+	$(BIN)/pytest -q -ra tests/unit
+
 test: setup kafka reference postgres stunnel lint
 	$(BIN)/pytest -q -ra --durations=25 -n 2 --dist loadfile
