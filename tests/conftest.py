@@ -8,7 +8,9 @@ smoke test of its own (`tests/integration/test_embedded_broker.py`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import re
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,34 @@ from tests.support.apache_kafka import Broker, KafkaCluster, broker_kind
 # project's tests do not make. Tests that set their own settings still inherit this.
 settings.register_profile("kconnect", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("kconnect")
+
+
+#: A skip whose reason names one of these needs Java: the reference worker, a JDK, Spark standalone's JVMs.
+JAVA_REASON = re.compile(r"\b(java|javac|jdk|jvm|reference)\b", re.IGNORECASE)
+
+
+def on_ci() -> bool:
+    """CI sets ``CI`` (GitHub Actions: ``CI=true``); empty, 0, false and no count as unset."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Under CI a Java-dependent test that skips fails instead: CI has Java and the reference worker,
+    so such a skip means a broken setup, and a green run would hide that the comparison never ran.
+    Java-dependent: marked ``interop``, or skipped for a reason naming Java or the reference worker."""
+    report = yield
+    if not report.skipped or hasattr(report, "wasxfail") or not on_ci():
+        return report
+    longrepr = report.longrepr
+    reason = str(longrepr[2]) if isinstance(longrepr, tuple) else str(longrepr)
+    if item.get_closest_marker("interop") is None and not JAVA_REASON.search(reason):
+        return report
+    report.outcome = "failed"
+    report.longrepr = f"a Java-dependent test skipped under CI (CI={os.environ['CI']!r}): {reason}"
+    return report
 
 
 @pytest.fixture(scope="session")
