@@ -23,6 +23,8 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import httpx
+
     from kconnect.runtime.dataplane.executor import Executor
 
 EXIT_STARTUP = 1
@@ -224,9 +226,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """Broker, three workers and a sample connector on loopback: the quick start's main job."""
     import subprocess
 
-    import httpx
-
     from kconnect.runtime.cli import broker
+    from kconnect.runtime.cli.rest_client import ClientError, call_until_answered
 
     work = Path(tempfile.mkdtemp(prefix="kconnect-demo-"))
     try:
@@ -269,67 +270,82 @@ def cmd_demo(args: argparse.Namespace) -> int:
             )
         urls = [f"http://127.0.0.1:{p}" for p in ports]
         print(f"kconnect demo: broker {b.bootstrap}, workers {', '.join(urls)} (logs in {work})")
-        deadline = time.monotonic() + 90
-        view: dict[str, Any] = {}
-        while time.monotonic() < deadline:
-            try:
-                view = httpx.get(urls[0] + "/workers", timeout=5).json()
-                if len(view.get("members", [])) == args.workers and view.get("generation", -1) >= 0:
+
+        def gone() -> str | None:
+            """A worker that exited will never answer: say which, and where its log is."""
+            for i, p in enumerate(procs):
+                if p.poll() is not None:
+                    return f"worker {i} exited with status {p.returncode} (log: {work / f'worker-{i}.log'})"
+            return None
+
+        def call(method: str, url: str, seconds: float, body: Any = None) -> httpx.Response:
+            # Every call waits out "not now" (no connection yet, 503 while a worker starts, 409 during a
+            # rebalance): a worker that answers the group's view may not answer anything else yet.
+            return call_until_answered(method, url, deadline=time.monotonic() + seconds, body=body, gone=gone)
+
+        try:
+            for url in urls:  # every worker, not one: the demo talks to all of them
+                health = call("GET", url + "/health", 120)
+                if health.status_code != 200:
+                    raise ClientError(f"GET {url}/health -> {health.status_code}: {health.text}")
+            deadline = time.monotonic() + 90
+            view: dict[str, Any] = {}
+            while len(view.get("members", [])) != args.workers or view.get("generation", -1) < 0:
+                if time.monotonic() > deadline:
+                    raise ClientError(f"the workers did not form one group within 90 s (last view: {view})")
+                time.sleep(0.5)
+                view = _json(call("GET", urls[0] + "/workers", deadline - time.monotonic()))
+            source = work / "input.txt"
+            source.write_text("".join(f"line {n}\n" for n in range(100)))
+            body = {
+                "name": "demo-file-source",
+                "config": {
+                    "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+                    "file": str(source),
+                    "topic": "demo-lines",
+                    "tasks.max": "1",
+                },
+            }
+            resp = call("POST", urls[-1] + "/connectors", 90, body)
+            print(f"POST /connectors -> {resp.status_code}")
+            status: dict[str, Any] = {}
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                status = _json(call("GET", urls[1 % len(urls)] + "/connectors/demo-file-source/status", 30))
+                tasks = status.get("tasks") or [{}]
+                if status.get("connector", {}).get("state") == "RUNNING" and tasks[0].get("worker_id"):
                     break
-            except (httpx.HTTPError, ValueError):
-                pass
-            time.sleep(1)
-        else:
-            print("kconnect demo: the workers did not form one group within 90 s", file=sys.stderr)
+                time.sleep(1)
+            print(f"GET /connectors/demo-file-source/status -> {_status_line(status)}")
+            deadline = time.monotonic() + 60
+            while (
+                time.monotonic() < deadline
+            ):  # the leader's view, once the rebalance handing out the task ended
+                view = _json(call("GET", urls[0] + "/workers", 30))
+                owned = [t for m in view.get("members", []) for t in m["assignment"]["tasks"]]
+                if view.get("source") == "leader" and owned == ["demo-file-source-0"]:
+                    break
+                time.sleep(1)
+            print("GET /workers ->")
+            for line in _group_lines(view):
+                print(f"  {line}")
+            # The pipeline's other half: a FileStream sink runs as a Spark streaming query and writes the
+            # lines back out of the topic.
+            output = work / "output.txt"
+            sink = {
+                "name": "demo-file-sink",
+                "config": {
+                    "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+                    "file": str(output),
+                    "topics": "demo-lines",
+                    "tasks.max": "1",
+                },
+            }
+            resp = call("POST", urls[0] + "/connectors", 90, sink)
+            print(f"POST /connectors (demo-file-sink) -> {resp.status_code}")
+        except ClientError as exc:
+            print(f"kconnect demo: {exc.message} (logs in {work})", file=sys.stderr)
             return EXIT_STARTUP
-        source = work / "input.txt"
-        source.write_text("".join(f"line {n}\n" for n in range(100)))
-        body = {
-            "name": "demo-file-source",
-            "config": {
-                "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
-                "file": str(source),
-                "topic": "demo-lines",
-                "tasks.max": "1",
-            },
-        }
-        for _ in range(60):
-            resp = httpx.post(urls[-1] + "/connectors", json=body, timeout=30)
-            if resp.status_code != 409:
-                break
-            time.sleep(1)
-        print(f"POST /connectors -> {resp.status_code}")
-        status: dict[str, Any] = {}
-        for _ in range(60):
-            status = httpx.get(urls[1 % len(urls)] + "/connectors/demo-file-source/status", timeout=5).json()
-            tasks = status.get("tasks") or [{}]
-            if status.get("connector", {}).get("state") == "RUNNING" and tasks[0].get("worker_id"):
-                break
-            time.sleep(1)
-        print(f"GET /connectors/demo-file-source/status -> {_status_line(status)}")
-        for _ in range(60):  # the leader's view, once the rebalance that handed out the task is over
-            view = httpx.get(urls[0] + "/workers", timeout=5).json()
-            owned = [t for m in view.get("members", []) for t in m["assignment"]["tasks"]]
-            if view.get("source") == "leader" and owned == ["demo-file-source-0"]:
-                break
-            time.sleep(1)
-        print("GET /workers ->")
-        for line in _group_lines(view):
-            print(f"  {line}")
-        # The pipeline's other half: a FileStream sink runs as a Spark streaming query and writes the
-        # lines back out of the topic.
-        output = work / "output.txt"
-        sink = {
-            "name": "demo-file-sink",
-            "config": {
-                "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
-                "file": str(output),
-                "topics": "demo-lines",
-                "tasks.max": "1",
-            },
-        }
-        resp = httpx.post(urls[0] + "/connectors", json=sink, timeout=30)
-        print(f"POST /connectors (demo-file-sink) -> {resp.status_code}")
         arrived = 0
         started = time.monotonic()
         while time.monotonic() - started < 120:
@@ -356,6 +372,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
             except subprocess.TimeoutExpired:
                 p.kill()
         b.stop()
+
+
+def _json(resp: httpx.Response) -> dict[str, Any]:
+    """An answer's JSON object, or an empty one (an error answer's or a non-object's) for the demo's polls."""
+    try:
+        body = resp.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
 
 
 def _next_steps(url: str, keep_running: bool) -> str:

@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,9 @@ __all__ = [
     "ClientError",
     "ConnectClient",
     "add_parser",
+    "call_until_answered",
     "load_connector_file",
+    "not_yet",
     "render_table",
 ]
 
@@ -145,6 +148,69 @@ def _path(name: str, *rest: str) -> str:
     from urllib.parse import quote
 
     return "/".join(["/connectors", quote(name, safe=""), *rest])
+
+
+# ============================================================================================ retry
+
+#: Answers that say "not now" rather than answering: 503, the worker is still starting (every path but
+#: ``/``, ``/health`` and the docs answers it until the worker has joined its group and read its config
+#: topic); 409, a rebalance is in progress or no leader is known yet, as in Apache Kafka Connect.
+NOT_YET_STATUSES = frozenset({409, 503})
+
+
+def not_yet(status: int | None, message: str | None = None) -> bool:
+    """Whether a REST call should be made again: no answer at all (``status`` None: connection refused
+    while the worker starts, reset, timed out) or a :data:`NOT_YET_STATUSES` answer. A 409 saying the
+    connector already exists is an answer: a create whose reply was lost has landed, and asking again
+    cannot change that."""
+    if status is None:
+        return True
+    if status == 409 and message is not None and "already exists" in message:
+        return False
+    return status in NOT_YET_STATUSES
+
+
+def _message(resp: httpx.Response) -> str | None:
+    try:
+        body = resp.json()
+    except ValueError:
+        return resp.text or None
+    return str(body.get("message")) if isinstance(body, dict) and "message" in body else None
+
+
+def call_until_answered(
+    method: str,
+    url: str,
+    *,
+    deadline: float,
+    body: Any = None,
+    pause_s: float = 1.0,
+    timeout_s: float = 30.0,
+    gone: Callable[[], str | None] | None = None,
+) -> httpx.Response:
+    """Make one REST call until it is answered (see :func:`not_yet`) or ``time.monotonic()`` passes
+    ``deadline``, for callers that start the workers they talk to (``kconnect demo``): a worker that is
+    still starting refuses connections, then answers 503, and neither is its answer. Raises ClientError
+    naming the last thing heard when the deadline passes, or at once with what ``gone`` says when it
+    says something (a worker process that exited will never answer)."""
+    last = "no attempt"
+    while True:
+        reason = gone() if gone is not None else None
+        if reason:
+            raise ClientError(f"{method} {url}: {reason}")
+        wait = max(0.5, min(timeout_s, deadline - time.monotonic()))
+        try:
+            resp = httpx.request(method, url, json=body, timeout=wait)
+        except httpx.HTTPError as exc:
+            last = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        else:
+            message = _message(resp)
+            if not not_yet(resp.status_code, message):
+                return resp
+            last = f"HTTP {resp.status_code}: {message}"
+        if time.monotonic() + pause_s >= deadline:
+            raise ClientError(f"{method} {url} was not answered in time (last: {last})")
+        time.sleep(pause_s)
 
 
 # ============================================================================================ input

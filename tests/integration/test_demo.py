@@ -1,0 +1,47 @@
+"""``kconnect demo`` from a cold start, as a fresh clone's ``make demo`` runs it.
+
+The real command (the development venv's console script) starts the embedded broker, three workers and
+the sample FileStream pipeline in a temporary directory of the test's own (TMPDIR), so no broker, worker
+or data of an earlier run is reused. It once posted the source connector to a worker that was still
+starting (503) and took that for the answer; it must exit 0 with every line through.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+KCONNECT = Path(sys.executable).parent / "kconnect"
+
+
+def test_demo_from_a_cold_start_moves_every_line(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KCONNECT_")}
+    env["TMPDIR"] = str(tmp_path)  # the demo's work directory (tempfile.mkdtemp) lands here, new
+    started = time.monotonic()
+    proc = subprocess.run(
+        [str(KCONNECT), "demo"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=540
+    )
+    elapsed = time.monotonic() - started
+    out = proc.stdout + proc.stderr
+    print(f"\nkconnect demo: exit {proc.returncode} in {elapsed:.0f} s\n{out}")
+    (work,) = tmp_path.glob("kconnect-demo-*")  # the run's own directory, fresh
+    logs = "".join(
+        f"\n--- {p.name}\n{p.read_text(errors='replace')[-2000:]}" for p in sorted(work.glob("*.log"))
+    )
+    assert proc.returncode == 0, out + logs
+    assert re.search(r"^POST /connectors -> 201$", proc.stdout, re.M), out
+    assert re.search(r"^POST /connectors \(demo-file-sink\) -> 201$", proc.stdout, re.M), out
+    assert re.search(
+        r"^kconnect demo: 100 of 100 lines went input\.txt -> topic demo-lines -> output\.txt",
+        proc.stdout,
+        re.M,
+    ), out
+    assert (work / "output.txt").read_text().splitlines() == [f"line {n}" for n in range(100)]
