@@ -76,6 +76,9 @@ class Worker:
         self._lock = threading.RLock()  # guards the herder and the states folded from the internal topics
         self._events: queue.Queue[object] = queue.Queue()
         self._rejoin_at: float | None = None
+        #: The group records could not be read to their end after a join (a broker fail-over outlasting
+        #: ``worker.sync.timeout.ms``): reconciling waits until a later read gets there.
+        self._records_behind = False
         self._stopping = threading.Event()
         self._ready_to_leave = threading.Event()
         self._stopped = threading.Event()
@@ -256,6 +259,8 @@ class Worker:
 
     def _reconcile(self) -> None:
         """``group.protocol=connect``: the herder coordinates (leader) and reconciles from the records."""
+        if self._records_behind and not self._catch_up_group_records():
+            return
         with self._lock:
             if not self.herder.group.reconciling:
                 return
@@ -293,12 +298,33 @@ class Worker:
         self.leader.write_group_records(joined.generation, joined.member_id, assignment)
         if assignment.reconcile:
             # A leader new to the role resumes from every record the last one wrote, and from the config as
-            # read (the next drain hands the herder the newest config first, then reconciles).
-            self.stores.read_group_records_to_end()
+            # read (the next drain hands the herder the newest config first, then reconciles). Should the
+            # records not be readable now, the reconcile that this event starts reads them first.
+            self._records_behind = True
+            self._catch_up_group_records()
             self._events.put(_CONFIG_MOVED)
         if self.herder.is_leader and protocol.version_for_protocol(joined.protocol) >= 2:
             session_keys.ensure(self.stores, self.config)
         self.started.set()
+
+    def _catch_up_group_records(self) -> bool:
+        """Read the group records to their end before the herder acts on them; True once done.
+
+        A failure (the records topic's leader moving after a broker died, longer than the read waits) must
+        not lose the reconcile that should follow a join: the worker would sit with no work until the next
+        generation. The read is retried with the next group event, which this queues.
+        """
+        try:
+            self.stores.read_group_records_to_end()
+        except KafkaLogError as exc:
+            self.log.warning(
+                "group records not read to their end; reconciling waits for them", error=str(exc)
+            )
+            time.sleep(0.5)
+            self._events.put(_GROUP_MOVED)
+            return False
+        self._records_behind = False
+        return True
 
     # ================================================================================= action dispatch
 

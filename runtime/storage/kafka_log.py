@@ -36,6 +36,33 @@ class LogRecord:
 RecordCallback = Callable[[LogRecord], None]
 
 
+#: Errors of an end-offset query that a leader election or a reconnect resolves (Java's RetriableException
+#: family: no leader yet, not the leader, metadata not there yet, a request that timed out or lost its
+#: connection). Anything else (authorization, a topic that does not exist after all) fails at once.
+_RETRIABLE_END_OFFSET_ERRORS: frozenset[int] = frozenset(
+    {
+        KafkaError._UNKNOWN_PARTITION,
+        KafkaError._TIMED_OUT,
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError._WAIT_COORD,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.NETWORK_EXCEPTION,
+        KafkaError.OFFSET_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+        KafkaError.FENCED_LEADER_EPOCH,
+    }
+)
+_RETRY_BACKOFF_S = 0.2
+
+
+def retriable_end_offset_error(code: int | None) -> bool:
+    """Whether an end-offset query that failed with ``code`` may succeed if asked again shortly."""
+    return code is not None and code in _RETRIABLE_END_OFFSET_ERRORS
+
+
 class KafkaLogError(RuntimeError):
     """The log could not be read or written (broker unreachable, topic missing, write not acknowledged)."""
 
@@ -181,15 +208,38 @@ class KafkaLog:
 
     def end_offsets(self, timeout_s: float = 10.0) -> dict[int, int]:
         """The current end offset of every partition, read through the separate probe consumer and never from
-        a cache, so that ``read_to_end`` waits for what was written up to now."""
+        a cache, so that ``read_to_end`` waits for what was written up to now.
+
+        A partition whose leader is moving (a broker died and the controller has not elected another yet)
+        answers with a retriable error for a few seconds; as Java's KafkaBasedLog (``retryEndOffsets``), the
+        query is retried until ``timeout_s`` has passed, and only then is the last error raised.
+        """
+        deadline = time.monotonic() + timeout_s
         ends: dict[int, int] = {}
         for p in self._partitions:
-            try:
-                _low, high = self._probe.get_watermark_offsets(
-                    TopicPartition(self.topic, p), timeout=timeout_s, cached=False
-                )
-            except KafkaException as exc:
-                raise KafkaLogError(f"could not read the end offsets of '{self.topic}': {exc}") from exc
+            while True:
+                remaining = max(0.1, deadline - time.monotonic())
+                try:
+                    _low, high = self._probe.get_watermark_offsets(
+                        TopicPartition(self.topic, p), timeout=remaining, cached=False
+                    )
+                    break
+                except KafkaException as exc:
+                    code = exc.args[0].code() if exc.args and isinstance(exc.args[0], KafkaError) else None
+                    if (
+                        not retriable_end_offset_error(code)
+                        or time.monotonic() + _RETRY_BACKOFF_S >= deadline
+                    ):
+                        raise KafkaLogError(
+                            f"could not read the end offsets of '{self.topic}': {exc}"
+                        ) from exc
+                    log.info(
+                        "end offsets not available yet, retrying",
+                        topic=self.topic,
+                        partition=p,
+                        error=str(exc),
+                    )
+                    time.sleep(_RETRY_BACKOFF_S)
             ends[p] = high
         return ends
 
