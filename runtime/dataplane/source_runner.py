@@ -33,6 +33,7 @@ from kconnect.runtime.dataplane.task_runner import TaskRunner, produce
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.api import ConnectorError, SourceRecord, SourceTask
 from kconnect.runtime.plugins.plugin_metrics import PluginMetrics, PluginMetricsRegistry
+from kconnect.runtime.storage.kafka_log import KafkaLogError
 from kconnect.runtime.storage.offset_log import OffsetMap, OffsetState, SourceOffset, partition_json
 from kconnect.runtime.storage.offset_log import encode as encode_offset
 
@@ -57,6 +58,17 @@ def latest_source_offsets(connector: str, records: Sequence[SourceRecord]) -> li
         if key not in latest:
             latest[key] = SourceOffset(connector, partition, record.source_offset)
     return list(reversed(latest.values()))
+
+
+def merge_source_offsets(older: Sequence[SourceOffset], newer: Sequence[SourceOffset]) -> list[SourceOffset]:
+    """Offsets a failed write left behind (``older``) joined with the next flush's: one per source
+    partition, the newer winning, as Java's OffsetStorageWriter merges a cancelled flush back."""
+    merged: dict[object, SourceOffset] = {}
+    for offset in (*older, *newer):
+        key = _partition_key(offset.partition)
+        merged.pop(key, None)  # a partition moves to where its newest offset stands
+        merged[key] = offset
+    return list(merged.values())
 
 
 _UNKEYED = object()
@@ -206,6 +218,10 @@ class SourceTaskRunner(TaskRunner):
         #: The committer thread (non-transactional tasks, while running) and its write under way.
         self._committer: ThreadPoolExecutor | None = None
         self._storing: Future[None] | None = None
+        #: Offsets whose write failed (the offsets topic's leader moving, a write not acknowledged in
+        #: time): written again, merged with newer ones, by the next flush. Java cancels such a flush and
+        #: retries it too; the task runs on.
+        self._unstored: list[SourceOffset] = []
         self._delivery_error: str | None = None
         self._hears_acks = type(task).commit_record is not SourceTask.commit_record
         #: Topics of records Kafka acknowledged since the last look (KIP-558 tracking, when on): Java
@@ -292,8 +308,8 @@ class SourceTaskRunner(TaskRunner):
             if not final and not self._storing.done():
                 return
             storing, self._storing = self._storing, None
-            storing.result()  # a failed write fails the task here, on its own thread
-        if not self._submitted:
+            storing.result()  # a failure other than the offsets write (the task's commit) fails the task
+        if not self._submitted and not self._unstored:
             return
         started = time.monotonic()
         if final:
@@ -310,9 +326,11 @@ class SourceTaskRunner(TaskRunner):
         records: list[SourceRecord] = []
         while self._submitted and self._submitted[0].pending == 0:
             records.extend(self._submitted.popleft().records)
-        if not records:
+        if not records and not self._unstored:
             return
         offsets = latest_source_offsets(self.task_id.connector, records)
+        if self._unstored:
+            offsets, self._unstored = merge_source_offsets(self._unstored, offsets), []
         if final or self._committer is None:
             self._store(offsets, len(records), started)
         else:
@@ -322,7 +340,15 @@ class SourceTaskRunner(TaskRunner):
         """Write one flush's offsets and tell the task (``commit``, which Java also calls from its
         committer thread)."""
         if offsets:
-            self._write_offsets(offsets)
+            try:
+                self._write_offsets(offsets)
+            except KafkaLogError as exc:
+                # Not the task's fault and nothing lost: the records are in Kafka, only their offsets
+                # wait (a restart meanwhile re-sends from the last committed ones: at least once).
+                # Set here, read by the next flush only once this write is done.
+                self._unstored = list(offsets)
+                self.log.error("source offsets not committed; the next flush retries them", error=str(exc))
+                return
         self.counters.count_offset_commit(started)
         self.source.commit()
         # How far the task has got (``PUT /admin/loggers/kconnect.task {"level": "DEBUG"}`` shows it).
