@@ -1,10 +1,11 @@
-"""REST routes for connector operations, shaped as Apache Kafka Connect 3.9's ConnectorsResource.
+"""REST routes for connector operations, shaped as Apache Kafka Connect 4.x's ConnectorsResource.
 
-``PATCH /connectors/{name}/config``, ``GET /connectors/{name}/tasks-config``, restarts of a connector and
-of one task, pause/resume/stop, ``GET/PATCH/DELETE /connectors/{name}/offsets`` and the active topics.
-Status codes and messages were checked against the reference worker: pause and resume answer 202, stop
-204, a plain restart 204 and a restart with ``includeTasks``/``onlyFailed`` 202 with the states it set
-in motion. Where Java answers a malformed body with 500, these answer 400 with Connect's error JSON.
+``PATCH /connectors/{name}/config``, restarts of a connector and of one task, pause/resume/stop,
+``GET/PATCH/DELETE /connectors/{name}/offsets`` and the active topics. Status codes and messages were
+checked against the reference worker: pause and resume answer 202, stop 204, a plain restart 204 and a
+restart with ``includeTasks``/``onlyFailed`` 202 with the states it set in motion. Where Java answers a
+malformed body with 500, these answer 400 with Connect's error JSON. ``GET /connectors/{name}/tasks-config``
+is gone, as in Apache Kafka 4.0 (KIP-970): ``GET /connectors/{name}/tasks`` carries the same configs.
 
 The handlers are thin: they parse, call :class:`~kconnect.runtime.shell.operations.ConnectorOperations` in a
 thread (it blocks on Kafka), and forward to the leader or the owner when told to, through the helpers
@@ -98,41 +99,27 @@ def operations_router(
             return done
         return JSONResponse(info(name))
 
-    @router.get("/connectors/{name}/tasks-config")
-    async def tasks_config(name: str, request: Request) -> Response:
-        """Deprecated in 3.x, still served by 3.9: task id ("<name>-<n>") -> task config, by the leader."""
-        done = await leader_call(request, b"", worker.writes.require_leader)
-        if isinstance(done, Response):
-            return done
-        snap = worker.snapshot()
-        if not snap.contains(name):
-            raise NotFoundError(f"Connector {name} not found")
-        return JSONResponse(
-            {
-                f"{name}-{i}": {k: v for k, v in c.items() if v is not None}
-                for i, c in enumerate(snap.task_configs(name))
-            }
-        )
-
     @router.post("/connectors/{name}/restart")
     async def restart(name: str, request: Request) -> Response:
         include_tasks = java_boolean(request.query_params.get("includeTasks"))
         only_failed = java_boolean(request.query_params.get("onlyFailed"))
+        # Java answers with the statuses its restart plan was built from, taken before the restart writes
+        # its own RESTARTING records.
+        try:
+            before: dict[str, Any] | None = status(name)
+        except NotFoundError:
+            before = None
         plan = await leader_call(request, b"", ops.restart, name, include_tasks, only_failed)
         if isinstance(plan, Response):
             return plan
         if plan is None:
             return Response(status_code=204)
-        body = status(name)
+        body = before if before is not None else status(name)
+        # As Java: each entry that restarts keeps its worker, trace and (KIP-891) version, state RESTARTING.
         if plan.connector:
-            body["connector"] = {"state": "RESTARTING", "worker_id": body["connector"].get("worker_id", "")}
+            body["connector"] = {**body["connector"], "state": "RESTARTING"}
         restarting = {t.task for t in plan.tasks}
-        body["tasks"] = [
-            {"id": t["id"], "state": "RESTARTING", "worker_id": t.get("worker_id", "")}
-            if t["id"] in restarting
-            else t
-            for t in body["tasks"]
-        ]
+        body["tasks"] = [{**t, "state": "RESTARTING"} if t["id"] in restarting else t for t in body["tasks"]]
         return JSONResponse(status_code=202, content=body)
 
     @router.post("/connectors/{name}/tasks/{task}/restart")

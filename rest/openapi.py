@@ -84,6 +84,9 @@ class ConnectorState(BaseModel):
     state: str = Field(description="UNASSIGNED, RUNNING, PAUSED, STOPPED, FAILED or RESTARTING")
     worker_id: str
     trace: str | None = None
+    version: str | None = Field(
+        default=None, description="The plugin version running (KIP-891); null when the worker did not say"
+    )
 
 
 class TaskState(ConnectorState):
@@ -260,15 +263,6 @@ _OPERATIONS: dict[tuple[str, str], tuple[dict[str, Any] | None, int, dict[str, A
     ("patch", "/connectors/{name}/config"): (_NULLABLE_STRING_MAP, 200, _ref("ConnectorInfo")),
     ("get", "/connectors/{name}/status"): (None, 200, _ref("ConnectorStateInfo")),
     ("get", "/connectors/{name}/tasks"): (None, 200, _array(_ref("TaskInfo"))),
-    # Deprecated in Apache Kafka Connect 3.9 but still served: {"<name>-<n>": {task config}}
-    ("get", "/connectors/{name}/tasks-config"): (
-        None,
-        200,
-        {
-            "type": "object",
-            "additionalProperties": {"type": "object", "additionalProperties": {"type": "string"}},
-        },
-    ),
     ("get", "/connectors/{name}/tasks/{task}/status"): (None, 200, _ref("TaskState")),
     ("post", "/connectors/{name}/restart"): (None, 204, _ref("ConnectorStateInfo")),
     ("post", "/connectors/{name}/tasks/{task}/restart"): (None, 204, None),

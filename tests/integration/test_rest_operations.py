@@ -214,12 +214,13 @@ def test_connector_operations_through_a_follower(tmp_path: Path, broker: Broker)
         error_json(follower.request("PATCH", "/connectors/src/config", content=b"[1,2]"), 400)
         error_json(follower.request("PATCH", "/connectors/src/config", content=b"{bad"), 400)
 
-        tasks_config = wait_until(
-            lambda: (r := follower.get("/connectors/src/tasks-config").json()) and r, 30, "tasks-config"
-        )
-        assert list(tasks_config) == ["src-0"]
-        assert tasks_config["src-0"]["task.class"].endswith("FileStreamSourceTask")
-        error_json(follower.get("/connectors/nope/tasks-config"), 404, "Connector nope not found")
+        # GET /connectors/{name}/tasks (answered by the leader) carries the task configs; tasks-config is
+        # gone, as in Apache Kafka 4.0 (KIP-970), and answers as any unknown path does.
+        tasks = wait_until(lambda: (r := follower.get("/connectors/src/tasks").json()) and r, 30, "tasks")
+        assert [t["id"] for t in tasks] == [{"connector": "src", "task": 0}]
+        assert tasks[0]["config"]["task.class"].endswith("FileStreamSourceTask")
+        error_json(follower.get("/connectors/nope/tasks"), 404, "Connector nope not found")
+        error_json(follower.get("/connectors/src/tasks-config"), 404, "HTTP 404 Not Found")
 
         # -- source offsets: written into the offsets topic by hand, read back over REST ------------------
         producer = Producer({"bootstrap.servers": broker.bootstrap, "partitioner": "murmur2_random"})
@@ -358,7 +359,7 @@ def test_connector_operations_through_a_follower(tmp_path: Path, broker: Broker)
             },
         )
         error_json(forged, 403, "Internal request contained invalid signature.")
-        assert leader.get("/connectors/src/tasks-config").json()["src-0"].get("a") is None
+        assert leader.get("/connectors/src/tasks").json()[0]["config"].get("a") is None
     finally:
         for w in workers:
             if w.alive():
