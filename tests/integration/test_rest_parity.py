@@ -1,4 +1,6 @@
-"""REST parity: the same requests against Apache Kafka Connect 3.9 and kconnect, compared step by step.
+"""REST parity: the same requests against Apache Kafka Connect 4.x and kconnect, compared step by step.
+
+The reference is 4.x (``REFERENCE_4X``, the test brokers' version): the version users upgrade to.
 
 One reference (Java) worker and one kconnect worker, each in a Connect cluster of its own (own group and
 internal topics) on the session's broker, both given FileStream connectors by Java's class names. Every
@@ -16,7 +18,6 @@ both sides meet (the connector's and its tasks' states), each side on its own.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import time
@@ -43,9 +44,9 @@ from tests.support.parity import (
     summary,
     without_status_versions,
 )
-from tests.support.reference import ReferenceWorker, reference_available
+from tests.support.reference import REFERENCE_4X, ReferenceWorker, reference_available
 
-_AVAILABLE, _WHY = reference_available()
+_AVAILABLE, _WHY = reference_available(REFERENCE_4X)
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.interop,
@@ -61,10 +62,24 @@ SINK_NAME = "{sink}"
 #: is active, and the first sink task starts the worker's SparkSession: 13-75 s were seen, more on a loaded
 #: two-core CI machine.
 POLL_TIMEOUT_S = 180.0
+#: Java answers a restart before its herder thread has written RESTARTING, so a status read at once can
+#: still be the RUNNING from before; its restart takes milliseconds once begun.
+RESTART_SETTLE_S = 2.0
 
 _CLIENT_ERROR = (
     "a body Jackson cannot bind is the client's mistake: Java's exception mapper answers 500 (with "
     "Jackson's message), kconnect 400 naming what is wrong"
+)
+
+_ORDER_IN_GROUP = (
+    "4.x writes a config key's place in its group as 'order_in_group' (3.9: 'order', the name of the getter "
+    "before ConfigKeyInfo became a Java record); kconnect still writes 'order'"
+)
+_PLUGIN_VERSION_KEYS = (
+    "4.x (KIP-891) names the version keys connector.plugin.version and "
+    "key/value/header.converter.plugin.version and fills them and the converters with the worker's "
+    "defaults and recommended values; kconnect names them connector.version and "
+    "key/value/header.converter.version and recommends nothing for them"
 )
 
 #: Steps whose answers legitimately differ: step name -> Java's code, kconnect's code, why. Mirrored in
@@ -82,6 +97,11 @@ KNOWN_DIFFERENCES: dict[str, KnownDifference] = {
     "alter-offsets-malformed": KnownDifference(500, 400, f"malformed JSON: {_CLIENT_ERROR}"),
     "alter-offsets-wrong-type": KnownDifference(500, 400, f"'offsets' is an object: {_CLIENT_ERROR}"),
     "logger-malformed": KnownDifference(500, 400, f"malformed JSON: {_CLIENT_ERROR}"),
+    # Where Apache Kafka 4.x answers unlike 3.9 and kconnect does not follow yet (README.md says why).
+    "plugin-config": KnownDifference(200, 200, _ORDER_IN_GROUP),
+    "plugin-config-alias": KnownDifference(200, 200, _ORDER_IN_GROUP),
+    "validate-ok": KnownDifference(200, 200, f"{_ORDER_IN_GROUP}; {_PLUGIN_VERSION_KEYS}"),
+    "validate-invalid": KnownDifference(200, 200, f"{_ORDER_IN_GROUP}; {_PLUGIN_VERSION_KEYS}"),
 }
 
 
@@ -111,6 +131,20 @@ def states(body: Any) -> Any:
     if not isinstance(body, dict) or "connector" not in body:
         return body
     return body["connector"].get("state"), [t.get("state") for t in body.get("tasks", [])]
+
+
+def config_names(body: Any) -> Any:
+    """The keys a plugin config or validate answer defines, sorted (the shape sees a list of entries,
+    not which keys are there)."""
+    entries = body.get("configs") if isinstance(body, dict) else body
+    if not isinstance(entries, list):
+        return body
+    names = (e.get("definition", e).get("name") if isinstance(e, dict) else e for e in entries)
+    return sorted(str(n) for n in names)
+
+
+def error_message(body: Any) -> Any:
+    return body.get("message") if isinstance(body, dict) else body
 
 
 def task_state(body: Any) -> Any:
@@ -177,15 +211,22 @@ def steps(source_file: str, sink_file: str, topic: str, lines_file: str, lines_t
         Step("health", "GET", "/health"),
         Step("plugins", "GET", "/connector-plugins"),
         Step("plugins-all", "GET", "/connector-plugins?connectorsOnly=false"),
-        Step("plugin-config", "GET", f"/connector-plugins/{SOURCE}/config"),
-        Step("plugin-config-alias", "GET", "/connector-plugins/FileStreamSource/config"),
+        Step("plugin-config", "GET", f"/connector-plugins/{SOURCE}/config", values=config_names),
+        Step("plugin-config-alias", "GET", "/connector-plugins/FileStreamSource/config", values=config_names),
         Step("plugin-config-unknown", "GET", "/connector-plugins/com.example.NoSuchConnector/config"),
-        Step("validate-ok", "PUT", f"/connector-plugins/{SOURCE}/config/validate", body=config),
+        Step(
+            "validate-ok",
+            "PUT",
+            f"/connector-plugins/{SOURCE}/config/validate",
+            body=config,
+            values=config_names,
+        ),
         Step(
             "validate-invalid",
             "PUT",
             f"/connector-plugins/{SOURCE}/config/validate",
             body={**config, "tasks.max": "many", "batch.size": "-"},
+            values=config_names,
         ),
         Step(
             "validate-class-mismatch",
@@ -261,7 +302,8 @@ def steps(source_file: str, sink_file: str, topic: str, lines_file: str, lines_t
         Step("config", "GET", "/connectors/src/config"),
         Step("typed-config", "GET", "/connectors/src-typed/config"),
         Step("tasks", "GET", "/connectors/src/tasks"),
-        Step("tasks-config", "GET", "/connectors/src/tasks-config"),
+        # Removed in Apache Kafka 4.0 (KIP-970): an unknown path, not an unknown connector.
+        Step("tasks-config", "GET", "/connectors/src/tasks-config", values=error_message),
         Step("task-status", "GET", "/connectors/src/tasks/0/status", values=task_state),
         Step("task-status-unknown", "GET", "/connectors/src/tasks/7/status"),
         Step("task-status-not-a-number", "GET", "/connectors/src/tasks/zero/status"),
@@ -332,6 +374,16 @@ def steps(source_file: str, sink_file: str, topic: str, lines_file: str, lines_t
         ),
         # -- restarts ----------------------------------------------------------------------------------
         Step("restart", "POST", "/connectors/src/restart"),
+        # Settled before the next restart, which answers with the statuses it finds: a RESTARTING record
+        # names no plugin version (null) on either side, a RUNNING one does.
+        Step(
+            "status-after-plain-restart",
+            "GET",
+            "/connectors/src/status",
+            until=connector_state("RUNNING", 1),
+            values=states,
+            settle_s=RESTART_SETTLE_S,
+        ),
         Step("restart-include-tasks", "POST", "/connectors/src/restart?includeTasks=true"),
         Step(
             "status-after-restart",
@@ -339,6 +391,7 @@ def steps(source_file: str, sink_file: str, topic: str, lines_file: str, lines_t
             "/connectors/src/status",
             until=connector_state("RUNNING", 1),
             values=states,
+            settle_s=RESTART_SETTLE_S,
         ),
         Step("restart-only-failed", "POST", "/connectors/src/restart?includeTasks=true&onlyFailed=true"),
         Step("restart-task", "POST", "/connectors/src/tasks/0/restart"),
@@ -435,6 +488,7 @@ class Side:
         # A polled write (a sink offsets alteration Java refuses at first) is repeated: it is idempotent.
         deadline = time.monotonic() + POLL_TIMEOUT_S
         path = step.path.replace(SINK_NAME, self.sink_name)
+        time.sleep(step.settle_s)
         polls = 0
         while True:
             polls += 1
@@ -491,6 +545,7 @@ def sides(tmp_path: Path, broker: Broker) -> Iterator[tuple[Side, Side]]:
             # connector created or stopped costs one.
             session_timeout_ms=3000,
             heartbeat_interval_ms=500,
+            version=REFERENCE_4X,
         ) as java:
             java.wait_for_assignment(lambda a: a["error"] == 0, 60)
             wait_until(stable_view([ours], 1), 60, "the kconnect worker in its group")
@@ -523,15 +578,16 @@ def test_rest_parity_with_the_reference_worker(
 
     started = time.monotonic()
     outcomes: list[Outcome] = []
-    versions_reported = 0
+    versions_reported = {"Java": 0, "kconnect": 0}
     for step in sequence:
         java_answer, our_answer = java.send(step), ours.send(step)
-        # Kafka 4.1's status "version" (KIP-891), which the 3.9 reference cannot have: set aside, counted.
-        body, found = without_status_versions(our_answer.body)
-        versions_reported += found
-        outcomes.append(compare(step, java_answer, dataclasses.replace(our_answer, body=body)))
+        # Kafka 4.1's status "version" (KIP-891) is compared like any field; counted on each side so
+        # that the test knows both did report versions (a shape compare passes when both lack them).
+        versions_reported["Java"] += without_status_versions(java_answer.body)[1]
+        versions_reported["kconnect"] += without_status_versions(our_answer.body)[1]
+        outcomes.append(compare(step, java_answer, our_answer))
     took = time.monotonic() - started
-    assert versions_reported > 0, "kconnect's statuses name no plugin version (KIP-891)"
+    assert all(versions_reported.values()), f"statuses name no plugin version (KIP-891): {versions_reported}"
 
     print(f"\nREST parity: {len(outcomes)} steps in {took:.1f} s\n{summary(outcomes, KNOWN_DIFFERENCES)}")
     for o in outcomes:

@@ -129,6 +129,8 @@ class Step:
     the step poll (on both sides, each on its own) until the answer satisfies it, for Java's
     asynchronous effects; ``maps`` is passed to :func:`shape`. ``values`` picks what of the body must be
     equal on both sides, beyond its shape (the states connectors and tasks reach, the topics they used).
+    ``settle_s`` waits before the first request, for an effect whose start no answer shows (Java answers a
+    restart before its herder has begun it, so the state it restarts from is still the one to read).
     """
 
     name: str
@@ -139,6 +141,7 @@ class Step:
     until: Callable[[int, Any], bool] | None = None
     maps: tuple[str, ...] = ()
     values: Callable[[Any], Any] | None = None
+    settle_s: float = 0.0
 
 
 @dataclass(frozen=True)
