@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconnect.runtime.cli.broker import free_port
@@ -65,6 +66,7 @@ class Cluster:
     topic: str
     source_file: Path
     sink_file: Path
+    bootstrap: str
 
     def sink_lines(self) -> list[str]:
         return self.sink_file.read_text().splitlines() if self.sink_file.exists() else []
@@ -76,6 +78,20 @@ class Cluster:
     def state(self, name: str) -> str | None:
         task = self.task(name)
         return task["state"] if task else None
+
+    def committed(self, name: str, field: str) -> Any:
+        """``field`` of connector ``name``'s first committed offset (``GET /connectors/{name}/offsets``),
+        None before its first commit."""
+        offsets = self.worker.get(f"/connectors/{name}/offsets").json().get("offsets") or []
+        return offsets[0]["offset"][field] if offsets else None
+
+    def end_offset(self, topic: str) -> int:
+        """The end offset the broker reports for partition 0 of ``topic``."""
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"end-{uuid.uuid4().hex[:6]}"})
+        try:
+            return int(consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10, cached=False)[1])
+        finally:
+            consumer.close()
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +121,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, broker: Broker) -> Iterato
         future.result(15)
     try:
         wait_until(lambda: (worker.workers() or {}).get("generation", -1) >= 0, 60, "the worker to join")
-        yield Cluster(worker, topic, workdir / "in.txt", workdir / "out.txt")
+        yield Cluster(worker, topic, workdir / "in.txt", workdir / "out.txt", broker.bootstrap)
     finally:
         worker.stop(60)
         print(worker.log_text()[-4000:])
@@ -144,14 +160,30 @@ def test_a_source_task_polls_and_produces_in_a_spark_task(cluster: Cluster) -> N
     metrics = c.worker.get("/metrics").text
     assert 'connector="src"' in metrics
 
-    # Pause: nothing more is produced; resume: it comes.
+    # Pause: nothing more is produced; resume: it comes. "Nothing" is judged against a twin that is not
+    # paused: a second FileStream source reading the same file into a topic of its own. Once the twin has
+    # produced the lines appended during the pause (its committed position at the file's new end, which
+    # it commits only after Kafka acknowledged them), an unpaused task has had its chance to produce them;
+    # the paused one has produced none: its topic's end and its committed position did not move.
     assert c.worker.request("PUT", "/connectors/src/pause").status_code == 202
     wait_until(lambda: c.state("src") == "PAUSED", 30, "the source task PAUSED")
-    time.sleep(2)  # a poll under way when the pause came may still produce its records
+    end_at_pause = c.end_offset(c.topic)
     with c.source_file.open("a") as out:
         out.write(_lines(500, 600))
-    time.sleep(4)
+    grown = c.source_file.stat().st_size
+    twin_topic = f"{c.topic}-twin"
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    for future in admin.create_topics([NewTopic(twin_topic, 1, 1)]).values():
+        future.result(15)
+    twin = {"connector.class": "FileStreamSource", "file": str(c.source_file), "topic": twin_topic}
+    resp = c.worker.request("POST", "/connectors", json={"name": "twin", "config": twin})
+    assert resp.status_code == 201, resp.text
+    wait_until(lambda: c.committed("twin", "position") == grown, 120, "the unpaused twin at the file's end")
+    assert c.state("src") == "PAUSED"
+    assert c.end_offset(c.topic) == end_at_pause, "records produced while paused"
+    assert c.committed("src", "position") == size, "the paused source committed a new position"
     assert len(c.sink_lines()) == 500, "records produced while paused"
+    assert c.worker.request("DELETE", "/connectors/twin").status_code == 204  # its Spark task slot
     assert c.worker.request("PUT", "/connectors/src/resume").status_code == 202
     wait_until(lambda: len(c.sink_lines()) >= 600, 60, "600 lines after resume")
 
@@ -161,8 +193,18 @@ def test_a_source_task_polls_and_produces_in_a_spark_task(cluster: Cluster) -> N
     wait_until(lambda: c.state("src") == "RUNNING", 60, "the restarted source task RUNNING")
     with c.source_file.open("a") as out:
         out.write(_lines(600, 700))
+    # Everything the restarted task produced is in Kafka once its position is at the file's end, and the
+    # sink has written everything the topic holds once its committed offset reaches the topic's end
+    # (the embedded broker reports a last batch's base offset + 1 there, never more than the true end):
+    # a line read twice from the file would then be in the sink's file twice.
     wait_until(lambda: len(c.sink_lines()) >= 700, 60, "700 lines after the restart")
-    time.sleep(2)
+    end = c.source_file.stat().st_size
+    wait_until(lambda: c.committed("src", "position") == end, 60, "the restarted source at the file's end")
+    wait_until(
+        lambda: (c.committed("sink", "kafka_offset") or 0) >= c.end_offset(c.topic),
+        60,
+        "the sink's committed offset at the topic's end",
+    )
     assert c.sink_lines() == [f"line {n}" for n in range(700)]
 
     # Stop: the task's stop() runs in the Spark task, its job ends, and the worker says so.
