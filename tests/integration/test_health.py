@@ -15,6 +15,12 @@ from tests.support.reference import ReferenceWorker, reference_available
 
 pytestmark = pytest.mark.integration
 
+#: What a worker that has completed startup answers, kconnect's and the Java worker's alike.
+HEALTHY = {
+    "status": "healthy",
+    "message": "Worker has completed startup and is ready to handle requests.",
+}
+
 
 def _health(url: str) -> tuple[int, dict[str, str]] | None:
     try:
@@ -35,25 +41,30 @@ def test_health_is_503_until_the_worker_has_joined_then_200(tmp_path: Path, brok
         early = httpx.get(worker.url + "/connectors", timeout=5)
         assert early.status_code == 503 and early.json()["error_code"] == 503
         ready = wait_until(lambda: (h := _health(worker.url)) and h[0] == 200 and h, 60, "a healthy worker")
-        assert ready[1] == {
-            "status": "healthy",
-            "message": "Worker has completed startup and is ready to handle requests.",
-        }
-        if reference_available()[0]:
-            # The same body, key for key, as the Java worker's.
-            with ReferenceWorker(
-                broker.bootstrap,
-                group_id=f"{group}-java",
-                config_topic=f"{group}-java-configs",
-                offset_topic=f"{group}-java-offsets",
-                status_topic=f"{group}-java-status",
-                log_path=tmp_path / "java.log",
-            ) as java:
-                java_health = wait_until(
-                    lambda: (r := java.rest("GET", "/health")).status_code == 200 and r.json(),
-                    60,
-                    "Java health",
-                )
-                assert java_health == ready[1]
+        assert ready[1] == HEALTHY
     finally:
         worker.stop()
+
+
+_REFERENCE, _WHY = reference_available()
+
+
+@pytest.mark.interop
+@pytest.mark.skipif(not _REFERENCE, reason=f"reference worker unavailable: {_WHY}")
+def test_the_healthy_body_is_the_java_workers(tmp_path: Path, broker: Broker) -> None:
+    """The body kconnect answers once healthy (the test above), key for key, is the Java worker's."""
+    group = f"health-{uuid.uuid4().hex[:6]}"
+    with ReferenceWorker(
+        broker.bootstrap,
+        group_id=f"{group}-java",
+        config_topic=f"{group}-java-configs",
+        offset_topic=f"{group}-java-offsets",
+        status_topic=f"{group}-java-status",
+        log_path=tmp_path / "java.log",
+    ) as java:
+        java_health = wait_until(
+            lambda: (r := java.rest("GET", "/health")).status_code == 200 and r.json(),
+            60,
+            "Java health",
+        )
+    assert java_health == HEALTHY
