@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconnect.connectors.parquet import parse_file_name
@@ -58,6 +58,18 @@ def published_ids(out: Path, topic: str) -> list[int]:
         return []
     table = pads.dataset(str(out / topic), format="parquet", partitioning="hive").to_table(columns=["id"])
     return sorted(table.column("id").to_pylist())
+
+
+def sink_committed(bootstrap: str, topic: str) -> dict[int, int]:
+    """The Parquet sink's committed offset per partition (consumer group ``connect-pq``), 0 if none."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "connect-pq", "enable.auto.commit": False}
+    )
+    try:
+        tps = consumer.committed([TopicPartition(topic, p) for p in range(2)], timeout=10)
+    finally:
+        consumer.close()
+    return {tp.partition: max(tp.offset, 0) for tp in tps}
 
 
 def test_parquet_sink_exactly_once_across_restart_and_kill(tmp_path: Path, broker: Broker) -> None:
@@ -155,8 +167,10 @@ def test_parquet_sink_exactly_once_across_restart_and_kill(tmp_path: Path, broke
         assert resp.status_code in (202, 204), resp.text
         wait_until(lambda: published_ids(out, topic) == list(range(second)), 180, f"{second} records")
 
-        # 3. The worker is killed mid-stream and replaced. The source is removed first, once its offsets
-        # are committed: a source re-sending lines after a kill would duplicate them in Kafka itself.
+        # 3. The worker is killed mid-stream and replaced: records arrive before the kill (the sink has
+        # published some of them when it comes) and after it (only the replacement can publish those).
+        # The source is removed first, once its offsets are committed: a source re-sending lines after a
+        # kill would duplicate them in Kafka itself.
         size = source_file.stat().st_size
 
         def source_done() -> bool:
@@ -166,15 +180,28 @@ def test_parquet_sink_exactly_once_across_restart_and_kill(tmp_path: Path, broke
 
         wait_until(source_done, 60, "the source offset at the end of the file")
         assert worker.request("DELETE", "/connectors/src").status_code == 204
-        third = second + 1200
+        before_kill, third = second + 600, second + 1200
         producer = Producer({"bootstrap.servers": broker.bootstrap})
-        for n in range(second, third):
-            producer.produce(topic, value=envelope(n).encode(), partition=n % 2)
-        assert producer.flush(30) == 0
+
+        def produce(ids: range) -> None:
+            for n in ids:
+                producer.produce(topic, value=envelope(n).encode(), partition=n % 2)
+            assert producer.flush(30) == 0
+
+        produce(range(second, before_kill))
         wait_until(lambda: len(published_ids(out, topic)) > second, 120, "the sink to publish some")
         worker.kill()
-        at_kill = len(published_ids(out, topic))
-        print(f"killed with {at_kill} of {third} records published")
+        # What the killed worker left: its published files (and its committed offsets, printed). Some of
+        # the records sent since step 2 are published; the rest of the stream only comes now, so the kill
+        # lands mid-stream whatever the sink had done with the first part.
+        at_kill = published_ids(out, topic)
+        committed = sink_committed(broker.bootstrap, topic)
+        print(
+            f"killed with {len(at_kill)} of {before_kill} records published, offsets committed: {committed}"
+        )
+        assert second < len(at_kill) <= before_kill, "the kill did not land while the sink was publishing"
+        assert at_kill == sorted(set(at_kill)), "a record published twice before the kill"
+        produce(range(before_kill, third))
         replacement = WorkerProcess(tmp_path, props, name="pq-w1", spark=True).start()
         wait_nudging(
             lambda: published_ids(out, topic) == list(range(third)),
