@@ -134,10 +134,17 @@ class KafkaLog:
     def start(self, timeout_s: float = 30.0) -> None:
         """Assign every partition of the topic from its beginning and start the consuming thread; a missing
         topic fails here, at start-up, rather than leaving a worker that silently never sees a record."""
-        md = self._consumer.list_topics(self.topic, timeout=timeout_s)
-        tmd = md.topics.get(self.topic)
-        if tmd is None or tmd.error is not None or not tmd.partitions:
-            raise KafkaLogError(f"internal topic '{self.topic}' does not exist or has no partitions")
+        # A topic created a moment ago may not be in this broker's metadata yet (another broker's
+        # controller answered its creation): wait for it, as Java's KafkaBasedLog.start does.
+        deadline = time.monotonic() + timeout_s
+        while True:
+            md = self._consumer.list_topics(self.topic, timeout=max(0.1, deadline - time.monotonic()))
+            tmd = md.topics.get(self.topic)
+            if tmd is not None and tmd.error is None and tmd.partitions:
+                break
+            if time.monotonic() + _RETRY_BACKOFF_S >= deadline:
+                raise KafkaLogError(f"internal topic '{self.topic}' does not exist or has no partitions")
+            time.sleep(_RETRY_BACKOFF_S)
         self._partitions = sorted(tmd.partitions)
         self._consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in self._partitions])
         with self._cond:

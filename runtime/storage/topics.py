@@ -7,7 +7,9 @@ on one, with an error that names the topic and the setting to fix.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
@@ -57,7 +59,43 @@ def ensure_topics(admin: AdminClient, specs: list[TopicSpec], timeout_s: float =
                 if exc.args and getattr(exc.args[0], "name", lambda: "")() == "TOPIC_ALREADY_EXISTS":
                     continue  # another worker won the race
                 raise TopicError(f"could not create internal topic '{name}': {exc}") from exc
+        wait_visible(admin, [s.name for s in missing], timeout_s)
     verify_topics(admin, specs, timeout_s)
+
+
+def visible(metadata: Any, names: list[str]) -> list[str]:
+    """Those of ``names`` that ``metadata`` (a ``list_topics`` answer) shows with partitions, each led."""
+    shown = []
+    for name in names:
+        tmd = metadata.topics.get(name)
+        if tmd is None or tmd.error is not None or not tmd.partitions:
+            continue
+        if all(p.leader >= 0 for p in tmd.partitions.values()):
+            shown.append(name)
+    return shown
+
+
+def wait_visible(admin: AdminClient, names: list[str], timeout_s: float) -> bool:
+    """Wait until the cluster's metadata shows every topic of ``names``; False when the time ran out.
+
+    On a cluster of several brokers a CreateTopics answer comes from the controller before every broker
+    has the new topic's metadata: a client asking another broker right away hears it does not exist.
+    Java's KafkaBasedLog waits for the partitions likewise (up to 30 s) before it reads or writes.
+    """
+    deadline = time.monotonic() + timeout_s
+    backoff = 0.1
+    while True:
+        try:
+            pending = sorted(set(names) - set(visible(admin.list_topics(timeout=timeout_s), names)))
+        except KafkaException:
+            pending = sorted(names)
+        if not pending:
+            return True
+        if time.monotonic() + backoff > deadline:
+            return False
+        log.info("new internal topics not in the metadata yet", topics=pending)
+        time.sleep(backoff)
+        backoff = min(2 * backoff, 1.0)
 
 
 def verify_topics(admin: AdminClient, specs: list[TopicSpec], timeout_s: float = 30.0) -> None:
