@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 EXIT_STARTUP = 1
 EXIT_CONFIG = 2
+#: A worker's last words when a REST listener could not bind; ``kconnect demo`` restarts such a worker.
+REST_LISTEN_FAILED = "the REST server could not listen on"
 
 
 def _fail(code: int, message: str) -> int:
@@ -126,6 +128,7 @@ def serve_worker(
     import uvicorn
 
     from kconnect.rest.app import create_app
+    from kconnect.rest.limits import server_options
     from kconnect.rest.server import wrap_app
     from kconnect.runtime.shell.worker import StartupError, Worker
 
@@ -147,6 +150,7 @@ def serve_worker(
                 ssl_keyfile_password=tls.key_password if tls else None,
                 ssl_ca_certs=tls.cafile if tls else None,
                 ssl_cert_reqs=tls.cert_reqs if tls else 0,
+                **server_options(config.rest_request_timeout_ms),
             )
         )
         # REST answers from the start (GET /health says 503 until the worker has joined), as Java's does.
@@ -173,7 +177,7 @@ def serve_worker(
         dead = next((where for _s, thread, where in servers if not thread.is_alive()), None)
         if dead is not None:
             worker.stop()
-            return _fail(EXIT_STARTUP, f"the REST server could not listen on {dead}")
+            return _fail(EXIT_STARTUP, f"{REST_LISTEN_FAILED} {dead}")
     worker.stop()
     for server, _t, _w in servers:
         server.should_exit = True
@@ -235,40 +239,57 @@ def cmd_demo(args: argparse.Namespace) -> int:
     except broker.BrokerError as exc:  # e.g. the dev extra is not installed: one line saying how to get it
         return _fail(EXIT_STARTUP, str(exc))
     procs: list[subprocess.Popen[bytes]] = []
+    urls: list[str] = []
+
+    def launch(i: int) -> None:
+        """Start worker ``i`` on a port free now (worker ``i`` again, on a new port, when it exists)."""
+        url = f"http://127.0.0.1:{broker.free_port()}"
+        props = work / f"worker-{i}.properties"
+        props.write_text(
+            "\n".join(
+                [
+                    f"bootstrap.servers={b.bootstrap}",
+                    "group.id=kconnect-demo",
+                    "config.storage.topic=demo-configs",
+                    "offset.storage.topic=demo-offsets",
+                    "status.storage.topic=demo-status",
+                    "config.storage.replication.factor=1",
+                    "offset.storage.replication.factor=1",
+                    "status.storage.replication.factor=1",
+                    "group.records.storage.replication.factor=1",
+                    f"listeners={url}",
+                    "session.timeout.ms=6000",
+                    "heartbeat.interval.ms=1000",
+                    "key.converter=org.apache.kafka.connect.json.JsonConverter",
+                    "value.converter=org.apache.kafka.connect.json.JsonConverter",
+                ]
+            )
+            + "\n"
+        )
+        with open(work / f"worker-{i}.log", "ab") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "kconnect.runtime.cli.main", "worker", str(props)],
+                stdout=log,
+                stderr=log,
+            )
+        if i < len(procs):
+            procs[i], urls[i] = proc, url
+        else:
+            procs.append(proc)
+            urls.append(url)
+
+    def port_taken(i: int) -> bool:
+        """Worker ``i`` exited because another process bound its port between free_port() and its bind
+        (a busy machine hands out ephemeral ports all the time): the one start-up failure worth a retry."""
+        with open(work / f"worker-{i}.log", "rb") as log:
+            log.seek(0, os.SEEK_END)
+            log.seek(max(0, log.tell() - 1000))
+            tail = log.read().decode(errors="replace")
+        return procs[i].poll() is not None and REST_LISTEN_FAILED in tail
+
     try:
-        ports = [broker.free_port() for _ in range(args.workers)]
-        for i, port in enumerate(ports):
-            props = work / f"worker-{i}.properties"
-            props.write_text(
-                "\n".join(
-                    [
-                        f"bootstrap.servers={b.bootstrap}",
-                        "group.id=kconnect-demo",
-                        "config.storage.topic=demo-configs",
-                        "offset.storage.topic=demo-offsets",
-                        "status.storage.topic=demo-status",
-                        "config.storage.replication.factor=1",
-                        "offset.storage.replication.factor=1",
-                        "status.storage.replication.factor=1",
-                        "group.records.storage.replication.factor=1",
-                        f"listeners=http://127.0.0.1:{port}",
-                        "session.timeout.ms=6000",
-                        "heartbeat.interval.ms=1000",
-                        "key.converter=org.apache.kafka.connect.json.JsonConverter",
-                        "value.converter=org.apache.kafka.connect.json.JsonConverter",
-                    ]
-                )
-                + "\n"
-            )
-            log = open(work / f"worker-{i}.log", "ab")  # noqa: SIM115
-            procs.append(
-                subprocess.Popen(
-                    [sys.executable, "-m", "kconnect.runtime.cli.main", "worker", str(props)],
-                    stdout=log,
-                    stderr=log,
-                )
-            )
-        urls = [f"http://127.0.0.1:{p}" for p in ports]
+        for i in range(args.workers):
+            launch(i)
         print(f"kconnect demo: broker {b.bootstrap}, workers {', '.join(urls)} (logs in {work})")
 
         def gone() -> str | None:
@@ -284,10 +305,27 @@ def cmd_demo(args: argparse.Namespace) -> int:
             return call_until_answered(method, url, deadline=time.monotonic() + seconds, body=body, gone=gone)
 
         try:
-            for url in urls:  # every worker, not one: the demo talks to all of them
-                health = call("GET", url + "/health", 120)
+            # Every worker's /health, not one worker's view of the group: the demo talks to all of them,
+            # and a member of the group may still be reading its config topic (503).
+            deadline = time.monotonic() + 120
+            pending, restarts = list(range(args.workers)), 0
+            while pending:
+                try:
+                    health = call_until_answered(
+                        "GET", urls[pending[0]] + "/health", deadline=deadline, gone=gone
+                    )
+                except ClientError:
+                    taken = [i for i in range(args.workers) if port_taken(i)]
+                    if not taken or restarts + len(taken) > 3:
+                        raise
+                    for i in taken:
+                        restarts += 1
+                        launch(i)
+                        print(f"kconnect demo: worker {i}'s port was taken; restarted it on {urls[i]}")
+                    continue
                 if health.status_code != 200:
-                    raise ClientError(f"GET {url}/health -> {health.status_code}: {health.text}")
+                    raise ClientError(f"GET {urls[pending[0]]}/health -> {health.status_code}: {health.text}")
+                pending.pop(0)
             deadline = time.monotonic() + 90
             view: dict[str, Any] = {}
             while len(view.get("members", [])) != args.workers or view.get("generation", -1) < 0:
