@@ -31,7 +31,7 @@ from typing import Any
 
 from kconnect.config.worker import ExactlyOnceSourceSupport, SourceTaskPlacement, WorkerConfig
 from kconnect.runtime import logs
-from kconnect.runtime.client_config import Role, worker_clients
+from kconnect.runtime.client_config import Role
 from kconnect.runtime.dataplane.active_topics import ActiveTopics
 from kconnect.runtime.dataplane.converters import converter_config
 from kconnect.runtime.dataplane.exactly_once import ExactlyOnce, exactly_once
@@ -39,7 +39,7 @@ from kconnect.runtime.dataplane.executor import TaskCounters, TaskListener, Task
 from kconnect.runtime.dataplane.sink_runner import SinkTaskRunner
 from kconnect.runtime.dataplane.source_runner import SourceTaskRunner
 from kconnect.runtime.dataplane.spark_home import ShadowSparkHome, shadows_spark_home
-from kconnect.runtime.dataplane.spark_source import SourceJob, SparkSourceRunner
+from kconnect.runtime.dataplane.spark_source import SourceJob, SparkSourceRunner, connection_settings
 from kconnect.runtime.dataplane.task_channel import ChannelAddress, ChannelServer
 from kconnect.runtime.dataplane.task_runner import (
     TaskRunner,
@@ -99,6 +99,25 @@ def is_local_master(spark_master: str) -> bool:
     """Whether ``spark.master`` runs everything in this process's machine (``local``, ``local[N]``,
     ``local-cluster[...]``) rather than on a cluster's executors."""
     return spark_master.strip().lower().startswith("local")
+
+
+#: Spark's settings that authenticate (a shared secret) and encrypt (AES) its RPC between the driver (the
+#: worker), the master and the executors.
+SPARK_RPC_PROTECTION = ("spark.authenticate", "spark.network.crypto.enabled")
+
+
+def unprotected_spark_rpc(settings: Mapping[str, str]) -> list[str]:
+    """Which of ``SPARK_RPC_PROTECTION`` a cluster master runs without ([] with a local master, where
+    Spark's RPC stays inside this machine's loopback).
+
+    Why it matters to kconnect: an executor-run source task's job crosses that RPC with the task's
+    channel secret and the task's Kafka client settings (its credentials), and a sink task's reads with
+    its consumer settings; without both, anyone on the path can read them, and anyone who reaches the
+    master can submit work to the executors.
+    """
+    if is_local_master(settings.get("spark.master", "local[*]")):
+        return []
+    return [key for key in SPARK_RPC_PROTECTION if settings.get(key, "false").strip().lower() != "true"]
 
 
 def channel_hosts(settings: Mapping[str, str]) -> tuple[str, str]:
@@ -252,11 +271,19 @@ class SparkExecutor:
         self._write_offsets = write_offsets
         settings = spark_settings(config)
         self.spark = SparkSessionHolder(settings)
-        #: Where source tasks run as Spark jobs report to (started with the first such task).
+        #: Where source tasks run as Spark jobs report to: its TLS key is made now, it listens from the
+        #: first such task on.
         self.channel = ChannelServer(*channel_hosts(settings))
-        #: The worker's own client settings, translated once for the jobs of executor-run source tasks
-        #: (they read and write the offsets topic as the worker does).
-        self._internal_settings: dict[str, str] | None = None
+        unprotected = unprotected_spark_rpc(settings)
+        if unprotected:
+            log.warning(
+                "spark.master is a cluster master and Spark's RPC is not both authenticated and encrypted: "
+                "the jobs of executor-run tasks (their channel secret, their Kafka client settings) cross "
+                "it readable; set spark.authenticate=true, spark.authenticate.secret and "
+                "spark.network.crypto.enabled=true on the worker and the cluster",
+                spark_master=settings.get("spark.master"),
+                not_enabled=unprotected,
+            )
         self._lock = threading.Lock()
         self._runners: dict[TaskId, TaskRunner] = {}
         #: The plugin version each held task runs (KIP-891), for the statuses its transitions report.
@@ -434,8 +461,6 @@ class SparkExecutor:
         """The task's job given its channel address (the runner registers with the channel when its
         thread starts, and each start gets a fresh token)."""
         cfg = self.config
-        if self._internal_settings is None:
-            self._internal_settings = worker_clients(cfg.security_protocol, cfg.passthrough).internal
         make = functools.partial(
             SourceJob,
             connector=task_id.connector,
@@ -444,7 +469,7 @@ class SparkExecutor:
             bootstrap=",".join(cfg.bootstrap_servers),
             converters=dict(converters),
             producer_settings=dict(producer),
-            internal_settings=self._internal_settings,
+            offsets_settings=connection_settings(producer),
             offsets_topic=cfg.offset_storage_topic,
             flush_interval_ms=cfg.offset_flush_interval_ms,
             flush_timeout_ms=cfg.offset_flush_timeout_ms,

@@ -5,7 +5,9 @@ Spark job of one Spark task, as Spark Streaming's receivers are: the executor si
 makes the plugin task, reads the offsets topic, and runs the same loop as on the worker
 (``source_runner.SourceTaskRunner``: poll, convert, produce with an idempotent producer, source offsets
 written to the offsets topic only once Kafka acknowledged every record before them, on
-``offset.flush.interval.ms``), with its own Kafka clients, on the executor. The worker side
+``offset.flush.interval.ms``), with its own Kafka clients, on the executor: the task's client settings
+only, the offsets topic included (:func:`connection_settings`), so that no job carries the worker's own
+credentials. The worker side
 (:class:`SparkSourceRunner`) submits the job, serves the task's connection (``task_channel``: RUNNING when the
 executor says its loop runs, FAILED with the executor's trace, its figures, KIP-877 plugin metrics and active
 topics, pause and resume) and stops it: a stop goes to the executor, where the task's ``stop()`` is called and
@@ -75,8 +77,9 @@ class SourceJob:
     bootstrap: str
     converters: dict[str, str]
     producer_settings: dict[str, str]
-    #: The worker's own client settings (security): the offsets topic is read and written with them.
-    internal_settings: dict[str, str]
+    #: How the offsets topic is read and written: the task's own producer's identity and connection
+    #: (:func:`connection_settings`), never the worker's own credentials (issue 23).
+    offsets_settings: dict[str, str]
     offsets_topic: str
     flush_interval_ms: int
     flush_timeout_ms: int
@@ -90,6 +93,24 @@ class SourceJob:
     @property
     def task_id(self) -> TaskId:
         return TaskId(self.connector, self.task)
+
+
+#: The librdkafka settings that say who a client is and how it reaches the brokers.
+_CONNECTION_KEYS = ("security.protocol", "enable.ssl.certificate.verification")
+_CONNECTION_PREFIXES = ("ssl.", "sasl.")
+
+
+def connection_settings(client: Mapping[str, str]) -> dict[str, str]:
+    """The identity and connection part (``security.protocol``, ``ssl.*``, ``sasl.*``) of one of the task's
+    clients' librdkafka settings: what the executor side reads and writes the offsets topic with.
+
+    Why the task's and not the worker's: a job crosses Spark's RPC and is held by executors, which need
+    not be trusted with the worker's own credentials (those of the config, status and offsets topics and
+    the group). The task's producer is what an exactly-once task writes its offsets with anyway (inside its
+    transactions, as in Java), so its principal needs the offsets topic either way. Tuning keys (``acks``,
+    ``linger.ms``, compression) stay out: the offsets writer keeps its own.
+    """
+    return {k: v for k, v in client.items() if k in _CONNECTION_KEYS or k.startswith(_CONNECTION_PREFIXES)}
 
 
 # --------------------------------------------------------------------------------------- executor side
@@ -133,7 +154,7 @@ class OffsetsTopicView:
             job.bootstrap,
             on_record,
             client_id=f"connector-offsets-{job.task_id}",
-            client_settings=job.internal_settings,
+            client_settings=job.offsets_settings,
         )
         # The first read waits as long as a worker's start-up does: a new consumer has to connect first.
         first_s = max(self._sync_s, STARTUP_READ_S)
