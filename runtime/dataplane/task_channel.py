@@ -295,7 +295,10 @@ class Connection:
         """The peer's lines until the connection ends or is closed here; a line longer than the framer's
         limit raises FrameTooLong, a broken connection OSError."""
         poller = select.poll()
-        poller.register(self._sock.fileno(), select.POLLIN)
+        with self._lock:  # closed already (the fd is gone): nothing to read
+            if self._closed:
+                return
+            poller.register(self._sock.fileno(), select.POLLIN)
         while True:
             with self._lock:
                 if self._closed:
@@ -309,7 +312,7 @@ class Connection:
                 self._sock.settimeout(0.0)
                 try:
                     data = self._sock.recv(65536)
-                except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
                     continue  # part of a TLS record, or a session ticket: nothing to hand out yet
                 finally:
                     self._sock.settimeout(SEND_TIMEOUT_S)

@@ -197,3 +197,20 @@ def test_the_executors_plugin_metrics_show_in_the_workers_registry_and_go_with_t
     assert {(s.name, s.value) for s in registry.snapshot()} == {("lag", 2.0)}
     runner.close_plugin_metrics()  # the task stopped: its mirrored metrics go too
     assert registry.snapshot() == ()
+
+
+def test_a_client_closed_at_once_still_reports_the_end() -> None:
+    """The reading thread may start after ``close``: its end must still be reported (None), or the
+    attempt's loop would wait for commands forever."""
+    server = ChannelServer("127.0.0.1", "127.0.0.1")
+    address = server.register(Recorder())
+    try:
+        for _ in range(5):
+            client = ChannelClient(address)
+            client.close()
+            commands = []
+            while (command := client.commands.get(timeout=5)) is not None:
+                commands.append(command)
+            assert commands in ([], [{"command": "state", "paused": False}])
+    finally:
+        server.close()
