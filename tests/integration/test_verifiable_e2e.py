@@ -186,16 +186,17 @@ class Run:
 
 
 def steady(run: Run, step: str, seconds: float) -> Verification:
-    """Every task running on a live worker, ``seconds`` of data, then a snapshot of the counts."""
+    """Every task running on a live worker, ``seconds`` of data (each source task's acknowledged seqno
+    ``seconds * THROUGHPUT`` further on), then a snapshot of the counts."""
     wait_nudging(run.all_running, run.nudge, 90, f"all four tasks RUNNING ({step})")
-    acked_before = sum(last_acked(run.source_file).values())
-    time.sleep(seconds)
-    wait_until(
-        lambda: sum(last_acked(run.source_file).values()) > acked_before,
-        30,
-        f"the source acknowledging more records ({step})",
-        interval=1.0,
-    )
+    before = last_acked(run.source_file)
+    more = int(seconds * THROUGHPUT)
+
+    def flowed() -> bool:
+        now = last_acked(run.source_file)
+        return len(now) == 2 and all(now[t] >= before.get(t, -1) + more for t in now)
+
+    wait_until(flowed, 90 + 2 * seconds, f"{more} more records acknowledged per source task ({step})", 0.5)
     return run.check(step)
 
 
