@@ -132,6 +132,9 @@ class WorkerConfig:
     access_control_allow_origin: str
     access_control_allow_methods: str
     response_http_headers_config: str
+    rest_allowed_hosts: tuple[str, ...]
+    rest_request_timeout_ms: int
+    rest_max_concurrent_requests: int
     # Kafka clients
     client_id: str
     client_dns_lookup: str

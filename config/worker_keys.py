@@ -503,7 +503,8 @@ DEFINITIONS: tuple[Definition, ...] = (
         ConfigType.STRING,
         "",
         "Value of the Access-Control-Allow-Origin header; empty allows only the REST API's own origin, "
-        "'*' allows any.",
+        "'*' allows any. kconnect also refuses (403) a write (POST, PUT, PATCH, DELETE) whose Origin "
+        "header names an origin not allowed here, since browsers send simple cross-site writes anyway.",
     ),
     Definition(
         "access.control.allow.methods",
@@ -517,6 +518,36 @@ DEFINITIONS: tuple[Definition, ...] = (
         "",
         "Rules adding headers to every REST response, e.g. 'set X-Frame-Options:DENY'.",
         HeaderRules(),
+    ),
+    Definition(
+        "rest.allowed.hosts",
+        ConfigType.LIST,
+        "",
+        "Host header values (host or host:port, case-insensitive) the REST API answers; any other gets 403, "
+        "which keeps a DNS-rebinding web page from reaching the API through a name it controls. Empty: "
+        "any host. GET /health answers whatever the Host, for probes that address a pod by IP.",
+        NonEmptyItems(),
+        kconnect=True,
+    ),
+    Definition(
+        "rest.request.timeout.ms",
+        ConfigType.INT,
+        "30000",
+        "How long a REST client may take to send a request's headers, and then its body; past it the "
+        "connection is closed (headers) or answered 408 (body), so slow clients cannot hold connections "
+        "and request slots.",
+        IntRange(1, INT32_MAX),
+        kconnect=True,
+    ),
+    Definition(
+        "rest.max.concurrent.requests",
+        ConfigType.INT,
+        "32",
+        "REST requests handled at once, GET /health and GET / excepted; more are answered 503 at once. "
+        "Below the 40 threads REST handlers share, so reads still find a thread while writes wait on "
+        "Kafka, and /health always answers.",
+        IntRange(1, INT32_MAX),
+        kconnect=True,
     ),
     # Kafka clients
     Definition(

@@ -18,6 +18,7 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 
+from kconnect.rest.bodies import parse_json
 from kconnect.runtime import logs
 from kconnect.runtime.errors import BadRequestError, NotFoundError
 from kconnect.runtime.shell.log_levels import LEVELS, from_java
@@ -30,10 +31,7 @@ ADMIN_PREFIX = "/admin"
 
 def parse_level_body(raw: bytes) -> str:
     """The ``level`` of a PUT body; 400s name what was wrong."""
-    try:
-        body = json.loads(raw) if raw.strip() else {}
-    except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
-        raise BadRequestError(f"Request body is not valid JSON: {exc}") from exc
+    body = parse_json(raw) if raw.strip() else {}
     if not isinstance(body, dict):
         raise BadRequestError('Request body must be a JSON object such as {"level": "DEBUG"}')
     level = body.get("level")

@@ -22,8 +22,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from kconnect.rest import group as group_routes
 from kconnect.rest.admin import admin_router
+from kconnect.rest.bodies import parse_json
 from kconnect.rest.connectors import operations_router, task_number
-from kconnect.rest.limits import BodyLimit
+from kconnect.rest.guards import RequestGuard
+from kconnect.rest.limits import BodyDeadline, BodyLimit, ConcurrencyLimit
 from kconnect.rest.openapi import install_openapi
 from kconnect.rest.plugins import plugins_router
 from kconnect.rest.server import client_verify
@@ -102,14 +104,7 @@ def create_app(worker: Worker) -> FastAPI:
         raw = await request.body()
         if not raw.strip():
             raise BadRequestError("Request body is empty; a JSON document was expected")
-        try:
-            body = json.loads(raw)
-            # A \ud800 escape is valid JSON but no Unicode text: it would fail, as a 500, wherever the body
-            # is next encoded (the config topic, an error message naming it).
-            json.dumps(body, ensure_ascii=False).encode("utf-8")
-        except ValueError as exc:  # JSONDecodeError, bytes that are not UTF-8, or a lone surrogate
-            raise BadRequestError(f"Request body is not valid JSON: {exc}") from exc
-        return body
+        return parse_json(raw)
 
     def string_map(value: Any, what: str) -> dict[str, str]:
         if not isinstance(value, dict):
@@ -203,15 +198,20 @@ def create_app(worker: Worker) -> FastAPI:
         return response
 
     app.include_router(group_routes.router(worker))
+    # Outermost last: the browser checks refuse first, then the concurrency bound counts what is left.
     app.add_middleware(BodyLimit)
+    app.add_middleware(BodyDeadline, timeout_s=worker.config.rest_request_timeout_ms / 1000)
+    app.add_middleware(ConcurrencyLimit, max_requests=worker.config.rest_max_concurrent_requests)
+    app.add_middleware(RequestGuard, config=worker.config)
 
+    # async: answered on the event loop, never waiting for one of the threads blocking handlers hold.
     @app.get("/health")
-    def health() -> JSONResponse:
+    async def health() -> JSONResponse:
         status, body = worker.health()
         return JSONResponse(status_code=status, content=body)
 
     @app.get("/")
-    def root() -> dict[str, str]:
+    async def root() -> dict[str, str]:
         return {"version": __version__, "commit": "kconnect", "kafka_cluster_id": worker.kafka_cluster_id}
 
     @app.get("/connectors")

@@ -10,7 +10,6 @@ Validation runs plugin code (``Connector.validate``), so it runs in a thread, ne
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -18,6 +17,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
 from kconnect.config.worker import ExactlyOnceSourceSupport
+from kconnect.rest.bodies import parse_json
 from kconnect.runtime import logs
 from kconnect.runtime.errors import BadRequestError, NotFoundError
 from kconnect.runtime.plugins.catalog import PluginCatalog, UnknownPluginError
@@ -39,12 +39,7 @@ def parse_config_body(raw: bytes) -> dict[str, str | None]:
     """
     if not raw.strip():
         raise BadRequestError("Request body is empty; a JSON object of connector configs was expected")
-    try:
-        body = json.loads(raw)
-        # A lone surrogate escape (\ud800) is valid JSON but no Unicode text: refused here, not a 500 later.
-        json.dumps(body, ensure_ascii=False).encode("utf-8")
-    except ValueError as exc:  # JSONDecodeError, bytes that are not UTF-8, or a lone surrogate
-        raise BadRequestError(f"Request body is not valid JSON: {exc}") from exc
+    body = parse_json(raw)
     if not isinstance(body, dict):
         raise BadRequestError(
             f"Connector config must be a JSON object of string keys and values, not {type(body).__name__}"

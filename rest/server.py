@@ -21,7 +21,6 @@ Apache Kafka Connect facts followed here:
 from __future__ import annotations
 
 import base64
-import binascii
 import hmac
 import json
 import os
@@ -258,16 +257,24 @@ class BasicAuth:
     def allows(self, header: str | None) -> bool:
         """Whether an ``Authorization`` header carries a known user and that user's password; the password is
         compared in constant time so that timing reveals nothing, and a malformed header is simply refused
-        (401)."""
+        (401).
+
+        The comparison is of UTF-8 bytes: ``hmac.compare_digest`` raises TypeError for ``str`` holding
+        anything but ASCII, which made a non-ASCII password a 500. Base64 text with non-ASCII characters
+        raises ValueError (not binascii.Error) in ``b64decode``: a 401 too."""
         if not header or not header.lower().startswith("basic "):
             return False
         try:
             decoded = base64.b64decode(header[6:].strip(), validate=True).decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError):
+        except ValueError:  # binascii.Error, UnicodeDecodeError, or non-ASCII base64 text
             return False
         user, sep, password = decoded.partition(":")
         expected = self.credentials.get(user)
-        return bool(sep) and expected is not None and hmac.compare_digest(expected, password)
+        return (
+            bool(sep)
+            and expected is not None
+            and hmac.compare_digest(expected.encode("utf-8"), password.encode("utf-8"))
+        )
 
 
 _JAAS_ENTRY = re.compile(r"(?P<name>[A-Za-z0-9_.-]+)\s*\{(?P<body>.*?)\}\s*;", re.DOTALL)

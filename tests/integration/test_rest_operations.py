@@ -24,6 +24,9 @@ from tests.support.cluster import stable_view, start_cluster, wait_until
 
 pytestmark = pytest.mark.integration
 
+#: Malformed bodies must still say they are JSON, or the REST API refuses them with 415 before parsing.
+JSON = {"Content-Type": "application/json"}
+
 NOT_STOPPED = (
     "Connectors must be in the STOPPED state before their offsets can be modified. This can be done for "
     "the specified connector by issuing a 'PUT' request to the '/connectors/{}/stop' endpoint"
@@ -105,7 +108,7 @@ def test_connector_operations_through_a_follower(tmp_path: Path, broker: Broker)
             return result
 
         # -- malformed bodies and bad values: 400 with Connect's error JSON, never 500 -----------------
-        error_json(follower.request("POST", "/connectors", content=b"{bad"), 400)
+        error_json(follower.request("POST", "/connectors", content=b"{bad", headers=JSON), 400)
         bogus = {"name": "x", "config": src_config, "initial_state": "BOGUS"}
         error_json(
             follower.request("POST", "/connectors", json=bogus),
@@ -211,8 +214,8 @@ def test_connector_operations_through_a_follower(tmp_path: Path, broker: Broker)
             404,
             "Connector nope not found",
         )
-        error_json(follower.request("PATCH", "/connectors/src/config", content=b"[1,2]"), 400)
-        error_json(follower.request("PATCH", "/connectors/src/config", content=b"{bad"), 400)
+        error_json(follower.request("PATCH", "/connectors/src/config", content=b"[1,2]", headers=JSON), 400)
+        error_json(follower.request("PATCH", "/connectors/src/config", content=b"{bad", headers=JSON), 400)
 
         # GET /connectors/{name}/tasks (answered by the leader) carries the task configs; tasks-config is
         # gone, as in Apache Kafka 4.0 (KIP-970), and answers as any unknown path does.
@@ -265,7 +268,7 @@ def test_connector_operations_through_a_follower(tmp_path: Path, broker: Broker)
             400,
             "Partitions / offsets need to be provided for an alter offsets request",
         )
-        error_json(follower.request("PATCH", "/connectors/src/offsets", content=b"nope"), 400)
+        error_json(follower.request("PATCH", "/connectors/src/offsets", content=b"nope", headers=JSON), 400)
         reset = follower.request("DELETE", "/connectors/src/offsets")
         assert reset.json() == {"message": "The offsets for this connector have been reset successfully"}
         assert follower.get("/connectors/src/offsets").json() == {"offsets": []}
