@@ -375,3 +375,162 @@ def broker_kind() -> str:
     if kind not in ("kafka", "embedded"):
         raise KafkaError(f"KCONNECT_TEST_BROKER={kind!r}: allowed are 'kafka' and 'embedded'")
     return kind
+
+
+# --- Fault-test helpers: where leaders and coordinators are, moving leadership, waiting for the ISR
+
+
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode`` of ``text`` (UTF-16 code units), as a signed 32-bit int."""
+    h = 0
+    for unit in text.encode("utf-16-be").hex(" ", 2).split():
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def offsets_partition(group: str, partitions: int) -> int:
+    """The ``__consumer_offsets`` partition that holds ``group`` (``Utils.abs(hashCode) % partitions``):
+    its leader is the group's coordinator."""
+    h = java_string_hash(group)
+    return (h & 0x7FFFFFFF if h == -(1 << 31) else abs(h)) % partitions
+
+
+def partition_replicas(
+    bootstrap: str, topics: list[str]
+) -> dict[tuple[str, int], tuple[int, list[int], list[int]]]:
+    """(topic, partition) -> (leader, replicas, in-sync replicas), from the cluster's metadata."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    found: dict[tuple[str, int], tuple[int, list[int], list[int]]] = {}
+    for topic in topics:
+        meta = admin.list_topics(topic, timeout=10).topics[topic]
+        if meta.error is not None:
+            raise KafkaError(f"metadata of {topic}: {meta.error}")
+        for p, pm in meta.partitions.items():
+            found[(topic, p)] = (pm.leader, list(pm.replicas), list(pm.isrs))
+    return found
+
+
+def group_coordinator(bootstrap: str, group: str) -> int:
+    """The node id of ``group``'s coordinator: the leader of its ``__consumer_offsets`` partition."""
+    parts = partition_replicas(bootstrap, ["__consumer_offsets"])
+    count = len(parts)
+    return parts[("__consumer_offsets", offsets_partition(group, count))][0]
+
+
+def wait_in_sync(bootstrap: str, topics: list[str], timeout: float = 90) -> float:
+    """Until every partition of ``topics`` has a leader and all its replicas in sync; the seconds it took."""
+    started = time.monotonic()
+    last: object = None
+    while time.monotonic() - started < timeout:
+        with contextlib.suppress(Exception):
+            last = {
+                tp: (leader, isr)
+                for tp, (leader, replicas, isr) in partition_replicas(bootstrap, topics).items()
+                if leader < 0 or sorted(isr) != sorted(replicas)
+            }
+            if not last:
+                return time.monotonic() - started
+        time.sleep(0.5)
+    raise KafkaError(f"partitions not in sync within {timeout:.0f} s: {last}")
+
+
+def move_leadership(
+    bootstrap: str, topics: list[str], timeout: float = 30
+) -> dict[tuple[str, int], tuple[int, int]]:
+    """Move the leader of every partition of ``topics`` to another live replica, with no broker stopped.
+
+    Each partition's replica list is rotated by one (an AlterPartitionReassignments with the same
+    replicas in a new order, so no data moves and it completes at once), then a preferred-leader
+    election makes the new first replica the leader. Returns (topic, partition) -> (old, new leader).
+    """
+    from confluent_kafka import ElectionType
+    from confluent_kafka import TopicPartition as CTopicPartition
+    from confluent_kafka.admin import AdminClient
+    from kafka import TopicPartition as KTopicPartition
+    from kafka.admin import KafkaAdminClient
+
+    before = partition_replicas(bootstrap, topics)
+    wanted: dict[tuple[str, int], list[int]] = {}
+    for tp, (leader, replicas, _isr) in before.items():
+        if len(replicas) < 2:
+            continue
+        rotated = replicas[replicas.index(leader) + 1 :] + replicas[: replicas.index(leader) + 1]
+        wanted[tp] = rotated
+    kadmin = KafkaAdminClient(bootstrap_servers=bootstrap.split(","), request_timeout_ms=int(timeout * 1000))
+    try:
+        errors = kadmin.alter_partition_reassignments(
+            {KTopicPartition(t, p): r for (t, p), r in wanted.items()}, timeout_ms=int(timeout * 1000)
+        )
+        bad = {tp: e for tp, e in errors.items() if e is not None and e.__name__ != "NoError"}
+        if bad:
+            raise KafkaError(f"reassignment refused: {bad}")
+    finally:
+        kadmin.close()
+    deadline = time.monotonic() + timeout
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    while True:
+        now = partition_replicas(bootstrap, topics)
+        if all(now[tp][1] == r for tp, r in wanted.items()):
+            break
+        if time.monotonic() > deadline:
+            raise KafkaError(f"replica order not applied within {timeout:.0f} s")
+        time.sleep(0.2)
+    future = admin.elect_leaders(ElectionType.PREFERRED, [CTopicPartition(t, p) for t, p in wanted])
+    future.result(timeout)  # per-partition errors are judged by the leaders read back below
+    while True:
+        now = partition_replicas(bootstrap, topics)
+        if all(now[tp][0] == r[0] for tp, r in wanted.items()):
+            return {tp: (before[tp][0], now[tp][0]) for tp in wanted}
+        if time.monotonic() > deadline:
+            raise KafkaError(
+                f"leaders not moved within {timeout:.0f} s: { {tp: now[tp][0] for tp in wanted} }"
+            )
+        time.sleep(0.2)
+
+
+def describe_group(host: str, port: int, group: str, timeout: float = 10) -> tuple[int, str, str, int]:
+    """DescribeGroups v0 sent by hand to the broker at ``host:port`` (the group's coordinator):
+    ``(error code, state, protocol type, member count)``. By hand because confluent-kafka describes only
+    consumer groups and kafka-python's admin parses every member's metadata as a consumer's; a Connect
+    group is neither."""
+    import struct
+
+    def string(s: str) -> bytes:
+        raw = s.encode()
+        return struct.pack(">h", len(raw)) + raw
+
+    body = struct.pack(">hhi", 15, 0, 1) + string("kconnect-test") + struct.pack(">i", 1) + string(group)
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(struct.pack(">i", len(body)) + body)
+        size = struct.unpack(">i", _recv_exactly(sock, 4))[0]
+        data = _recv_exactly(sock, size)
+    pos = 4 + 4  # correlation id, then the groups array's count (one group asked)
+
+    def read_string() -> str:
+        nonlocal pos
+        (n,) = struct.unpack_from(">h", data, pos)
+        pos += 2
+        value = data[pos : pos + max(n, 0)].decode()
+        pos += max(n, 0)
+        return value
+
+    (error,) = struct.unpack_from(">h", data, pos)
+    pos += 2
+    read_string()  # group id
+    state = read_string()
+    protocol_type = read_string()
+    read_string()  # protocol
+    (members,) = struct.unpack_from(">i", data, pos)
+    return error, state, protocol_type, members
+
+
+def _recv_exactly(sock: socket.socket, n: int) -> bytes:
+    out = b""
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        if not chunk:
+            raise KafkaError("the broker closed the connection")
+        out += chunk
+    return out
