@@ -115,6 +115,7 @@ class WorkerMember:
         metadata: Callable[[], WorkerState],
         assign: AssignFn,
         client_settings: Mapping[str, Any] | None = None,
+        retry_backoff_max_ms: int = 1000,
     ) -> None:
         """``client_settings``: kafka-python connection settings (security), from
         :func:`kconnect.runtime.client_config.to_kafka_python`."""
@@ -129,6 +130,7 @@ class WorkerMember:
             rebalance_timeout_ms=rebalance_timeout_ms,
             request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms,
+            retry_backoff_max_ms=retry_backoff_max_ms,
         )
         self._bootstrap_servers = bootstrap_servers
         self._client_id = client_id

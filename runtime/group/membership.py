@@ -26,7 +26,9 @@ The semantics are those of the Java AbstractCoordinator as Connect's WorkerCoord
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+import math
+import random
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 # Kafka protocol error codes the member acts on (the protocol's public error table).
@@ -60,6 +62,26 @@ _COORDINATOR_GONE = frozenset({COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR})
 
 #: Java's joinGroupTimeoutMs: the broker holds a JoinGroup open for up to the rebalance timeout.
 JOIN_GRACE_MS = 5000
+
+#: Java's CommonClientConfigs.RETRY_BACKOFF_JITTER and its exponential base (KIP-580).
+BACKOFF_JITTER = 0.2
+BACKOFF_MULTIPLIER = 2
+
+
+def backoff_ms(failures: int, initial_ms: int, max_ms: int, random_factor: float = 1.0) -> int:
+    """How long to wait before the next try after ``failures`` consecutive failed ones (0: the first).
+
+    Why exponential: with the broker gone every try fails at once, and a fixed ``retry.backoff.ms``
+    (100 ms) would keep the worker retrying ten times a second for as long as the outage lasts. As Java's
+    ExponentialBackoff (KIP-580): ``initial * 2**failures``, scaled by ``random_factor`` (drawn from
+    ``[1 - BACKOFF_JITTER, 1 + BACKOFF_JITTER]`` so that workers that lost the same broker do not retry
+    in step), never above ``max_ms``; a ``max_ms`` not above ``initial_ms`` means no growth and no jitter.
+    """
+    if max_ms <= initial_ms:
+        return initial_ms
+    exp_max = math.log(max_ms / max(initial_ms, 1)) / math.log(BACKOFF_MULTIPLIER)
+    term = max(initial_ms, 1) * BACKOFF_MULTIPLIER ** min(float(max(failures, 0)), exp_max)
+    return min(int(term * random_factor), max_ms)
 
 
 class Phase(enum.Enum):
@@ -110,6 +132,8 @@ class MembershipConfig:
     rebalance_timeout_ms: int
     request_timeout_ms: int
     retry_backoff_ms: int
+    #: The ceiling of the exponential back-off of FindCoordinator and JoinGroup/SyncGroup retries.
+    retry_backoff_max_ms: int = 1000
     protocol_type: str = "connect"
 
     @property
@@ -322,8 +346,11 @@ class Membership:
     Not thread-safe: its driver serializes the calls (see ``transport``).
     """
 
-    def __init__(self, config: MembershipConfig, now_ms: int) -> None:
-        """``now_ms`` starts the clocks; every later input brings its own time."""
+    def __init__(
+        self, config: MembershipConfig, now_ms: int, jitter: Callable[[], float] | None = None
+    ) -> None:
+        """``now_ms`` starts the clocks; every later input brings its own time. ``jitter`` draws the
+        back-off's random factor (a uniform one by default; a test passes a constant)."""
         if config.heartbeat_interval_ms >= config.session_timeout_ms:
             raise ValueError("heartbeat.interval.ms must be lower than session.timeout.ms")
         self.config = config
@@ -339,6 +366,9 @@ class Membership:
         self._find_id: int | None = None
         self._find_retry_at = now_ms
         self._join_retry_at = now_ms
+        self._jitter = jitter or (lambda: random.uniform(1 - BACKOFF_JITTER, 1 + BACKOFF_JITTER))
+        self._find_failures = 0  # consecutive FindCoordinator failures: the back-off's exponent
+        self._join_failures = 0  # consecutive JoinGroup/SyncGroup attempts that failed with a back-off
         self._step_id: int | None = None  # the JoinGroup or SyncGroup of the current attempt
         self._heartbeat_id: int | None = None
         self._leave_id: int | None = None
@@ -364,14 +394,19 @@ class Membership:
         """The latest time the driver may wait before calling :meth:`tick` again."""
         times = [f.deadline_ms for f in self._in_flight.values()]
         if not self.closed:
-            if self._wants_coordinator() and self.coordinator is None and self._find_id is None:
+            known = self.coordinator is not None
+            if self._wants_coordinator() and not known and self._find_id is None:
                 times.append(self._find_retry_at)
-            if self._join_wanted and self._rejoin_needed and self.phase in (Phase.UNJOINED, Phase.STABLE):
+            # A JoinGroup or a heartbeat goes to the coordinator: while none is known their timers are
+            # not due (:meth:`_advance` sends neither), and counting a past one would make the driver
+            # poll without waiting for as long as the broker stays away.
+            joinable = self.phase in (Phase.UNJOINED, Phase.STABLE)
+            if known and self._join_wanted and self._rejoin_needed and joinable:
                 times.append(self._join_retry_at)
             if self.phase is Phase.STABLE:
                 times.append(self._session_deadline() + 1)
                 times.append(self._last_poll + self.config.rebalance_timeout_ms + 1)
-                if self._heartbeat_id is None:
+                if known and self._heartbeat_id is None:
                     times.append(self._next_heartbeat_at())
         return max(now_ms, min(times, default=now_ms + self.config.heartbeat_interval_ms))
 
@@ -505,7 +540,7 @@ class Membership:
         coordinator_request = flight.coordinator is not None and flight.coordinator == self.coordinator
         if flight.kind is FindCoordinator:
             self._find_id = None
-            self._find_retry_at = now_ms + self.config.retry_backoff_ms
+            self._find_backoff(now_ms)
         elif flight.kind is LeaveGroup:
             out.extend(self._on_leave(request_id))
         elif flight.kind is Heartbeat:
@@ -529,8 +564,9 @@ class Membership:
         if result.error_code == NONE:
             self.coordinator = Coordinator(result.node_id, result.host, result.port)
             self._last_reset = now_ms  # a fresh session clock, as Java resets it on discovery
+            self._find_failures = 0
             return []
-        self._find_retry_at = now_ms + self.config.retry_backoff_ms
+        self._find_backoff(now_ms)
         if result.error_code == GROUP_AUTHORIZATION_FAILED and self._join_wanted:
             return self._fatal(result.error_code, "not authorized to find the group's coordinator")
         return []
@@ -583,6 +619,7 @@ class Membership:
             self.phase = Phase.STABLE
             self._rejoin_needed = False
             self._join_wanted = False
+            self._join_failures = 0
             self._last_reset = now_ms
             self._last_poll = now_ms
             self._last_send = None
@@ -713,8 +750,22 @@ class Membership:
         self._attempt += 1
         self._step_id = None
         self._rejoin_needed = True
-        self._join_retry_at = now_ms + (self.config.retry_backoff_ms if backoff else 0)
+        if backoff:
+            self._join_retry_at = now_ms + self._backoff(self._join_failures)
+            self._join_failures += 1
+        else:
+            self._join_retry_at = now_ms
         return []
+
+    def _backoff(self, failures: int) -> int:
+        cfg = self.config
+        return backoff_ms(failures, cfg.retry_backoff_ms, cfg.retry_backoff_max_ms, self._jitter())
+
+    def _find_backoff(self, now_ms: int) -> None:
+        """FindCoordinator failed (no broker reachable, or the coordinator not available yet): the next
+        one waits exponentially longer, up to ``retry.backoff.max.ms``."""
+        self._find_retry_at = now_ms + self._backoff(self._find_failures)
+        self._find_failures += 1
 
     def _fatal(self, code: int | None, message: str) -> list[Output]:
         self.phase = Phase.UNJOINED

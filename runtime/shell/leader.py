@@ -279,7 +279,14 @@ def new_member(
         rebalance_timeout_ms=cfg.rebalance_timeout_ms,
         request_timeout_ms=cfg.request_timeout_ms,
         retry_backoff_ms=cfg.retry_backoff_ms,
+        retry_backoff_max_ms=cfg.retry_backoff_max_ms,
         metadata=lambda: leader.metadata(url),
         assign=leader.assign,
-        client_settings=client_settings,
+        # kafka-python's own reconnection back-off (its default ceiling is 30 s) follows the worker's
+        # settings, as a Java worker's group client does.
+        client_settings={
+            **client_settings,
+            "reconnect_backoff_ms": cfg.reconnect_backoff_ms,
+            "reconnect_backoff_max_ms": cfg.reconnect_backoff_max_ms,
+        },
     )

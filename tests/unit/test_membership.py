@@ -4,6 +4,7 @@ a Java worker's golden metadata bytes decoded by the leader."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -50,7 +51,7 @@ class Member:
 
     def __init__(self) -> None:
         self.now = 0
-        self.m = m.Membership(CFG, self.now)
+        self.m = m.Membership(CFG, self.now, jitter=lambda: 1.0)  # back-offs without their random factor
 
     def at(self, t: int) -> list[m.Output]:
         self.now = t
@@ -357,6 +358,112 @@ def test_find_coordinator_failures_back_off() -> None:
     assert w.m.on_failure(find.request_id, "no broker", 0, disconnect=False) == []
     assert w.at(99) == []
     only(w.at(100), m.FindCoordinator)
+
+
+@pytest.mark.parametrize(
+    ("failures", "initial", "ceiling", "factor", "expected"),
+    [
+        (0, 100, 1000, 1.0, 100),  # the first retry waits retry.backoff.ms
+        (1, 100, 1000, 1.0, 200),
+        (2, 100, 1000, 1.0, 400),
+        (3, 100, 1000, 1.0, 800),
+        (4, 100, 1000, 1.0, 1000),  # capped at retry.backoff.max.ms
+        (50, 100, 1000, 1.0, 1000),
+        (10_000, 100, 1000, 1.0, 1000),  # no overflow however long the outage
+        (3, 100, 1000, 0.8, 640),  # the jitter scales the wait...
+        (2, 100, 1000, 1.2, 480),
+        (4, 100, 1000, 1.2, 1000),  # ...never past the ceiling
+        (0, 100, 100, 1.2, 100),  # a ceiling not above the start: a fixed wait, as Java's
+        (5, 100, 50, 0.8, 100),
+        (3, 0, 1000, 1.0, 8),  # retry.backoff.ms=0 still grows from 1 ms
+        (2, 50, 30_000, 1.0, 200),
+    ],
+)
+def test_backoff_grows_exponentially_to_the_ceiling(
+    failures: int, initial: int, ceiling: int, factor: float, expected: int
+) -> None:
+    assert m.backoff_ms(failures, initial, ceiling, factor) == expected
+
+
+def test_default_jitter_stays_within_a_fifth_of_the_wait() -> None:
+    waits = set()
+    for _ in range(200):
+        machine = m.Membership(CFG, 0)
+        find = only(machine.join(0), m.FindCoordinator)
+        machine.on_failure(find.request_id, "no broker", 0, disconnect=True)
+        waits.add(machine.next_deadline_ms(0))  # the first back-off: 100 ms +- 20 %
+    assert min(waits) >= 80 and max(waits) <= 120 and len(waits) > 5, sorted(waits)
+
+
+def _outage(w: Member, until: int, out: list[m.Output]) -> tuple[list[int], list[m.Output]]:
+    """Drive ``w`` as the worker would while no broker answers: every FindCoordinator fails at once, the
+    transport sleeps until :meth:`next_deadline_ms`, the herder asks to join again. The times at which the
+    member asked for the coordinator, and the outputs of the last wake-up (not yet answered)."""
+    asked: list[int] = []
+    while w.now < until:
+        out = out + w.m.join(w.now)
+        while finds := [o for o in out if isinstance(o, m.FindCoordinator)]:
+            asked.append(w.now)
+            out = w.m.on_failure(finds[0].request_id, "no broker", w.now, disconnect=True)
+        wake = w.m.next_deadline_ms(w.now)
+        assert wake > w.now, f"the transport would poll without waiting at {w.now} (phase {w.m.phase})"
+        out = w.at(wake)
+    return asked, out
+
+
+def test_a_stable_member_that_loses_its_broker_waits_between_tries() -> None:
+    w = Member()
+    w.joined(w.start_join(), 1, "w1", "w1")
+    beat = only(w.at(3_000), m.Heartbeat)
+    # The broker dies: the heartbeat's connection fails; the session then expires with no coordinator.
+    out = w.m.on_failure(beat.request_id, "connection refused", 3_000, disconnect=True)
+    assert w.m.coordinator is None
+    asked, _ = _outage(w, 60_000, out)
+    gaps = [b - a for a, b in itertools.pairwise(asked)]
+    assert gaps[:5] == [100, 200, 400, 800, 1000], gaps
+    assert set(gaps[5:]) == {1000}, gaps
+    assert w.m.phase is m.Phase.UNJOINED and w.m.generation.generation_id == -1  # its session ran out
+
+
+def test_a_member_joining_without_a_broker_waits_between_tries() -> None:
+    w = Member()
+    asked, _ = _outage(w, 30_000, w.m.join(0))
+    assert len(asked) < 35, asked  # about one a second once at the ceiling, not one per poll
+    assert asked[-1] - asked[-2] == 1000
+
+
+def test_the_backoff_starts_over_once_the_coordinator_is_found() -> None:
+    w = Member()
+    _, out = _outage(w, 10_000, w.m.join(0))
+    find = only(out, m.FindCoordinator)
+    need = only(w.found(find), m.MetadataNeeded)
+    join = only(w.m.metadata(need.attempt, PROTOCOLS, w.now), m.JoinGroup)
+    # The coordinator goes again: finding it starts from retry.backoff.ms, not from the ceiling.
+    find = only(
+        w.m.on_failure(join.request_id, "connection refused", w.now, disconnect=True), m.FindCoordinator
+    )
+    start = w.now
+    w.m.on_failure(find.request_id, "no broker", start, disconnect=True)
+    assert w.m.next_deadline_ms(start) == start + 100
+
+
+def test_join_retries_after_load_in_progress_back_off_exponentially() -> None:
+    w = Member()
+    join = w.start_join()
+    waits = []
+    for _ in range(6):
+        w.answer(join.request_id, m.JoinGroupResult(m.COORDINATOR_LOAD_IN_PROGRESS))
+        wake = w.m.next_deadline_ms(w.now)
+        waits.append(wake - w.now)
+        need = only(w.at(wake), m.MetadataNeeded)
+        join = only(w.m.metadata(need.attempt, PROTOCOLS, w.now), m.JoinGroup)
+    assert waits == [100, 200, 400, 800, 1000, 1000]
+    w.joined(join, 1, "w1", "w1")
+    w.m.request_rejoin()  # a later round starts from retry.backoff.ms again
+    need = only(w.m.join(w.now), m.MetadataNeeded)
+    join = only(w.m.metadata(need.attempt, PROTOCOLS, w.now), m.JoinGroup)
+    w.answer(join.request_id, m.JoinGroupResult(m.COORDINATOR_LOAD_IN_PROGRESS))
+    assert w.m.next_deadline_ms(w.now) - w.now == 100
 
 
 # -------------------------------------------------------------------------------- fatal, leave
