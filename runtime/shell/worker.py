@@ -69,7 +69,9 @@ class Worker:
         self.config = config
         self.url = config.rest_url
         self.worker_id = config.worker_id or _host_port(self.url)
-        self.registry = registry or PluginRegistry.discover(config.plugin_path)
+        self.registry = registry or PluginRegistry.discover(
+            config.plugin_path, file_connectors=config.file_connectors_enable
+        )
         self.metrics = WorkerMetrics()
         #: KIP-877: the metrics this worker's connectors, tasks and converters register (``GET /metrics``).
         self.plugin_metrics = PluginMetricsRegistry()
@@ -120,6 +122,7 @@ class Worker:
         )
         self.executor: Executor = executor or self._spark_executor()
         self.tasks = Tasks(config, wid, self.executor, self.stores, self.metrics)
+        self.session_keys = session_keys.KeyRotation(self.stores, config)
         self.executor.set_listener(
             TaskListener(
                 failed=lambda task, trace: self.tasks.failed(task, trace, self.herder),
@@ -211,6 +214,7 @@ class Worker:
             joined = member.poll_joined()
         if joined is not None:
             self._on_joined(joined)
+        self._rotate_session_key()
         member.poll_heartbeat()
         try:
             event = self._events.get(timeout=0.1)
@@ -303,9 +307,16 @@ class Worker:
             self._records_behind = True
             self._catch_up_group_records()
             self._events.put(_CONFIG_MOVED)
-        if self.herder.is_leader and protocol.version_for_protocol(joined.protocol) >= 2:
-            session_keys.ensure(self.stores, self.config)
+        self._rotate_session_key()
         self.started.set()
+
+    def _rotate_session_key(self) -> None:
+        """KIP-507, on every tick as Java's herder does: a leader writes a new session key when there is
+        none or it expired. Not only after a round: under ``group.protocol=connect`` a stable group has
+        none, and ``inter.worker.key.ttl.ms`` must still hold."""
+        with self._lock:
+            leader, group_protocol = self.herder.is_leader, self.herder.group.protocol
+        self.session_keys.tick(leader, group_protocol)
 
     def _catch_up_group_records(self) -> bool:
         """Read the group records to their end before the herder acts on them; True once done.

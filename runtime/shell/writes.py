@@ -114,14 +114,19 @@ class ClusterWrites:
     # ------------------------------------------------------------------------------------ signing
 
     def sign(self, body: bytes) -> dict[str, str]:
-        """Headers signing a request to another worker with the current session key (KIP-507)."""
-        return session_keys.sign(self.stores.snapshot().session_key, body)
+        """Headers signing a request to another worker with the current session key (KIP-507), under
+        ``inter.worker.signature.algorithm``."""
+        algorithm = self.config.inter_worker_signature_algorithm
+        return session_keys.sign(self.stores.snapshot().session_key, body, algorithm)
 
     def verify(self, body: bytes, headers: Mapping[str, str]) -> None:
-        """Check an internal request's signature (only under ``sessioned`` and later)."""
+        """Check an internal request's signature (only under ``sessioned`` and later) against the current
+        session key and ``inter.worker.verification.algorithms``."""
         with self._lock:
             group_protocol = self.herder.group.protocol
-        session_keys.verify(group_protocol, self.stores.snapshot().session_key, body, headers)
+        session = self.stores.snapshot().session_key
+        accepted = self.config.inter_worker_verification_algorithms
+        session_keys.verify(group_protocol, session, body, headers, accepted)
 
     # ----------------------------------------------------------------------------------- connectors
 
