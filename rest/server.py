@@ -165,12 +165,18 @@ def tls_settings(
 
 
 def client_verify(passthrough: Mapping[str, str]) -> ssl.SSLContext | bool:
-    """How this worker checks other workers' https certificates when it forwards a request to them.
+    """How this worker meets other workers' https listeners when it sends them a request (forwarding to
+    the leader, posting task configs, fencing): whom it trusts, and the certificate it presents.
 
-    Java's inter-worker client uses the worker's own ``ssl.*`` settings (its truststore); kconnect does
-    the same, falling back to the ``listeners.https.`` ones when no unprefixed truststore is set, and to
-    the system's trust roots when there is none at all. ``ssl.endpoint.identification.algorithm`` empty
-    turns hostname verification off, as in Kafka. Raises ConfigError for a truststore it cannot read.
+    Trust: Java's inter-worker client uses the worker's own ``ssl.*`` settings (its truststore); kconnect
+    does the same, falling back to the ``listeners.https.`` ones when no unprefixed truststore is set, and
+    to the system's trust roots when there is none at all. ``ssl.endpoint.identification.algorithm`` empty
+    turns hostname verification off, as in Kafka.
+
+    Identity: the key store the REST server itself serves with (``listeners.https.ssl.keystore.*`` when any
+    ``listeners.https.*`` key is set, else ``ssl.keystore.*``), as Java's RestClient presents it, so that
+    workers whose listeners say ``ssl.client.auth=required`` accept each other's requests. Raises
+    ConfigError for a trust or key store it cannot read.
     """
     ssl_keys = {k: v for k, v in passthrough.items() if k.startswith("ssl.")}
     shown = ""
@@ -178,23 +184,81 @@ def client_verify(passthrough: Mapping[str, str]) -> ssl.SSLContext | bool:
         ssl_keys, shown = _ssl_view(passthrough, "listeners.https.")
     location = ssl_keys.get("ssl.truststore.location")
     inline = ssl_keys.get("ssl.truststore.certificates")
-    if not location and not inline:
+    identity, identity_shown = _ssl_view(passthrough, "listeners.https.")
+    if not location and not inline and not _has_keystore(identity):
         return True
-    kind = ssl_keys.get("ssl.truststore.type", "JKS")
-    if kind.strip().upper() != "PEM":
-        raise ConfigError(shown + "ssl.truststore.type", kind, "PEM (kconnect reads PEM trust stores only)")
-    try:
-        context = (
-            ssl.create_default_context(cafile=location)
-            if location
-            else ssl.create_default_context(cadata=inline)
-        )
-    except (OSError, ssl.SSLError) as exc:
-        key = "ssl.truststore.location" if location else "ssl.truststore.certificates"
-        raise ConfigError(shown + key, location or "(inline)", f"a readable PEM truststore ({exc})") from exc
-    if ssl_keys.get("ssl.endpoint.identification.algorithm", "https").strip() == "":
-        context.check_hostname = False
+    context: ssl.SSLContext
+    if location or inline:
+        kind = ssl_keys.get("ssl.truststore.type", "JKS")
+        if kind.strip().upper() != "PEM":
+            raise ConfigError(
+                shown + "ssl.truststore.type", kind, "PEM (kconnect reads PEM trust stores only)"
+            )
+        try:
+            context = (
+                ssl.create_default_context(cafile=location)
+                if location
+                else ssl.create_default_context(cadata=inline)
+            )
+        except (OSError, ssl.SSLError) as exc:
+            key = "ssl.truststore.location" if location else "ssl.truststore.certificates"
+            raise ConfigError(
+                shown + key, location or "(inline)", f"a readable PEM truststore ({exc})"
+            ) from exc
+        if ssl_keys.get("ssl.endpoint.identification.algorithm", "https").strip() == "":
+            context.check_hostname = False
+    else:
+        context = ssl.create_default_context()
+        if identity.get("ssl.endpoint.identification.algorithm", "https").strip() == "":
+            context.check_hostname = False
+    if _has_keystore(identity):
+        _load_client_keystore(context, identity, identity_shown)
     return context
+
+
+def _has_keystore(ssl_keys: Mapping[str, str]) -> bool:
+    return any(
+        ssl_keys.get(k)
+        for k in ("ssl.keystore.location", "ssl.keystore.key", "ssl.keystore.certificate.chain")
+    )
+
+
+def _load_client_keystore(context: ssl.SSLContext, ssl_keys: Mapping[str, str], shown: str) -> None:
+    """Load the worker's PEM key store into ``context`` as its client certificate.
+
+    Inline PEM (``ssl.keystore.key`` with ``ssl.keystore.certificate.chain``) goes through a private file
+    that is removed as soon as it is loaded: the ssl module reads files only, and the context keeps the
+    key in memory. Errors name the key as written (with its ``listeners.https.`` prefix when it has one),
+    never the password.
+    """
+    kind = ssl_keys.get("ssl.keystore.type", "JKS")
+    if kind.strip().upper() != "PEM":
+        raise ConfigError(
+            shown + "ssl.keystore.type",
+            kind,
+            "PEM (the key store shown to other workers; kconnect reads PEM key stores only)",
+        )
+    password = ssl_keys.get("ssl.key.password") or ssl_keys.get("ssl.keystore.password") or None
+    location = ssl_keys.get("ssl.keystore.location")
+    if location:
+        try:
+            context.load_cert_chain(location, password=password)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(
+                shown + "ssl.keystore.location", location, f"a readable PEM key store ({exc})"
+            ) from exc
+        return
+    key, chain = ssl_keys.get("ssl.keystore.key"), ssl_keys.get("ssl.keystore.certificate.chain")
+    if not key or not chain:
+        missing = "ssl.keystore.certificate.chain" if key else "ssl.keystore.key"
+        raise ConfigError(shown + missing, None, "ssl.keystore.key with ssl.keystore.certificate.chain")
+    path = _write_secret(chain.rstrip("\n") + "\n" + key, ".pem")
+    try:
+        context.load_cert_chain(path, password=password)
+    except ssl.SSLError as exc:
+        raise ConfigError(shown + "ssl.keystore.key", "[hidden]", f"a PEM key and its chain ({exc})") from exc
+    finally:
+        os.unlink(path)
 
 
 # ========================================================================================== listeners

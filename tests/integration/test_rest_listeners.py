@@ -205,3 +205,91 @@ def test_rest_settings_kconnect_cannot_honour_exit_2_naming_the_key(
     assert len(errors) == 1 and fragment in errors[0], errors
     if "MyAuth" in str(change):
         assert "com.example.MyAuth" in errors[0]
+
+
+def test_three_https_workers_requiring_client_certificates_forward_and_post_task_configs(
+    tmp_path: Path, broker: Broker
+) -> None:
+    """``ssl.client.auth=required`` on every worker's listener: a worker's calls to another (a follower
+    forwarding a create to the leader, a follower posting its connector's task configs to the leader)
+    present the worker's own key store, as Java's RestClient does, or the leader refuses the handshake."""
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is needed to make test certificates")
+    from tests.support.tls_proxy import make_pki
+
+    pki = make_pki(tmp_path / "pki")
+    # The "broker" certificate names 127.0.0.1 and has no key-usage limit: each worker serves and calls
+    # with it. The test's own client presents the "worker" one; both are signed by the test CA.
+    keystore = tmp_path / "rest-keystore.pem"
+    keystore.write_text(pki.server_cert.read_text() + pki.server_key.read_text())
+    group = f"mtls-{uuid.uuid4().hex[:6]}"
+    workers = []
+    for i in range(3):
+        port = free_port()
+        props = worker_properties(broker.bootstrap, group, port)
+        props.update(
+            {
+                "listeners": f"https://127.0.0.1:{port}",
+                "listeners.https.ssl.keystore.type": "PEM",
+                "listeners.https.ssl.keystore.location": str(keystore),
+                "listeners.https.ssl.truststore.type": "PEM",
+                "listeners.https.ssl.truststore.location": str(pki.ca),
+                "listeners.https.ssl.client.auth": "required",
+                "file.connectors.enable": "true",
+            }
+        )
+        workers.append(WorkerProcess(tmp_path, props, name=f"{group}-w{i}").start())
+    context = ssl.create_default_context(cafile=str(pki.ca))
+    context.load_cert_chain(str(pki.client_pem))
+    clients = [
+        httpx.Client(base_url=w.url.replace("http://", "https://"), verify=context, timeout=30)
+        for w in workers
+    ]
+    try:
+        # The listener really demands a certificate: a client without one gets no answer.
+        with pytest.raises(httpx.HTTPError):
+            httpx.get(
+                clients[0].base_url.join("/health"),
+                verify=ssl.create_default_context(cafile=str(pki.ca)),
+                timeout=10,
+            )
+
+        def settled() -> dict[str, object] | None:
+            try:
+                views = [c.get("/workers").json() for c in clients]
+            except (httpx.HTTPError, ValueError):
+                return None
+            if all(v.get("source") == "leader" and len(v.get("members", [])) == 3 for v in views):
+                return views[0]
+            return None
+
+        view = wait_until(settled, 120, "three https workers answering from the leader's view")
+        leader_url = str(view["leader_url"]).rstrip("/").replace("http://", "https://")
+        follower = next(c for c in clients if str(c.base_url).rstrip("/") != leader_url)
+        names = [f"mtls-sink-{i}" for i in range(3)]
+        for name in names:
+            config = {"connector.class": "FileStreamSink", "topics": f"{name}-in", "tasks.max": "1"}
+            created = follower.post("/connectors", json={"name": name, "config": config})
+            assert created.status_code == 201, created.text
+
+        def placed() -> dict[str, dict[str, object]] | None:
+            statuses = {n: clients[0].get(f"/connectors/{n}/status").json() for n in names}
+            if all(
+                s.get("connector", {}).get("state") == "RUNNING" and s.get("tasks") for s in statuses.values()
+            ):
+                return statuses
+            return None
+
+        statuses = wait_until(placed, 90, "every connector RUNNING with its task (configs at the leader)")
+        leader_id = leader_url.split("://", 1)[1]
+        on_followers = [n for n, s in statuses.items() if s["connector"]["worker_id"] != leader_id]  # type: ignore[index]
+        # A connector on a follower had its task configs posted to the leader over mutual TLS.
+        assert on_followers, statuses
+        for name in on_followers:
+            tasks = clients[0].get(f"/connectors/{name}/tasks").json()
+            assert [t["id"] for t in tasks] == [{"connector": name, "task": 0}], tasks
+    finally:
+        for c in clients:
+            c.close()
+        for w in workers:
+            w.stop()
