@@ -1,36 +1,38 @@
-"""REST routes for connector operations, shaped as Apache Kafka Connect 4.x's ConnectorsResource.
+"""REST routes for connectors, shaped as Apache Kafka Connect 4.x's ConnectorsResource.
 
-``PATCH /connectors/{name}/config``, restarts of a connector and of one task, pause/resume/stop,
-``GET/PATCH/DELETE /connectors/{name}/offsets`` and the active topics. Status codes and messages were
-checked against the reference worker: pause and resume answer 202, stop 204, a plain restart 204 and a
-restart with ``includeTasks``/``onlyFailed`` 202 with the states it set in motion. Where Java answers a
-malformed body with 500, these answer 400 with Connect's error JSON. ``GET /connectors/{name}/tasks-config``
-is gone, as in Apache Kafka 4.0 (KIP-970): ``GET /connectors/{name}/tasks`` carries the same configs.
+:func:`connectors_router`: the collection and each connector (``GET/POST /connectors``, with
+``?expand=status|info`` and ``initial_state``; ``GET/DELETE /connectors/{name}``, ``GET/PUT
+/connectors/{name}/config``, ``GET /connectors/{name}/status``). Creating or replacing a config is the
+leader's write: a follower forwards it.
 
-The handlers are thin: they parse, call :class:`~kconnect.runtime.shell.operations.ConnectorOperations` in a
-thread (it blocks on Kafka), and forward to the leader or the owner when told to, through the helpers
-``rest/app.py`` already has.
+:func:`operations_router`: ``PATCH /connectors/{name}/config``, restarts of a connector and of one task,
+pause/resume/stop, ``GET/PATCH/DELETE /connectors/{name}/offsets`` and the active topics. Status codes and
+messages were checked against the reference worker: pause and resume answer 202, stop 204, a plain
+restart 204 and a restart with ``includeTasks``/``onlyFailed`` 202 with the states it set in motion. Where
+Java answers a malformed body with 500, these answer 400 with Connect's error JSON.
+``GET /connectors/{name}/tasks-config`` is gone, as in Apache Kafka 4.0 (KIP-970): ``GET
+/connectors/{name}/tasks`` (``tasks.py``) carries the same configs.
+
+The handlers are thin: they parse, call the worker's writes or
+:class:`~kconnect.runtime.shell.operations.ConnectorOperations` in a thread (they block on Kafka), and
+forward to the leader or the owner when told to, through :class:`~kconnect.rest.context.RestContext`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 
+from kconnect.rest.context import RestContext, string_map
 from kconnect.runtime.errors import BadRequestError, NotFoundError, NotLeaderError
 from kconnect.runtime.shell import connector_offsets
 from kconnect.runtime.shell.operations import ConnectorOperations
-from kconnect.runtime.shell.worker import Worker
 from kconnect.runtime.storage.config_log import TargetState
-
-Forward = Callable[[Request, NotLeaderError, bytes | None], Awaitable[Response]]
-JsonBody = Callable[[Request], Awaitable[Any]]
-Shape = Callable[[str], dict[str, Any]]
 
 
 def java_boolean(text: str | None) -> bool:
@@ -70,10 +72,109 @@ def config_patch(body: Any) -> dict[str, str | None]:
     return out
 
 
-def operations_router(
-    worker: Worker, forward: Forward, json_body: JsonBody, info: Shape, status: Shape
-) -> APIRouter:
-    """The routes, bound to one worker and to app.py's forwarding, body and shape helpers."""
+def connectors_router(ctx: RestContext) -> APIRouter:
+    """The connector collection and each connector's info, config and status, for ``ctx``'s worker."""
+    router = APIRouter()
+    worker, writes = ctx.worker, ctx.writes
+    connector_info, connector_status = ctx.connector_info, ctx.connector_status
+
+    @router.get("/connectors")
+    def list_connectors(request: Request) -> Any:
+        snap = worker.snapshot()
+        names = snap.connectors()
+        expand = request.query_params.getlist("expand")
+        if not expand:
+            return names
+        out: dict[str, Any] = {}
+        for name in names:
+            entry: dict[str, Any] = {}
+            if "status" in expand:
+                entry["status"] = connector_status(name)
+            if "info" in expand:
+                entry["info"] = connector_info(name)
+            out[name] = entry
+        return out
+
+    @router.post("/connectors", status_code=201)
+    async def create_connector(request: Request) -> Response:
+        raw = await request.body()
+        body = await ctx.json_body(request)
+        if not isinstance(body, dict):
+            raise BadRequestError("Request body must be a JSON object with 'name' and 'config'")
+        name = body.get("name")
+        config = string_map(body.get("config"), "config") if body.get("config") is not None else None
+        if config is None:
+            raise BadRequestError("Connector config is missing ('config' field)")
+        if name is None:
+            name = config.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise BadRequestError("Connector name is missing or empty ('name' field)")
+        if "name" in config and config["name"] != name:
+            raise BadRequestError(
+                f"Connector name configuration ({config['name']}) doesn't match connector name "
+                f"in the URL ({name})"
+            )
+        initial_state = body.get("initial_state")
+        if initial_state is not None and initial_state not in ("RUNNING", "PAUSED", "STOPPED"):
+            raise BadRequestError(
+                f"Invalid initial state {initial_state}; must be one of RUNNING, PAUSED, STOPPED"
+            )
+        # The REST API names the running state RUNNING; the config topic's target state is STARTED.
+        target = None if not initial_state else TargetState(initial_state.replace("RUNNING", "STARTED"))
+        try:
+            await run_in_threadpool(
+                writes.put_connector_config, name, config, allow_replace=False, initial_state=target
+            )
+        except NotLeaderError as exc:
+            return await ctx.forward_or_raise(request, exc, raw)
+        return JSONResponse(
+            status_code=201,
+            content=connector_info(name),
+            headers={"Location": str(request.base_url).rstrip("/") + f"/connectors/{name}"},
+        )
+
+    @router.get("/connectors/{name}")
+    def get_connector(name: str) -> dict[str, Any]:
+        return connector_info(name)
+
+    @router.get("/connectors/{name}/config")
+    def get_config(name: str) -> dict[str, str]:
+        return dict(connector_info(name)["config"])
+
+    @router.put("/connectors/{name}/config")
+    async def put_config(name: str, request: Request) -> Response:
+        raw = await request.body()
+        config = string_map(await ctx.json_body(request), "Connector config")
+        if "name" in config and config["name"] != name:
+            raise BadRequestError(
+                f"Connector name configuration ({config['name']}) doesn't match connector name "
+                f"in the URL ({name})"
+            )
+        try:
+            created = await run_in_threadpool(writes.put_connector_config, name, config, allow_replace=True)
+        except NotLeaderError as exc:
+            return await ctx.forward_or_raise(request, exc, raw)
+        return JSONResponse(status_code=201 if created else 200, content=connector_info(name))
+
+    @router.get("/connectors/{name}/status")
+    def get_status(name: str) -> dict[str, Any]:
+        return connector_status(name)
+
+    @router.delete("/connectors/{name}", status_code=204)
+    async def delete_connector(name: str, request: Request) -> Response:
+        try:
+            await run_in_threadpool(writes.delete_connector, name)
+        except NotLeaderError as exc:
+            return await ctx.forward_or_raise(request, exc, b"")
+        return Response(status_code=204)
+
+    return router
+
+
+def operations_router(ctx: RestContext) -> APIRouter:
+    """The operations on a connector of ``ctx``'s worker."""
+    worker, forward, json_body = ctx.worker, ctx.forward_or_raise, ctx.json_body
+    info, status = ctx.connector_info, ctx.connector_status
     ops = ConnectorOperations(worker)
     router = APIRouter()
 
