@@ -25,7 +25,7 @@ pytestmark = pytest.mark.integration
 
 #: Bound on every wait, so that a regression fails instead of hanging; nothing asserts on time.
 HANG = 60.0
-SINK = {"connector.class": "FileStreamSink", "topics": "security-t", "file": "/dev/null"}
+SINK = {"connector.class": "org.apache.kafka.connect.tools.VerifiableSinkConnector", "topics": "security-t"}
 
 
 def _healthy(worker: WorkerProcess) -> bool:

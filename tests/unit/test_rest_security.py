@@ -33,7 +33,6 @@ from kconnect.runtime.shell.worker import Worker
 from tests.support.cluster import worker_properties
 
 HANG = 30.0
-CONFIG = {"connector.class": "FileStreamSink", "topics": "t", "file": "/tmp/x"}
 CREATE = b'{"name": "evil", "config": {"connector.class": "FileStreamSink", "topics": "t"}}'
 
 
