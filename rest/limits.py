@@ -1,9 +1,14 @@
-"""A bound on request bodies, enforced before any handler reads one.
+"""Bounds on what one client may take from the REST API: body size, time, and handler slots.
 
-Apache Kafka Connect's Jetty takes any body, and a connector config too large for a config-topic record
-then fails deep in the producer. kconnect refuses such a body up front with 413 and Connect's error JSON:
-1,000,000 bytes, just under Kafka's default ``max.message.bytes`` (1,048,588), so anything accepted fits
-one record of a topic created with defaults.
+Body size: Apache Kafka Connect's Jetty takes any body, and a connector config too large for a
+config-topic record then fails deep in the producer. kconnect refuses such a body up front with 413 and
+Connect's error JSON: 1,000,000 bytes, just under Kafka's default ``max.message.bytes`` (1,048,588), so
+anything accepted fits one record of a topic created with defaults.
+
+Time and slots (issue 23, row 7): a request's headers and then its body must arrive within
+``rest.request.timeout.ms`` (:func:`header_deadline_protocol`, :class:`BodyDeadline`), and at most
+``rest.max.concurrent.requests`` requests are in handlers at once (:class:`ConcurrencyLimit`), so that
+slow or many clients cannot hold the connections and threads ``GET /health`` and everyone else need.
 """
 
 from __future__ import annotations
