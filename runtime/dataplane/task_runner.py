@@ -23,6 +23,7 @@ from kconnect.runtime.client_config import Role, task_clients
 from kconnect.runtime.dataplane.active_topics import ActiveTopics
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.api import ConnectorError, Monitorable, Task
+from kconnect.runtime.plugins.connector_config import connector_version
 from kconnect.runtime.plugins.plugin_metrics import PluginMetrics, PluginMetricsRegistry
 from kconnect.runtime.plugins.registry import PluginError, PluginRegistry
 
@@ -81,22 +82,22 @@ def plugin_version(registry: PluginRegistry, config: Mapping[str, str]) -> str |
     """The version of the connector plugin a task config runs (KIP-891), None if it names none the
     registry has: the task's status reports it."""
     try:
-        return registry.find(config.get("connector.class") or "", config.get("connector.version")).version
+        return registry.find(config.get("connector.class") or "", connector_version(config)).version
     except (PluginError, ValueError):
         return None
 
 
 def instantiate_task(registry: PluginRegistry, config: Mapping[str, str]) -> Task:
     """The task object for a task config: the task class of the connector plugin at the version
-    ``connector.version`` selects (KIP-891: two versions of a plugin share their task's class name, so a
-    name alone may import the other one) when ``task.class`` names it or nothing; else the class
-    ``task.class`` names, falling back on the connector's."""
+    ``connector.plugin.version`` selects (KIP-891: two versions of a plugin share their task's class
+    name, so a name alone may import the other one) when ``task.class`` names it or nothing; else the
+    class ``task.class`` names, falling back on the connector's."""
     name = config.get("task.class")
     connector_class = config.get("connector.class")
     task_class: type[Task] | None = None
     if connector_class:
         try:
-            task_class = registry.new_connector(connector_class, config.get("connector.version")).task_class()
+            task_class = registry.new_connector(connector_class, connector_version(config)).task_class()
         except PluginError:
             if not name:
                 raise

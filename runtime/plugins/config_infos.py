@@ -31,8 +31,10 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ConfigKeyInfo:
-    """A plugin's config key as Apache Kafka Connect's REST API describes it; the fields are in the order
-    Java writes them, so tools written for Java's answers read ours unchanged."""
+    """A plugin's config key as Apache Kafka Connect 4.x's REST API describes it; the fields are in the
+    order Java writes them, so tools written for Java's answers read ours unchanged. (4.x's ConfigKeyInfo
+    is a Java record: a key's place in its group is ``order_in_group``, written after ``group``; 3.9 wrote
+    it last, as ``order``.)"""
 
     name: str
     type: str
@@ -41,10 +43,10 @@ class ConfigKeyInfo:
     importance: str
     documentation: str | None
     group: str | None
+    order_in_group: int
     width: str
     display_name: str | None
     dependents: list[str]
-    order: int
 
     @classmethod
     def of(cls, key: ConfigKey) -> ConfigKeyInfo:
@@ -57,7 +59,7 @@ class ConfigKeyInfo:
             importance=key.importance.value,
             documentation=key.documentation,
             group=key.group,
-            order=key.order_in_group,
+            order_in_group=key.order_in_group,
             width=key.width.value,
             display_name=key.display_name,
             dependents=list(key.dependents),
@@ -65,7 +67,7 @@ class ConfigKeyInfo:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object Java writes for this key."""
-        # Field order as Java's Jackson serializes ConfigKeyInfo.
+        # Field order as Java 4.x's Jackson serializes the ConfigKeyInfo record: its components' order.
         return {
             "name": self.name,
             "type": self.type,
@@ -74,10 +76,10 @@ class ConfigKeyInfo:
             "importance": self.importance,
             "documentation": self.documentation,
             "group": self.group,
+            "order_in_group": self.order_in_group,
             "width": self.width,
             "display_name": self.display_name,
             "dependents": list(self.dependents),
-            "order": self.order,
         }
 
 

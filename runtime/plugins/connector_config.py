@@ -14,9 +14,10 @@ The module is pure: it builds ConfigDefs. Transformation and predicate keys come
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
 
 from kconnect.runtime.plugins.api import Connector, connector_type
 from kconnect.runtime.plugins.config_def import (
@@ -40,13 +41,20 @@ from kconnect.runtime.plugins.config_def import (
 from kconnect.runtime.plugins.plugin_versions import InvalidVersionSpec, requirement
 from kconnect.runtime.plugins.transform_configs import find_definition
 
+log = logging.getLogger(__name__)
+
 # ---- keys
 
 NAME_CONFIG = "name"
 CONNECTOR_CLASS_CONFIG = "connector.class"
-#: KIP-891 (Kafka 4.1): which installed version of a plugin to use; see ``plugin_versions``.
-CONNECTOR_VERSION_CONFIG = "connector.version"
-VERSION_SUFFIX = ".version"
+#: KIP-891 (Kafka 4.1): which installed version of a plugin to use; see ``plugin_versions``. The names are
+#: Apache Kafka 4.1's (``connector.plugin.version``, ``key.converter.plugin.version``,
+#: ``transforms.<alias>.plugin.version``...); the KIP's text, which kconnect followed first, named them
+#: ``*.version``, still read as deprecated aliases (:func:`plugin_version_names`).
+CONNECTOR_VERSION_CONFIG = "connector.plugin.version"
+VERSION_SUFFIX = ".plugin.version"
+DEPRECATED_VERSION_SUFFIX = ".version"
+DEPRECATED_CONNECTOR_VERSION_CONFIG = "connector.version"
 TASKS_MAX_CONFIG = "tasks.max"
 TASKS_MAX_ENFORCE_CONFIG = "tasks.max.enforce"
 KEY_CONVERTER_CLASS_CONFIG = "key.converter"
@@ -145,28 +153,134 @@ VERSION_RANGE = LambdaValidator.with_(
 
 
 def _version_setting(
-    key: str, plugin: str, display: str, order: int, group: str = COMMON_GROUP
+    key: str,
+    plugin: str,
+    display: str,
+    order: int,
+    group: str = COMMON_GROUP,
+    importance: Importance = Importance.LOW,
+    width: Width = Width.MEDIUM,
 ) -> dict[str, Any]:
-    """The arguments of ``ConfigDef.define`` for a KIP-891 ``*.version`` key: one shape for all of them."""
+    """The arguments of ``ConfigDef.define`` for a KIP-891 ``*.plugin.version`` key: one shape for all of
+    them (importance and width as Java 4.x gives each)."""
     return {
         "name": key,
         "type": Type.STRING,
         "default": None,
         "validator": VERSION_RANGE,
-        "importance": Importance.LOW,
+        "importance": importance,
         "documentation": f"Version of the {plugin} to use (KIP-891): a version, a version range, or latest "
         "(the default, the newest installed).",
         "group": group,
         "order_in_group": order,
-        "width": Width.MEDIUM,
+        "width": width,
         "display_name": display,
     }
 
 
 def version_key_of(plugin_key: str) -> str:
     """The key that selects the version of the plugin ``plugin_key`` names (``key.converter`` ->
-    ``key.converter.version``, ``transforms.x.type`` -> ``transforms.x.version``)."""
+    ``key.converter.plugin.version``, ``transforms.x.type`` -> ``transforms.x.plugin.version``)."""
     return plugin_key.removesuffix(".type") + VERSION_SUFFIX
+
+
+def _version_keys(props: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(deprecated name, 4.x name) of every KIP-891 version key ``props`` can have: the connector's, the
+    converters' and one per alias listed in ``transforms`` and ``predicates``."""
+    pairs = [(DEPRECATED_CONNECTOR_VERSION_CONFIG, CONNECTOR_VERSION_CONFIG)]
+    plugin_keys = [KEY_CONVERTER_CLASS_CONFIG, VALUE_CONVERTER_CLASS_CONFIG, HEADER_CONVERTER_CLASS_CONFIG]
+    for list_key in (TRANSFORMS_CONFIG, PREDICATES_CONFIG):
+        try:
+            aliases = parse_type(list_key, props.get(list_key), Type.LIST) or []
+        except ConfigValidationError:
+            continue
+        plugin_keys += [f"{list_key}.{alias}.type" for alias in aliases]
+    for plugin_key in plugin_keys:
+        stem = plugin_key.removesuffix(".type")
+        pairs.append((stem + DEPRECATED_VERSION_SUFFIX, stem + VERSION_SUFFIX))
+    return pairs
+
+
+_V = TypeVar("_V")
+
+
+def plugin_version_names(props: Mapping[str, _V], *, warn: bool = False) -> dict[str, _V]:
+    """``props`` with the version keys under Apache Kafka 4.1's names: a deprecated ``connector.version``,
+    ``key.converter.version``, ``transforms.<alias>.version``... gives its value to the 4.x name
+    (``connector.plugin.version``...) unless that is set too, when the 4.x name wins. The deprecated key
+    stays (a config is stored as written). ``warn`` logs a warning per deprecated key found, for the
+    places a user's config is first read (validation, a connector's start)."""
+    named = dict(props)
+    for old, new in _version_keys(props):
+        if old not in props:
+            continue
+        if new not in props:
+            named[new] = props[old]
+        if warn:
+            log.warning(
+                "Connector config key %s is deprecated: Apache Kafka Connect 4.1 and later name it %s%s",
+                old,
+                new,
+                f" (set too, so {old} is ignored)" if new in props else "",
+            )
+    return named
+
+
+def connector_version(props: Mapping[str, str | None]) -> str | None:
+    """The connector's version requirement, under the 4.x name or the deprecated ``connector.version``."""
+    value = props.get(CONNECTOR_VERSION_CONFIG)
+    return value if value is not None else props.get(DEPRECATED_CONNECTOR_VERSION_CONFIG)
+
+
+@dataclasses.dataclass(frozen=True)
+class _InstalledVersions:
+    """Java 4.x's recommender of a version key: the installed versions of its plugin, shown while the
+    plugin is named (``plugin_key`` set: a converter's class; None: always, as the connector's)."""
+
+    versions: tuple[str, ...]
+    plugin_key: str | None = None
+
+    def valid_values(self, name: str, parsed: Mapping[str, Any]) -> list[Any]:
+        return list(self.versions) if self.visible(name, parsed) else []
+
+    def visible(self, name: str, parsed: Mapping[str, Any]) -> bool:
+        return self.plugin_key is None or parsed.get(self.plugin_key) is not None
+
+
+def with_installed_versions(
+    config_def: ConfigDef,
+    connector_versions: Sequence[str],
+    builtin_version: str,
+    props: Mapping[str, str | None],
+) -> ConfigDef:
+    """``config_def`` with the version keys filled in as Java 4.x's validation fills them: the connector's
+    defaults to the newest of ``connector_versions`` (installed, oldest first) and recommends them all; a
+    converter's, while its class is set, defaults to and recommends ``builtin_version`` (kconnect's own
+    converters come in one version, the runtime's) and is hidden while it is not."""
+    keys = config_def.config_keys
+    filled = ConfigDef()
+    if CONNECTOR_VERSION_CONFIG in keys and connector_versions:
+        filled.define_key(
+            dataclasses.replace(
+                keys[CONNECTOR_VERSION_CONFIG],
+                default=connector_versions[-1],
+                recommender=_InstalledVersions(tuple(connector_versions)),
+            )
+        )
+    converters = (KEY_CONVERTER_CLASS_CONFIG, VALUE_CONVERTER_CLASS_CONFIG, HEADER_CONVERTER_CLASS_CONFIG)
+    for plugin_key in converters:
+        key = version_key_of(plugin_key)
+        if key not in keys:
+            continue
+        named = bool(str(props.get(plugin_key) or "").strip())
+        filled.define_key(
+            dataclasses.replace(
+                keys[key],
+                default=builtin_version if named else None,
+                recommender=_InstalledVersions((builtin_version,), plugin_key),
+            )
+        )
+    return config_def.merged_with(filled)
 
 
 def class_name_syntax(name: str) -> object:
@@ -214,7 +328,15 @@ def common_config_def() -> ConfigDef:
             width=Width.LONG,
             display_name="Connector class",
         )
-        .define(**_version_setting(CONNECTOR_VERSION_CONFIG, "connector", "Connector version", next(order)))
+        .define(
+            **_version_setting(
+                CONNECTOR_VERSION_CONFIG,
+                "connector",
+                "Connector version",
+                next(order),
+                importance=Importance.MEDIUM,
+            )
+        )
         .define(
             TASKS_MAX_CONFIG,
             Type.INT,
@@ -259,6 +381,7 @@ def common_config_def() -> ConfigDef:
                 "key converter",
                 "Key converter version",
                 next(order),
+                width=Width.SHORT,
             )
         )
         .define(
@@ -279,6 +402,7 @@ def common_config_def() -> ConfigDef:
                 "value converter",
                 "Value converter version",
                 next(order),
+                width=Width.SHORT,
             )
         )
         .define(
@@ -299,6 +423,7 @@ def common_config_def() -> ConfigDef:
                 "header converter",
                 "Header converter version",
                 next(order),
+                width=Width.SHORT,
             )
         )
         .define(

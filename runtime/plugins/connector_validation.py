@@ -58,7 +58,9 @@ from kconnect.runtime.plugins.connector_config import (
     connector_config_def,
     enrich,
     plugin_config_def,
+    plugin_version_names,
     version_key_of,
+    with_installed_versions,
 )
 from kconnect.runtime.plugins.override_policy import ConnectorKind, OverridePolicy, refused_overrides
 from kconnect.runtime.plugins.plugin_versions import (
@@ -117,8 +119,9 @@ def _wanted(spec: str | None) -> VersionRequirement | None:
 def find_connector_plugin(
     registry: PluginRegistry, props: Mapping[str, str | None]
 ) -> tuple[PluginDesc, str | None]:
-    """The plugin ``connector.class`` and ``connector.version`` select, and why the version could not be
-    met (then the newest version, so the rest of the config is still checked against a real plugin)."""
+    """The plugin ``connector.class`` and ``connector.plugin.version`` select, and why the version could
+    not be met (then the newest version, so the rest of the config is still checked against a real
+    plugin)."""
     class_value = props.get(CONNECTOR_CLASS_CONFIG) or ""
     if _wanted(props.get(CONNECTOR_VERSION_CONFIG)) is None:
         return registry.find(class_value), None
@@ -141,8 +144,9 @@ def _builtin_plugin_keys(props: Mapping[str, str | None]) -> list[str]:
 
 
 def _validate_builtin_versions(props: Mapping[str, str | None], values: dict[str, ConfigValue]) -> None:
-    """``key.converter.version``, ``transforms.<alias>.version`` and the like (KIP-891): the converters,
-    transformations and predicates kconnect implements come in one version, the runtime's own."""
+    """``key.converter.plugin.version``, ``transforms.<alias>.plugin.version`` and the like (KIP-891): the
+    converters, transformations and predicates kconnect implements come in one version, the runtime's
+    own."""
     for plugin_key in _builtin_plugin_keys(props):
         plugin = props.get(plugin_key)
         key = version_key_of(plugin_key)
@@ -327,11 +331,17 @@ def validate_connector_config(
     class_value = props.get(CONNECTOR_CLASS_CONFIG)
     if class_value is None:
         raise ConnectorConfigError(f"Connector config {_java_map_str(props)} contains no connector type")
+    # The deprecated *.version names count as the 4.x ones (with a warning each).
+    props = plugin_version_names(props, warn=True)
     desc, version_problem = find_connector_plugin(registry, props)
     connector = desc.cls()
-    base = enrich(base_config_def(desc.cls), props)
+    base = with_installed_versions(
+        enrich(base_config_def(desc.cls), props), registry.versions(class_value), __version__, props
+    )
     values = base.validate_all(props, class_resolver=class_resolver)
     if version_problem is not None:
+        # Java 4.x reports a version nobody installed on both keys.
+        _add_error(values, CONNECTOR_CLASS_CONFIG, version_problem)
         _add_error(values, CONNECTOR_VERSION_CONFIG, version_problem)
     _validate_builtin_versions(props, values)
     # Plugins read plain string maps; a null value is reported below instead of reaching them.
@@ -358,6 +368,15 @@ def validate_connector_config(
         raise ConnectorConfigError(
             f"{desc.class_name}.validate() must return a list of ConfigValue that is not None."
         )
+    if config_providers is not None:
+        # After the plugin's own results, which replace the runtime's of the same name.
+        by_name = {v.name: v for v in plugin_values}
+        for key, messages in config_providers.resolve(props).problems.items():
+            for message in messages:
+                if key in by_name:
+                    by_name[key].add_error(message)
+                else:
+                    _add_error(values, key, message)
     keys = dict(base.config_keys)
     keys.update(plugin_def.config_keys)
     groups = list(dict.fromkeys([*base.groups, *plugin_def.groups]))

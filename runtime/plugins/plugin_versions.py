@@ -1,4 +1,4 @@
-"""Plugin version requirements (KIP-891): ``connector.version``, ``key.converter.version`` and the like.
+"""Plugin version requirements (KIP-891): ``connector.plugin.version`` and the other version keys.
 
 Apache Kafka Connect 4.1 reads these values as Maven version ranges: ``latest`` or no value asks for the
 newest installed version; a bare version (``1.2``) is a hard requirement for exactly that version, as
@@ -75,8 +75,7 @@ class Restriction:
         return True
 
     def __str__(self) -> str:
-        if self.lower is not None and self.lower == self.upper:
-            return f"[{self.lower}]"
+        # Always both bounds: Apache Kafka 4.x's messages name the range 1.2 asks for as [1.2,1.2].
         return (
             ("[" if self.lower_inclusive else "(")
             + (self.lower or "")

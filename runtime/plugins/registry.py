@@ -45,7 +45,7 @@ class PluginNotFoundError(PluginError):
 
 
 class PluginVersionError(PluginError):
-    """A plugin is installed, but no version of it meets the requirement (``connector.version`` and the
+    """A plugin is installed, but no version of it meets the requirement (``connector.plugin.version`` and the
     like, KIP-891); ``available`` lists the versions there are."""
 
     def __init__(self, message: str, available: Sequence[str]) -> None:
@@ -327,12 +327,12 @@ class PluginRegistry:
         return [d.info() for d in self.plugins()]
 
     def connector_class(self, name: str, version: str | None = None) -> type[Connector]:
-        """The class a name (and ``connector.version``) resolves to (see ``find``)."""
+        """The class a name (and ``connector.plugin.version``) resolves to (see ``find``)."""
         return self.find(name, version).cls
 
     def find(self, name: str, version: str | None = None) -> PluginDesc:
         """The plugin a ``connector.class`` value names, at the newest version ``version`` (a
-        ``connector.version`` value: a version, a range, ``latest`` or None) allows.
+        ``connector.plugin.version`` value: a version, a range, ``latest`` or None) allows.
 
         Raises PluginNotFoundError or AmbiguousPluginError with Java's messages, PluginVersionError when
         no installed version meets the requirement, InvalidVersionSpec when it is no version range.
@@ -374,7 +374,7 @@ class PluginRegistry:
         )
 
     def new_connector(self, name: str, version: str | None = None) -> Connector:
-        """A fresh instance of the connector a name (and ``connector.version``) resolves to."""
+        """A fresh instance of the connector a name (and ``connector.plugin.version``) resolves to."""
         return self.connector_class(name, version)()
 
     def __contains__(self, name: object) -> bool:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from kconnect.runtime import logs
 from kconnect.runtime.plugins.api import Connector, ConnectorContext, connector_type
+from kconnect.runtime.plugins.connector_config import connector_version, plugin_version_names
 from kconnect.runtime.plugins.plugin_metrics import PluginMetrics, PluginMetricsRegistry
 from kconnect.runtime.plugins.registry import PluginRegistry
 from kconnect.runtime.shell.stores import InternalTopics
@@ -88,7 +89,11 @@ class Connectors:
         clog = log.bind(connector=name)
         metrics = None
         try:
-            desc = self.registry.find(config.get("connector.class") or "", config.get("connector.version"))
+            desc = self.registry.find(
+                config.get("connector.class") or "",
+                # A deprecated *.version key is read, with a warning, as its 4.x name.
+                connector_version(plugin_version_names(config, warn=True)),
+            )
             instance = desc.cls()
             started = target_state == TargetState.STARTED
             if started:

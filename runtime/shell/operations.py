@@ -37,6 +37,7 @@ from kconnect.runtime.plugins.api import (
     TopicPartition,
     connector_type,
 )
+from kconnect.runtime.plugins.connector_config import connector_version
 from kconnect.runtime.shell import connector_offsets
 from kconnect.runtime.shell.view import LeaderView, member_holds
 from kconnect.runtime.shell.worker import Worker
@@ -158,9 +159,7 @@ class ConnectorOperations:
             raise NotFoundError(f"Connector {name} not found")
         props = {k: v for k, v in config.items() if v is not None}
         try:
-            desc = self.worker.registry.find(
-                props.get("connector.class") or "", props.get("connector.version")
-            )
+            desc = self.worker.registry.find(props.get("connector.class") or "", connector_version(props))
         except Exception as exc:
             raise ConnectError(f"Cannot find the plugin of connector {name}: {exc}") from exc
         return desc.cls(), props

@@ -1,4 +1,4 @@
-"""KIP-891 live: two installed versions of one plugin, each selected by ``connector.version``, both running.
+"""KIP-891 live: two installed versions of one plugin, each selected by ``connector.plugin.version``.
 
 The example plugin (``examples/kconnect-plugin-example``) is built twice with pip, offline: as itself
 (0.2.0) and as a copy renamed 0.3.0 whose source writes ``{"seq": n, "edition": 3}`` instead of
@@ -6,7 +6,9 @@ The example plugin (``examples/kconnect-plugin-example``) is built twice with pi
 --target`` leaves it (Java's plugin.path holds one directory per plugin too). A real worker on the
 embedded broker lists both versions, answers each version's config, runs one connector per version,
 with the records telling which code ran, and reports the running version in both statuses; a version
-nobody installed is refused with the versions there are.
+nobody installed is refused with the versions there are. Validation offers the installed versions, as
+Apache Kafka Connect 4.x does, and a config written with the deprecated ``connector.version`` (the KIP's
+text, which kconnect followed before 4.1 shipped ``connector.plugin.version``) still runs its version.
 """
 
 from __future__ import annotations
@@ -77,7 +79,8 @@ def test_two_versions_of_one_plugin_run_side_by_side(tmp_path: Path, broker: Bro
 
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         topics = {
-            version: f"seq-{version.replace('.', '')}-{uuid.uuid4().hex[:6]}" for version in ("old", "new")
+            version: f"seq-{version.replace('.', '')}-{uuid.uuid4().hex[:6]}"
+            for version in ("old", "new", "legacy")
         }
         for future in admin.create_topics([NewTopic(t, 1, 1) for t in topics.values()]).values():
             future.result(15)
@@ -93,18 +96,30 @@ def test_two_versions_of_one_plugin_run_side_by_side(tmp_path: Path, broker: Bro
                 **extra,
             }
 
+        validated = worker.request(
+            "PUT", "/connector-plugins/SequenceSource/config/validate", json=config("t")
+        )
+        entry = next(
+            c for c in validated.json()["configs"] if c["definition"]["name"] == "connector.plugin.version"
+        )
+        assert entry["definition"]["default_value"] == "0.3.0"
+        assert (entry["value"]["value"], entry["value"]["recommended_values"]) == (
+            "0.3.0",
+            ["0.2.0", "0.3.0"],
+        )
+
         refused = worker.request(
             "POST",
             "/connectors",
-            json={"name": "seq-none", "config": config("t", **{"connector.version": "0.9"})},
+            json={"name": "seq-none", "config": config("t", **{"connector.plugin.version": "0.9"})},
         )
         assert refused.status_code == 400, refused.text
         assert (
-            f"Plugin {SEQUENCE} not found that matches the version range [0.9], "
+            f"Plugin {SEQUENCE} not found that matches the version range [0.9,0.9], "
             "available versions: [0.2.0, 0.3.0]" in refused.json()["message"]
         )
 
-        old = config(topics["old"], **{"connector.version": "0.2.0"})
+        old = config(topics["old"], **{"connector.plugin.version": "0.2.0"})
         assert (
             worker.request("POST", "/connectors", json={"name": "seq-old", "config": old}).status_code == 201
         )
@@ -113,7 +128,16 @@ def test_two_versions_of_one_plugin_run_side_by_side(tmp_path: Path, broker: Bro
             worker.request("POST", "/connectors", json={"name": "seq-new", "config": new}).status_code == 201
         )
 
+        legacy = config(topics["legacy"], **{"connector.version": "0.2.0"})  # the deprecated name
+        assert (
+            worker.request("POST", "/connectors", json={"name": "seq-legacy", "config": legacy}).status_code
+            == 201
+        )
+
         assert read_json_values(broker.bootstrap, topics["old"], COUNT) == [{"seq": n} for n in range(COUNT)]
+        assert read_json_values(broker.bootstrap, topics["legacy"], COUNT) == [
+            {"seq": n} for n in range(COUNT)
+        ]
         assert read_json_values(broker.bootstrap, topics["new"], COUNT) == [
             {"seq": n, "edition": 3} for n in range(COUNT)
         ]
@@ -126,6 +150,7 @@ def test_two_versions_of_one_plugin_run_side_by_side(tmp_path: Path, broker: Bro
 
         assert wait_until(lambda: versions("seq-old"), 30, "seq-old's versions") == ["0.2.0", "0.2.0"]
         assert wait_until(lambda: versions("seq-new"), 30, "seq-new's versions") == ["0.3.0", "0.3.0"]
+        assert wait_until(lambda: versions("seq-legacy"), 30, "seq-legacy's versions") == ["0.2.0", "0.2.0"]
         assert worker.alive()
     finally:
         worker.stop(60)

@@ -71,17 +71,6 @@ _CLIENT_ERROR = (
     "Jackson's message), kconnect 400 naming what is wrong"
 )
 
-_ORDER_IN_GROUP = (
-    "4.x writes a config key's place in its group as 'order_in_group' (3.9: 'order', the name of the getter "
-    "before ConfigKeyInfo became a Java record); kconnect still writes 'order'"
-)
-_PLUGIN_VERSION_KEYS = (
-    "4.x (KIP-891) names the version keys connector.plugin.version and "
-    "key/value/header.converter.plugin.version and fills them and the converters with the worker's "
-    "defaults and recommended values; kconnect names them connector.version and "
-    "key/value/header.converter.version and recommends nothing for them"
-)
-
 #: Steps whose answers legitimately differ: step name -> Java's code, kconnect's code, why. Mirrored in
 #: README.md ("REST parity with Apache Kafka Connect").
 KNOWN_DIFFERENCES: dict[str, KnownDifference] = {
@@ -97,11 +86,6 @@ KNOWN_DIFFERENCES: dict[str, KnownDifference] = {
     "alter-offsets-malformed": KnownDifference(500, 400, f"malformed JSON: {_CLIENT_ERROR}"),
     "alter-offsets-wrong-type": KnownDifference(500, 400, f"'offsets' is an object: {_CLIENT_ERROR}"),
     "logger-malformed": KnownDifference(500, 400, f"malformed JSON: {_CLIENT_ERROR}"),
-    # Where Apache Kafka 4.x answers unlike 3.9 and kconnect does not follow yet (README.md says why).
-    "plugin-config": KnownDifference(200, 200, _ORDER_IN_GROUP),
-    "plugin-config-alias": KnownDifference(200, 200, _ORDER_IN_GROUP),
-    "validate-ok": KnownDifference(200, 200, f"{_ORDER_IN_GROUP}; {_PLUGIN_VERSION_KEYS}"),
-    "validate-invalid": KnownDifference(200, 200, f"{_ORDER_IN_GROUP}; {_PLUGIN_VERSION_KEYS}"),
 }
 
 

@@ -61,7 +61,7 @@ def test_plugins_validation_and_log_levels(tmp_path: Path, broker: Broker) -> No
         assert [k["name"] for k in keys[:4]] == ["file", "topic", "batch.size", "name"]
         assert set(keys[0]) == {
             "name", "type", "required", "default_value", "importance", "documentation",
-            "group", "width", "display_name", "dependents", "order",
+            "group", "order_in_group", "width", "display_name", "dependents",
         }  # fmt: skip
         missing = w0.get("/connector-plugins/Nope/config")
         assert (missing.status_code, missing.json()) == (

@@ -98,7 +98,11 @@ def test_converter_config_keys_match_javas_json_converter(catalog: PluginCatalog
             "replace.null.with.default",
         ]
         schemas = infos[1].to_json()
-        assert schemas["default_value"] == "true" and schemas["group"] == "Schemas" and schemas["order"] == 0
+        assert (
+            schemas["default_value"] == "true"
+            and schemas["group"] == "Schemas"
+            and schemas["order_in_group"] == 0
+        )
         assert infos[0].required is True
 
 

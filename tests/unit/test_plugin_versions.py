@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from kconnect.runtime.plugins.api import SourceConnector, SourceRecord, SourceTask, Task
 from kconnect.runtime.plugins.config_def import ConfigDef
+from kconnect.runtime.plugins.connector_config import connector_version, plugin_version_names
 from kconnect.runtime.plugins.connector_validation import parse_connector_config, validate_connector_config
 from kconnect.runtime.plugins.plugin_versions import (
     InvalidVersionSpec,
@@ -178,20 +179,87 @@ def test_the_same_version_twice_keeps_the_first_and_reports_the_second(registry:
 
 def test_validation_reports_an_unmet_connector_version_on_its_key(registry: PluginRegistry) -> None:
     props = {"name": "v", "connector.class": "VersionedSource", "topic": "t"}
-    assert validate_connector_config(registry, {**props, "connector.version": "1.0.0"}).error_count == 0
-    infos = validate_connector_config(registry, {**props, "connector.version": "9.9"}).to_json()
+    assert (
+        validate_connector_config(registry, {**props, "connector.plugin.version": "1.0.0"}).error_count == 0
+    )
+    infos = validate_connector_config(registry, {**props, "connector.plugin.version": "9.9"}).to_json()
     errors = {c["value"]["name"]: c["value"]["errors"] for c in infos["configs"] if c["value"]["errors"]}
-    assert errors == {
-        "connector.version": [
-            "Plugin versioned_plugin.VersionedSourceConnector not found that matches the version range "
-            "[9.9], available versions: [1.0.0, 2.0.0]"
-        ]
-    }
-    bad = validate_connector_config(registry, {**props, "connector.version": "[1.0"}).to_json()
+    unmet = [
+        "Plugin versioned_plugin.VersionedSourceConnector not found that matches the version range "
+        "[9.9,9.9], available versions: [1.0.0, 2.0.0]"
+    ]
+    # On the class and the version key, as Java 4.x reports it.
+    assert errors == {"connector.class": unmet, "connector.plugin.version": unmet}
+    assert infos["error_count"] == 2
+    bad = validate_connector_config(registry, {**props, "connector.plugin.version": "[1.0"}).to_json()
     errors = {c["value"]["name"]: c["value"]["errors"] for c in bad["configs"] if c["value"]["errors"]}
     assert errors == {
-        "connector.version": ["Invalid value [1.0 for configuration connector.version: Unbounded range: [1.0"]
+        "connector.plugin.version": [
+            "Invalid value [1.0 for configuration connector.plugin.version: Unbounded range: [1.0"
+        ]
     }
+
+
+def test_the_connector_version_key_defaults_to_the_newest_and_recommends_every_installed_one(
+    registry: PluginRegistry,
+) -> None:
+    props = {"name": "v", "connector.class": "VersionedSource", "topic": "t"}
+    configs = validate_connector_config(registry, props).to_json()["configs"]
+    entry = next(c for c in configs if c["definition"]["name"] == "connector.plugin.version")
+    assert entry["definition"]["default_value"] == "2.0.0"
+    assert entry["value"] == {
+        "name": "connector.plugin.version",
+        "value": "2.0.0",
+        "recommended_values": ["1.0.0", "2.0.0"],
+        "errors": [],
+        "visible": True,
+    }
+
+
+def test_the_deprecated_version_names_are_read_as_the_4x_names_with_a_warning(
+    registry: PluginRegistry, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Configs written for kconnect before it took Apache Kafka 4.1's names still select their versions."""
+    props = {"name": "v", "connector.class": "VersionedSource", "topic": "t", "connector.version": "1.0.0"}
+    with caplog.at_level("WARNING"):
+        infos = validate_connector_config(registry, props).to_json()
+    values = {c["value"]["name"]: c["value"] for c in infos["configs"]}
+    assert infos["error_count"] == 0 and values["connector.plugin.version"]["value"] == "1.0.0"
+    assert "connector.version" not in values
+    assert any(
+        "connector.version is deprecated" in r.getMessage() and "connector.plugin.version" in r.getMessage()
+        for r in caplog.records
+    )
+    unmet = validate_connector_config(registry, {**props, "connector.version": "9.9"}).to_json()
+    assert unmet["error_count"] == 2
+    # The 4.x name wins where both are set.
+    both = {**props, "connector.version": "9.9", "connector.plugin.version": "1.0.0"}
+    assert validate_connector_config(registry, both).error_count == 0
+    assert parse_connector_config(registry, props).plugin.version == "1.0.0"
+    assert parse_connector_config(registry, both).plugin.version == "1.0.0"
+    converters = {
+        **props,
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "key.converter.version": "[99,)",
+        "transforms": "f",
+        "transforms.f.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+        "transforms.f.static.field": "x",
+        "transforms.f.version": "0.0.1",
+    }
+    errors = {
+        c["value"]["name"]
+        for c in validate_connector_config(registry, converters).to_json()["configs"]
+        if c["value"]["errors"]
+    }
+    assert errors == {"key.converter.plugin.version", "transforms.f.plugin.version"}
+    assert connector_version({"connector.version": "1.0.0"}) == "1.0.0"
+    assert connector_version({"connector.version": "1.0.0", "connector.plugin.version": "2.0.0"}) == "2.0.0"
+    named = plugin_version_names(converters)
+    assert (
+        named["key.converter.plugin.version"] == "[99,)" and named["transforms.f.plugin.version"] == "0.0.1"
+    )
+    assert named["connector.plugin.version"] == "1.0.0" and named["key.converter.version"] == "[99,)"
+    assert plugin_version_names({"x.version": "1"}) == {"x.version": "1"}  # only the plugins' keys
 
 
 def test_builtin_converters_and_transforms_come_in_the_runtimes_version(registry: PluginRegistry) -> None:
@@ -201,33 +269,33 @@ def test_builtin_converters_and_transforms_come_in_the_runtimes_version(registry
         "name": "v",
         "connector.class": "VersionedSource",
         "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter.version": __version__,
+        "value.converter.plugin.version": __version__,
         "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "key.converter.version": "[99,)",
+        "key.converter.plugin.version": "[99,)",
         "transforms": "f",
         "transforms.f.type": "org.apache.kafka.connect.transforms.InsertField$Value",
         "transforms.f.static.field": "x",
-        "transforms.f.version": "0.0.1",
+        "transforms.f.plugin.version": "0.0.1",
     }
     infos = validate_connector_config(registry, props).to_json()
     errors = {c["value"]["name"]: c["value"]["errors"] for c in infos["configs"] if c["value"]["errors"]}
     assert errors == {
-        "key.converter.version": [
+        "key.converter.plugin.version": [
             "Plugin org.apache.kafka.connect.storage.StringConverter not found that matches the version "
             f"range [99,), available versions: [{__version__}]"
         ],
-        "transforms.f.version": [
+        "transforms.f.plugin.version": [
             "Plugin org.apache.kafka.connect.transforms.InsertField$Value not found that matches the version "
-            f"range [0.0.1], available versions: [{__version__}]"
+            f"range [0.0.1,0.0.1], available versions: [{__version__}]"
         ],
     }
 
 
 def test_a_stored_config_runs_the_version_it_names(registry: PluginRegistry) -> None:
-    props = {"name": "v", "connector.class": "VersionedSource", "connector.version": "1.0.0"}
+    props = {"name": "v", "connector.class": "VersionedSource", "connector.plugin.version": "1.0.0"}
     assert parse_connector_config(registry, props).plugin.version == "1.0.0"
     with pytest.raises(PluginVersionError):
-        parse_connector_config(registry, {**props, "connector.version": "3.0"})
+        parse_connector_config(registry, {**props, "connector.plugin.version": "3.0"})
 
 
 def test_an_installation_directory_is_loaded_at_its_distributions_version(tmp_path: Path) -> None:
@@ -271,7 +339,7 @@ def test_plugin_config_listing_takes_a_version(registry: PluginRegistry) -> None
 
     catalog = PluginCatalog.of(registry)
     names = [k.name for k in catalog.config_keys("VersionedSource", "1.0.0")]
-    assert "connector.version" in names
+    assert "connector.plugin.version" in names and "connector.version" not in names
     with pytest.raises(PluginVersionError):
         catalog.config_keys("VersionedSource", "9.9")
     with pytest.raises(InvalidVersionSpec):

@@ -66,7 +66,7 @@ def isolated_sys_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def registry() -> PluginRegistry:
-    return PluginRegistry.discover()
+    return PluginRegistry.discover(file_connectors=True)
 
 
 def _unique(prefix: str) -> str:
@@ -360,7 +360,7 @@ def test_plugin_path_modules_and_packages_are_imported_and_scanned(
     (tmp_path / "_private.py").write_text("raise RuntimeError('never imported')")
     (tmp_path / "notes.txt").write_text("not python")
 
-    registry = PluginRegistry.discover([tmp_path])
+    registry = PluginRegistry.discover([tmp_path], file_connectors=True)
     assert registry.load_errors == []
     greeter = f"{module}.GreeterConnector"
     deep = f"{package}.inner.deep.DeepSourceConnector"
@@ -413,38 +413,59 @@ SOURCE_GROUPS = [
 ]
 SINK_GROUPS = ["Common", "Transforms", "Predicates", "Error Handling"]
 
-# (name, type, required, default_value, importance, group, width, display_name, order),
-# as Java 3.9 lists them, plus the four version keys of KIP-891 (Kafka 4.1), each after the key naming
-# its plugin, which shift the orders of the common keys after them.
+# (name, type, required, default_value, importance, group, width, display_name, order_in_group),
+# as Java 3.9 lists them, plus the four version keys of KIP-891 as Kafka 4.1 names them, each after the key
+# naming its plugin, which shift the orders of the common keys after them. As in Java 4.x, the connector's
+# version key defaults to the newest installed version of the connector (FileStream's: kconnect's own).
 SOURCE_DEFINITIONS = [
     ("name", "STRING", True, None, "HIGH", "Common", "MEDIUM", "Connector name", 1),
     ("connector.class", "STRING", True, None, "HIGH", "Common", "LONG", "Connector class", 2),
-    ("connector.version", "STRING", False, None, "LOW", "Common", "MEDIUM", "Connector version", 3),
+    (
+        "connector.plugin.version",
+        "STRING",
+        False,
+        __version__,
+        "MEDIUM",
+        "Common",
+        "MEDIUM",
+        "Connector version",
+        3,
+    ),
     ("tasks.max", "INT", False, "1", "HIGH", "Common", "SHORT", "Tasks max", 4),
     ("tasks.max.enforce", "BOOLEAN", False, "true", "LOW", "Common", "SHORT", "Enforce tasks max", 5),
     ("key.converter", "CLASS", False, None, "LOW", "Common", "SHORT", "Key converter class", 6),
-    ("key.converter.version", "STRING", False, None, "LOW", "Common", "MEDIUM", "Key converter version", 7),
-    ("value.converter", "CLASS", False, None, "LOW", "Common", "SHORT", "Value converter class", 8),
     (
-        "value.converter.version",
+        "key.converter.plugin.version",
         "STRING",
         False,
         None,
         "LOW",
         "Common",
-        "MEDIUM",
+        "SHORT",
+        "Key converter version",
+        7,
+    ),
+    ("value.converter", "CLASS", False, None, "LOW", "Common", "SHORT", "Value converter class", 8),
+    (
+        "value.converter.plugin.version",
+        "STRING",
+        False,
+        None,
+        "LOW",
+        "Common",
+        "SHORT",
         "Value converter version",
         9,
     ),
     ("header.converter", "CLASS", False, None, "LOW", "Common", "SHORT", "Header converter class", 10),
     (
-        "header.converter.version",
+        "header.converter.plugin.version",
         "STRING",
         False,
         None,
         "LOW",
         "Common",
-        "MEDIUM",
+        "SHORT",
         "Header converter version",
         11,
     ),
@@ -530,15 +551,15 @@ SOURCE_DEFINITIONS = [
 GOOD_SOURCE_VALUES: list[tuple[str, str | None, list[str]]] = [
     ("name", "src", []),
     ("connector.class", "FileStreamSource", []),
-    ("connector.version", None, []),
+    ("connector.plugin.version", __version__, []),
     ("tasks.max", "1", []),
     ("tasks.max.enforce", "true", []),
     ("key.converter", None, []),
-    ("key.converter.version", None, []),
+    ("key.converter.plugin.version", None, []),
     ("value.converter", None, []),
-    ("value.converter.version", None, []),
+    ("value.converter.plugin.version", None, []),
     ("header.converter", None, []),
-    ("header.converter.version", None, []),
+    ("header.converter.plugin.version", None, []),
     ("transforms", "", []),
     ("predicates", "", []),
     ("config.action.reload", "restart", []),
@@ -581,7 +602,7 @@ def _compact(infos: dict[str, Any]) -> tuple[list[tuple[Any, ...]], list[tuple[A
                 d["group"],
                 d["width"],
                 d["display_name"],
-                d["order"],
+                d["order_in_group"],
             )
         )
         v = config["value"]
@@ -598,7 +619,7 @@ def test_good_filestream_source_config_validates_as_java_reports_it(registry: Pl
     assert list(first) == ["definition", "value"]
     assert list(first["definition"]) == [
         "name", "type", "required", "default_value", "importance", "documentation",
-        "group", "width", "display_name", "dependents", "order",
+        "group", "order_in_group", "width", "display_name", "dependents",
     ]  # fmt: skip
     assert first["value"] == {
         "name": "name",
@@ -610,7 +631,14 @@ def test_good_filestream_source_config_validates_as_java_reports_it(registry: Pl
     assert all(
         c["definition"]["dependents"] == [] and c["definition"]["documentation"] for c in body["configs"]
     )
-    assert all(c["value"]["visible"] and c["value"]["recommended_values"] == [] for c in body["configs"])
+    # The connector's version key recommends the installed versions (Java 4.x); the converters' are hidden
+    # while no converter is named.
+    hidden = {f"{part}.converter.plugin.version" for part in ("key", "value", "header")}
+    assert all(c["value"]["visible"] == (c["value"]["name"] not in hidden) for c in body["configs"])
+    assert {c["value"]["name"]: c["value"]["recommended_values"] for c in body["configs"]} == {
+        c["value"]["name"]: [__version__] if c["value"]["name"] == "connector.plugin.version" else []
+        for c in body["configs"]
+    }
     assert _compact(body) == (SOURCE_DEFINITIONS, GOOD_SOURCE_VALUES)
 
 
@@ -1001,7 +1029,7 @@ def test_plugin_config_lists_plugin_keys_then_base_keys(registry: PluginRegistry
         "width": "NONE",
         "display_name": "file",
         "dependents": [],
-        "order": -1,
+        "order_in_group": -1,
     }
     assert [k.name for k in sink[1:]] == sink_config_def().names()
 
