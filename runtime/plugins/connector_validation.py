@@ -368,15 +368,6 @@ def validate_connector_config(
         raise ConnectorConfigError(
             f"{desc.class_name}.validate() must return a list of ConfigValue that is not None."
         )
-    if config_providers is not None:
-        # After the plugin's own results, which replace the runtime's of the same name.
-        by_name = {v.name: v for v in plugin_values}
-        for key, messages in config_providers.resolve(props).problems.items():
-            for message in messages:
-                if key in by_name:
-                    by_name[key].add_error(message)
-                else:
-                    _add_error(values, key, message)
     keys = dict(base.config_keys)
     keys.update(plugin_def.config_keys)
     groups = list(dict.fromkeys([*base.groups, *plugin_def.groups]))
@@ -477,6 +468,7 @@ def parse_connector_config(
     class_value = props.get(CONNECTOR_CLASS_CONFIG)
     if class_value is None:
         raise ConnectorConfigError(f"Connector config {_java_map_str(props)} contains no connector type")
+    props = plugin_version_names(props)
     desc = registry.find(class_value, props.get(CONNECTOR_VERSION_CONFIG))
     config_def = connector_config_def(desc.cls(), props)
     values = config_def.parse(props, class_resolver=class_resolver)
