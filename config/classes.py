@@ -36,11 +36,13 @@ HEADER_CONVERTERS: Mapping[str, str] = MappingProxyType(
     {**CONVERTERS, "org.apache.kafka.connect.storage.SimpleHeaderConverter": "simple-header"}
 )
 
-#: ``config.providers.<name>.class`` values that kconnect resolves itself (see properties.substitute).
+#: ``config.providers.<name>.class`` values that kconnect resolves itself (config_providers.py for connector
+#: configs; properties.substitute for the worker file, which resolves the env and file kinds).
 CONFIG_PROVIDERS: Mapping[str, str] = MappingProxyType(
     {
         "org.apache.kafka.common.config.provider.EnvVarConfigProvider": "env",
         "org.apache.kafka.common.config.provider.FileConfigProvider": "file",
+        "org.apache.kafka.common.config.provider.DirectoryConfigProvider": "directory",
     }
 )
 

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from .classes import CONFIG_PROVIDERS
+from .config_providers import VARIABLE
 from .errors import ConfigError
 
 __all__ = ["PropertiesSyntaxError", "load_properties", "parse_properties", "substitute"]
@@ -191,9 +192,8 @@ def load_properties(path: str | os.PathLike[str]) -> dict[str, str]:
     return parse_properties(text.removeprefix("\ufeff"))
 
 
-# Same shape as Kafka's ConfigTransformer: provider up to the first colon, an optional path up to the
-# second, and the rest is the key. Paths therefore cannot contain a colon; keys can.
-_REFERENCE = re.compile(r"\$\{(?P<provider>[^}:]*):(?:(?P<path>[^}:]*):)?(?P<key>[^}]*)\}")
+# Kafka's ConfigTransformer grammar, the one connector configs use too (config_providers.py).
+_REFERENCE = VARIABLE
 
 
 def _providers(props: Mapping[str, str]) -> dict[str, str]:

@@ -113,6 +113,7 @@ class WorkerConfig:
     task_shutdown_graceful_timeout_ms: int
     offset_flush_interval_ms: int
     offset_flush_timeout_ms: int
+    file_connectors_enable: bool
     plugin_path: tuple[str, ...]
     plugin_discovery: str
     config_providers: tuple[str, ...]

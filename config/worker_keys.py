@@ -396,6 +396,16 @@ DEFINITIONS: tuple[Definition, ...] = (
         NonEmptyItems(),
     ),
     Definition(
+        "file.connectors.enable",
+        ConfigType.BOOLEAN,
+        "false",
+        "Whether this worker offers the FileStream source and sink connectors. They read any file the "
+        "worker can read into a topic and append to any file it can write, for whoever may call the REST "
+        "API, so, as Apache Kafka Connect since 3.2 leaves them off the default plugin path, they load "
+        "only when this is true. For demos and tests.",
+        kconnect=True,
+    ),
+    Definition(
         "plugin.discovery",
         ConfigType.STRING,
         "hybrid_warn",
@@ -407,9 +417,12 @@ DEFINITIONS: tuple[Definition, ...] = (
         "config.providers",
         ConfigType.LIST,
         "",
-        "Names of config providers for ${provider:...} references. kconnect always resolves ${env:NAME} "
-        "and ${file:PATH:KEY}; other names resolve only when config.providers.<name>.class is Apache's "
-        "EnvVarConfigProvider or FileConfigProvider.",
+        "Names of config providers for ${provider:[path:]key} references, each with "
+        "config.providers.<name>.class (Apache's FileConfigProvider, DirectoryConfigProvider or "
+        "EnvVarConfigProvider) and config.providers.<name>.param.* (allowed.paths, allowlist.pattern). "
+        "Connector configs may use only the providers named here; references are resolved where "
+        "connectors and tasks start and stored unresolved. The worker file itself always resolves "
+        "${env:NAME} and ${file:PATH:KEY} as well.",
         NonEmptyItems(),
     ),
     Definition(

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
+from kconnect.config.config_providers import worker_config_providers
 from kconnect.config.worker import ExactlyOnceSourceSupport
 from kconnect.rest.bodies import parse_json
 from kconnect.runtime import logs
@@ -110,6 +111,7 @@ def plugins_router(worker: Worker) -> APIRouter:
                 worker_passthrough=worker.config.passthrough,
                 worker_security_protocol=worker.config.security_protocol,
                 override_policy=OverridePolicy.of_worker(worker.config),
+                config_providers=worker_config_providers(worker.config),
             )
         except (ConnectorConfigError, PluginError) as exc:
             raise BadRequestError(str(exc)) from exc

@@ -86,6 +86,7 @@ def load_worker_config(path: str) -> Any:
     or malformed text, invalid values, Kafka client settings that cannot be translated. Unknown keys only
     warn, as Java's worker only warns.
     """
+    from kconnect.config.config_providers import worker_config_providers
     from kconnect.config.errors import ConfigError
     from kconnect.config.properties import PropertiesSyntaxError, load_properties, substitute
     from kconnect.config.worker import WorkerConfig, unknown_keys
@@ -101,6 +102,12 @@ def load_worker_config(path: str) -> Any:
     config = WorkerConfig.from_properties(props)
     # Java-named Kafka client settings that cannot be translated are config errors too (exit 2).
     worker_clients(config.security_protocol, config.passthrough)
+    # So are config providers' parameters (an allowed.paths root that is not absolute or not there).
+    providers = worker_config_providers(config)
+    for name in providers.unsupported:
+        logs.get("kconnect.config").warning(
+            "config provider class not supported; its references are left as written", provider=name
+        )
     for key in unknown_keys(props):
         logs.get("kconnect.config").warning("unknown worker property (ignored)", key=key)
     return config
@@ -262,6 +269,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
                     "heartbeat.interval.ms=1000",
                     "key.converter=org.apache.kafka.connect.json.JsonConverter",
                     "value.converter=org.apache.kafka.connect.json.JsonConverter",
+                    # The demo's pipeline is FileStream source to FileStream sink: turned on explicitly.
+                    "file.connectors.enable=true",
                 ]
             )
             + "\n"

@@ -475,6 +475,7 @@ class SparkExecutor:
             flush_timeout_ms=cfg.offset_flush_timeout_ms,
             sync_timeout_ms=cfg.worker_sync_timeout_ms,
             plugin_path=tuple(cfg.plugin_path),
+            file_connectors=cfg.file_connectors_enable,
             log_level=logging.getLevelName(logging.getLogger(logs.ROOT_NAMESPACE).getEffectiveLevel()),
             exactly_once=eos,
         )

@@ -86,6 +86,8 @@ class SourceJob:
     sync_timeout_ms: int
     plugin_path: tuple[str, ...]
     log_level: str
+    #: The worker's ``file.connectors.enable``: the executor offers the FileStream connectors only then.
+    file_connectors: bool = False
     #: Set with ``exactly.once.source.support=enabled``: records and offsets in one transaction per
     #: boundary, from the executor (the worker has already had the task generation fenced).
     exactly_once: ExactlyOnce | None = None
@@ -116,17 +118,19 @@ def connection_settings(client: Mapping[str, str]) -> dict[str, str]:
 # --------------------------------------------------------------------------------------- executor side
 
 
-_registries: dict[tuple[str, ...], Any] = {}
+_registries: dict[tuple[tuple[str, ...], bool], Any] = {}
 _logs_configured = False
 
 
-def _registry(plugin_path: tuple[str, ...]) -> Any:
-    """The plugins of ``plugin.path``, discovered once per Python worker process (workers are reused)."""
+def _registry(plugin_path: tuple[str, ...], file_connectors: bool) -> Any:
+    """The plugins of ``plugin.path``, discovered once per Python worker process (workers are reused),
+    the FileStream connectors only when the worker enabled them."""
     from kconnect.runtime.plugins.registry import PluginRegistry
 
-    if plugin_path not in _registries:
-        _registries[plugin_path] = PluginRegistry.discover(list(plugin_path))
-    return _registries[plugin_path]
+    key = (plugin_path, file_connectors)
+    if key not in _registries:
+        _registries[key] = PluginRegistry.discover(list(plugin_path), file_connectors=file_connectors)
+    return _registries[key]
 
 
 class OffsetsTopicView:
@@ -213,7 +217,7 @@ def _run_attempt(job: SourceJob, client: ChannelClient) -> dict[str, Any]:
         return {"ended": "stopped before start"}
     task_id = job.task_id
     try:
-        task = instantiate_task(_registry(job.plugin_path), job.config)
+        task = instantiate_task(_registry(job.plugin_path, job.file_connectors), job.config)
         if not isinstance(task, SourceTask):
             raise ConnectorError(f"{type(task).__name__} is no SourceTask")
         offsets = OffsetsTopicView(job)

@@ -15,7 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kconnect.config.config_providers import ConfigProviders
 from kconnect.config.errors import ConfigError
+from kconnect.config.masking import shown as printable
 from kconnect.runtime import __version__
 from kconnect.runtime.client_config import ROLES, task_clients
 from kconnect.runtime.plugins.api import (
@@ -306,7 +308,8 @@ def _validate_client_overrides(
             if exc.key.startswith(prefix):
                 shown = exc.value if exc.value == "[hidden]" else strings[exc.key]
                 message = str(ConfigError(exc.key, shown, exc.allowed))
-                values.setdefault(exc.key, ConfigValue(exc.key, value=strings[exc.key])).add_error(message)
+                echoed = printable(exc.key, strings[exc.key])
+                values.setdefault(exc.key, ConfigValue(exc.key, value=echoed)).add_error(message)
 
 
 def validate_connector_config(
@@ -319,6 +322,7 @@ def validate_connector_config(
     worker_passthrough: Mapping[str, str] | None = None,
     worker_security_protocol: str = "PLAINTEXT",
     override_policy: OverridePolicy = ALL_OVERRIDES,
+    config_providers: ConfigProviders | None = None,
 ) -> ConfigInfos:
     """Validate a connector config as ``PUT /connector-plugins/{plugin}/config/validate`` does.
 
@@ -327,6 +331,10 @@ def validate_connector_config(
     enables the distributed herder's check that a sink's consumer group is not the workers' group;
     ``worker_passthrough`` and ``worker_security_protocol`` (the worker's) the check of client overrides,
     ``override_policy`` (``connector.client.config.override.policy``) which of them are allowed at all.
+    ``config_providers`` (the worker's) reports each ``${provider:...}`` reference to a declared provider
+    that cannot be resolved (a path outside ``allowed.paths``, a missing key) on its key. The config is
+    validated as written, references unresolved, so no secret reaches the answer or the plugin's
+    ``validate``.
     """
     class_value = props.get(CONNECTOR_CLASS_CONFIG)
     if class_value is None:
@@ -358,7 +366,9 @@ def validate_connector_config(
     _validate_client_overrides(props, values, worker_passthrough or {}, worker_security_protocol)
     if kind is not None:
         for key, message in refused_overrides(override_policy, kind, props):
-            values.setdefault(key, ConfigValue(key, value=props[key])).add_error(message)
+            # Java echoes the refused value as written; a sasl.jaas.config holds a password.
+            values.setdefault(key, ConfigValue(key, value=printable(key, props[key]))).add_error(message)
+
     for key, value in props.items():
         if value is None:
             _add_error(values, key, NULL_VALUE_ERROR)
@@ -368,6 +378,15 @@ def validate_connector_config(
         raise ConnectorConfigError(
             f"{desc.class_name}.validate() must return a list of ConfigValue that is not None."
         )
+    if config_providers is not None:
+        # After the plugin's own results, which replace the runtime's of the same name.
+        by_name = {v.name: v for v in plugin_values}
+        for key, messages in config_providers.resolve(props).problems.items():
+            for message in messages:
+                if key in by_name:
+                    by_name[key].add_error(message)
+                else:
+                    _add_error(values, key, message)
     keys = dict(base.config_keys)
     keys.update(plugin_def.config_keys)
     groups = list(dict.fromkeys([*base.groups, *plugin_def.groups]))

@@ -33,6 +33,15 @@ log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "kconnect.plugins"
 
+#: kconnect's own plugins a worker loads only when its properties say so: the FileStream connectors read
+#: and write any file the worker may, for any REST caller (Apache Kafka Connect has kept them off the
+#: default plugin path since 3.2). Their entry points stay declared; ``discover`` skips them unless asked.
+FILE_CONNECTORS_MODULE = "kconnect.connectors.file"
+FILE_CONNECTORS_DISABLED = (
+    "The FileStream connectors are not enabled on this worker: set file.connectors.enable=true in its "
+    "worker properties to offer them"
+)
+
 
 class PluginError(LookupError):
     """A connector class name that resolves to no plugin, or to more than one."""
@@ -121,6 +130,9 @@ class PluginRegistry:
     _plugins: dict[str, dict[str, PluginDesc]] = field(default_factory=dict)
     #: Problems met while loading plugins; loading goes on past them, as Java's scanning does.
     load_errors: list[str] = field(default_factory=list)
+    #: Every name of the plugins installed but left out on purpose (the FileStream connectors of a worker
+    #: without ``file.connectors.enable``), so that naming one says why it is missing.
+    disabled_names: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def discover(
@@ -128,12 +140,14 @@ class PluginRegistry:
         plugin_path: Iterable[str | Path] = (),
         *,
         entry_point_group: str | None = ENTRY_POINT_GROUP,
+        file_connectors: bool = False,
     ) -> PluginRegistry:
         """A registry of the installed plugins (entry points) and those in ``plugin_path``: what a worker
-        loads at start-up."""
+        loads at start-up. The FileStream connectors only with ``file_connectors`` (the worker's
+        ``file.connectors.enable``): off unless asked, as a worker must not offer them by default."""
         registry = cls()
         if entry_point_group:
-            registry.load_entry_points(entry_point_group)
+            registry.load_entry_points(entry_point_group, file_connectors=file_connectors)
         for directory in plugin_path:
             registry.load_path(directory)
         return registry
@@ -169,10 +183,13 @@ class PluginRegistry:
         versions[version] = desc
         return desc
 
-    def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> None:
+    def load_entry_points(self, group: str = ENTRY_POINT_GROUP, *, file_connectors: bool = False) -> None:
         """Register the connectors installed packages declare; a broken one is reported and the rest
-        still load."""
+        still load. Without ``file_connectors`` the FileStream connectors are only remembered by name."""
         for ep in entry_points(group=group):
+            if not file_connectors and ep.module == FILE_CONNECTORS_MODULE:
+                self._remember_disabled(ep.name, ep.value)
+                continue
             try:
                 obj = ep.load()
             except Exception as exc:
@@ -186,6 +203,17 @@ class PluginRegistry:
                 continue
             # KIP-891 for Python: a plugin's version is its distribution's.
             self.register(obj, f"entry-point:{ep.name}", ep.dist.version if ep.dist is not None else None)
+
+    def _remember_disabled(self, entry_name: str, value: str) -> None:
+        """Note every name a config could use for a plugin left out on purpose, without registering it."""
+        module, _, qualname = value.partition(":")
+        simple = qualname.rsplit(".", 1)[-1] or entry_name
+        names = {f"{module}.{qualname}", simple, pruned_plugin_name(simple)}
+        java = {"FileStreamSourceConnector", "FileStreamSinkConnector"}
+        if simple in java:  # the class_aliases, without importing the module to read them
+            names.add(f"org.apache.kafka.connect.file.{simple}")
+        for name in names:
+            self.disabled_names[name] = FILE_CONNECTORS_DISABLED
 
     def load_path(self, path: str | Path) -> None:
         """Import the modules and packages in one ``plugin.path`` entry and register their connectors.
@@ -368,6 +396,8 @@ class PluginRegistry:
                 candidates,
             )
         available = ", ".join(str(d) for d in self.plugins()) or "(none)"
+        if name in self.disabled_names:
+            raise PluginNotFoundError(f"{self.disabled_names[name]} ({name}).")
         raise PluginNotFoundError(
             f"Failed to find any class that implements Connector and which name matches {name}, "
             f"available connectors are: {available}"

@@ -14,8 +14,9 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kconnect.config.config_providers import ConfigProviders, reverse_transform
 from kconnect.runtime import logs
-from kconnect.runtime.plugins.api import Connector, ConnectorContext, connector_type
+from kconnect.runtime.plugins.api import Connector, ConnectorContext, ConnectorError, connector_type
 from kconnect.runtime.plugins.connector_config import connector_version, plugin_version_names
 from kconnect.runtime.plugins.plugin_metrics import PluginMetrics, PluginMetricsRegistry
 from kconnect.runtime.plugins.registry import PluginRegistry
@@ -64,8 +65,11 @@ class Connectors:
         request_reconfigure: Callable[[str], None],
         stopping: threading.Event,
         plugin_metrics: PluginMetricsRegistry | None = None,
+        config_providers: ConfigProviders | None = None,
     ) -> None:
         self.registry = registry
+        #: The worker's ``config.providers``: references in a config are resolved only for the instance.
+        self.config_providers = config_providers or ConfigProviders()
         self.plugin_metrics = plugin_metrics or PluginMetricsRegistry()
         self.stores = stores
         self.writes = writes
@@ -99,7 +103,7 @@ class Connectors:
             if started:
                 metrics = self.plugin_metrics.connector(name)
                 instance.initialize(_Context(self, name, metrics))
-                instance.start(strings(config))
+                instance.start(self._resolved(config))
                 state = status_log.State.RUNNING
             else:
                 state = (
@@ -121,6 +125,15 @@ class Connectors:
         if started:
             self._request_reconfigure(name)
         return True
+
+    def _resolved(self, config: Properties) -> dict[str, str]:
+        """The config the instance gets: ``${provider:...}`` references resolved (the stored config keeps
+        them). A reference that cannot be resolved fails the start, naming the key and the reason."""
+        resolution = self.config_providers.resolve(strings(config))
+        problem = resolution.first_problem()
+        if problem is not None:
+            raise ConnectorError(f"a config provider reference cannot be resolved: {problem}")
+        return resolution.values
 
     def stop(self, name: str, gen: int) -> None:
         """Stop the instance (if started) and forget it; UNASSIGNED unless the connector was deleted."""
@@ -151,7 +164,7 @@ class Connectors:
                     _close_metrics(running)  # a start that failed before may have left some
                     running.metrics = self.plugin_metrics.connector(name)
                     running.instance.initialize(_Context(self, name, running.metrics))
-                    running.instance.start(strings(running.config))
+                    running.instance.start(self._resolved(running.config))
                     running.started = True
                 state = status_log.State.RUNNING
             else:
@@ -187,7 +200,8 @@ class Connectors:
         if not snap.contains(name) or snap.target_state(name) != TargetState.STARTED:
             return None
         try:
-            max_tasks = int(running.config.get("tasks.max") or "1")
+            resolved = self._resolved(running.config)
+            max_tasks = int(resolved.get("tasks.max") or "1")
             raw = running.instance.task_configs(max_tasks)
             task_class = running.instance.task_class()
             configs = []
@@ -200,6 +214,8 @@ class Connectors:
                         if value is not None:
                             full[key] = value
                 configs.append(full)
+            # Computed from resolved values: references go back in before the configs leave the worker.
+            configs = reverse_transform(running.config, resolved, configs)
         except Exception as exc:
             log.error("connector failed to compute task configs", connector=name, error=str(exc))
             self._status(name, status_log.State.FAILED, traceback.format_exc(), self._generation())

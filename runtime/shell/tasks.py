@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 
+from kconnect.config.config_providers import ConfigProviders
 from kconnect.config.worker import WorkerConfig
 from kconnect.runtime import logs
 from kconnect.runtime.dataplane.executor import Executor, TaskState
@@ -40,8 +41,11 @@ class Tasks:
         executor: Executor,
         stores: InternalTopics,
         metrics: WorkerMetrics,
+        config_providers: ConfigProviders | None = None,
     ) -> None:
         self.config = config
+        #: The worker's ``config.providers``: a task gets its references resolved, the stores never do.
+        self.config_providers = config_providers or ConfigProviders()
         self.worker_id = worker_id
         self.executor = executor
         self.stores = stores
@@ -67,7 +71,19 @@ class Tasks:
         """Start a task and report the state the executor answers (UNASSIGNED until its loop runs, PAUSED
         or FAILED); its thread may have reported meanwhile, so what is written is its state by then."""
         self.metrics.task_startup_attempts += 1
-        state = self.executor.start_task(action.task, strings(action.config), action.target_state)
+        resolution = self.config_providers.resolve(strings(action.config))
+        problem = resolution.first_problem()
+        if problem is not None:
+            # Fails like a task whose start raised: FAILED with the reason, which names key and path only.
+            self.metrics.task_startup_failures += 1
+            trace = f"a config provider reference cannot be resolved: {problem}"
+            with self._lock:
+                self._report(
+                    status_log.TaskStatus(action.task, State.FAILED, trace, self.worker_id, generation)
+                )
+            self.log.error("task failed to start", task=str(action.task), error=trace)
+            return
+        state = self.executor.start_task(action.task, resolution.values, action.target_state)
         if state.state == "FAILED":
             self.metrics.task_startup_failures += 1
         else:

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 from confluent_kafka.admin import AdminClient
 
+from kconnect.config.config_providers import worker_config_providers
+from kconnect.config.masking import masked_repr
 from kconnect.config.worker import WorkerConfig
 from kconnect.runtime import logs
 from kconnect.runtime.client_config import WorkerClients
@@ -109,6 +111,8 @@ class Worker:
         self.writes = ClusterWrites(
             config, self.registry, self.stores, self.herder, lock, self._still_member, lambda: self.clients
         )
+        #: ``config.providers`` (checked at load): resolved where connectors and tasks start, nowhere else.
+        providers = worker_config_providers(config)
         self.connectors = Connectors(
             self.registry,
             self.stores,
@@ -119,9 +123,10 @@ class Worker:
             request_reconfigure=lambda name: events.put(_ReconfigureRequest(name)),
             stopping=self._stopping,
             plugin_metrics=self.plugin_metrics,
+            config_providers=providers,
         )
         self.executor: Executor = executor or self._spark_executor()
-        self.tasks = Tasks(config, wid, self.executor, self.stores, self.metrics)
+        self.tasks = Tasks(config, wid, self.executor, self.stores, self.metrics, providers)
         self.session_keys = session_keys.KeyRotation(self.stores, config)
         self.executor.set_listener(
             TaskListener(
@@ -344,7 +349,7 @@ class Worker:
             try:
                 self._execute_one(action)
             except Exception as exc:
-                self.log.error("action failed", action=repr(action), error=str(exc))
+                self.log.error("action failed", action=masked_repr(action), error=str(exc))
 
     def _execute_one(self, action: Action) -> None:
         gen = self.herder.group.generation

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kconnect.config.config_providers import worker_config_providers
 from kconnect.config.worker import ExactlyOnceSourceSupport, WorkerConfig
 from kconnect.runtime import logs
 from kconnect.runtime.client_config import WorkerClients
@@ -142,6 +143,7 @@ class ClusterWrites:
                 worker_passthrough=self.config.passthrough,
                 worker_security_protocol=self.config.security_protocol,
                 override_policy=OverridePolicy.of_worker(self.config),
+                config_providers=worker_config_providers(self.config),
             )
         except (ConnectorConfigError, PluginError) as exc:
             # No connector.class, or one no plugin answers to: the request is at fault (400), as in Java.

@@ -51,6 +51,8 @@ def worker_properties(bootstrap: str, group: str, port: int, **extra: Any) -> di
         "rebalance.timeout.ms": "20000",
         "key.converter": "org.apache.kafka.connect.json.JsonConverter",
         "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        # The tests' pipelines use the FileStream connectors, which a worker offers only when told to.
+        "file.connectors.enable": "true",
     }
     props.update({k.replace("_", "."): str(v) for k, v in extra.items()})
     return props

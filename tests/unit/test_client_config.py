@@ -333,7 +333,7 @@ def test_connector_validation_reports_an_override_no_client_can_honour_on_its_ke
     from kconnect.runtime.plugins.connector_validation import validate_connector_config
     from kconnect.runtime.plugins.registry import PluginRegistry
 
-    registry = PluginRegistry.discover()
+    registry = PluginRegistry.discover(file_connectors=True)
     config = {
         "name": "out",
         "connector.class": "FileStreamSink",

@@ -361,7 +361,9 @@ def test_python_workers_executable_follows_spark_precedence(
 
 def _executor() -> SparkExecutor:
     config = WorkerConfig.from_properties(BASE)
-    return SparkExecutor(config, PluginRegistry.discover(), lambda: OffsetState(), lambda records: None)
+    return SparkExecutor(
+        config, PluginRegistry.discover(file_connectors=True), lambda: OffsetState(), lambda records: None
+    )
 
 
 @pytest.mark.parametrize(

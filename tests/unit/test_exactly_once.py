@@ -159,7 +159,9 @@ def test_plugin_api_defaults_match_javas() -> None:
 
 
 def _errors(config: dict[str, str], enabled: bool) -> list[str]:
-    infos = validate_connector_config(PluginRegistry.discover(), config, exactly_once_source_enabled=enabled)
+    infos = validate_connector_config(
+        PluginRegistry.discover(file_connectors=True), config, exactly_once_source_enabled=enabled
+    )
     return [e for c in infos.configs if c.value.name == "exactly.once.support" for e in c.value.errors]
 
 

@@ -66,7 +66,7 @@ def test_refused_overrides_name_the_key_in_javas_words() -> None:
 
 
 def test_validation_reports_a_refused_override_on_its_key_and_counts_it() -> None:
-    registry = PluginRegistry.discover()
+    registry = PluginRegistry.discover(file_connectors=True)
     config = {**SOURCE, "producer.override.linger.ms": "5", "producer.override.acks": "all"}
     allowed = validate_connector_config(registry, config)  # the default policy, All
     assert allowed.error_count == 0

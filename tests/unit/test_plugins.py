@@ -66,7 +66,7 @@ def isolated_sys_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def registry() -> PluginRegistry:
-    return PluginRegistry.discover()
+    return PluginRegistry.discover(file_connectors=True)
 
 
 def _unique(prefix: str) -> str:
@@ -360,7 +360,7 @@ def test_plugin_path_modules_and_packages_are_imported_and_scanned(
     (tmp_path / "_private.py").write_text("raise RuntimeError('never imported')")
     (tmp_path / "notes.txt").write_text("not python")
 
-    registry = PluginRegistry.discover([tmp_path])
+    registry = PluginRegistry.discover([tmp_path], file_connectors=True)
     assert registry.load_errors == []
     greeter = f"{module}.GreeterConnector"
     deep = f"{package}.inner.deep.DeepSourceConnector"

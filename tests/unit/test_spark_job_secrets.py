@@ -42,7 +42,9 @@ SECURED = {
 
 def _executor(props: dict[str, str]) -> SparkExecutor:
     config = WorkerConfig.from_properties(props)
-    return SparkExecutor(config, PluginRegistry.discover(), lambda: OffsetState(), lambda records: None)
+    return SparkExecutor(
+        config, PluginRegistry.discover(file_connectors=True), lambda: OffsetState(), lambda records: None
+    )
 
 
 @pytest.mark.parametrize(

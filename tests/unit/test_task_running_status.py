@@ -150,7 +150,10 @@ def test_a_start_that_raises_on_the_tasks_thread_fails_the_task_with_its_trace()
 
 def _executor(heard: Heard) -> SparkExecutor:
     executor = SparkExecutor(
-        WorkerConfig.from_properties(BASE), PluginRegistry.discover(), OffsetState, lambda records: None
+        WorkerConfig.from_properties(BASE),
+        PluginRegistry.discover(file_connectors=True),
+        OffsetState,
+        lambda records: None,
     )
     executor.set_listener(TaskListener(failed=heard.on_failure, running=heard.on_running))
     return executor
@@ -198,7 +201,7 @@ def test_a_task_whose_overrides_the_workers_policy_refuses_fails_to_start() -> N
     may have been restarted with a stricter policy since the config was validated."""
     executor = SparkExecutor(
         WorkerConfig.from_properties({**BASE, "connector.client.config.override.policy": "None"}),
-        PluginRegistry.discover(),
+        PluginRegistry.discover(file_connectors=True),
         OffsetState,
         lambda records: None,
     )

@@ -117,7 +117,7 @@ def _as_sink_records(
 
 
 def test_connectors_answer_to_java_class_names_and_split_into_numbered_tasks() -> None:
-    registry = PluginRegistry.discover()
+    registry = PluginRegistry.discover(file_connectors=True)
     assert registry.find(JAVA_SOURCE).cls is VerifiableSourceConnector
     assert registry.find(JAVA_SINK).cls is VerifiableSinkConnector
     assert registry.find("VerifiableSource").type == "source"
@@ -173,7 +173,7 @@ def _errors(result: Any) -> dict[str, list[str]]:
 
 
 def test_validate_accepts_a_java_config_of_each_connector() -> None:
-    registry = PluginRegistry.discover()
+    registry = PluginRegistry.discover(file_connectors=True)
     source = validate_connector_config(
         registry,
         {
@@ -196,7 +196,7 @@ def test_validate_accepts_a_java_config_of_each_connector() -> None:
 
 
 def test_validate_reports_each_bad_value_against_its_key() -> None:
-    registry = PluginRegistry.discover()
+    registry = PluginRegistry.discover(file_connectors=True)
     source = validate_connector_config(
         registry,
         {"connector.class": "VerifiableSource", "name": "vs", "topic": "a,b", "throughput": "1.5"},
