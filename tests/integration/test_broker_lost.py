@@ -1,0 +1,100 @@
+"""A worker whose only broker is gone must wait, not spin (issue 23, row 8).
+
+A real ``kconnect worker`` (the product's command; no connectors, so no JVM of its own) joins a group on a
+one-node Apache Kafka of the test's own. The node is SIGKILLed; over the next 30 s the worker's process
+tree (the worker and any children) may use under 5 % of one core: the group member backs off
+exponentially up to ``retry.backoff.max.ms`` while no coordinator answers, and the internal topics'
+Kafka clients reconnect with ``reconnect.backoff.max.ms``. The node is then restarted and the worker must
+rejoin its group.
+
+This is the one test that asserts a resource figure over a window, as the issue asks. It prints a
+``BROKER-LOST-FIGURES`` line with the measured share of a core.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from kconnect.runtime.cli.broker import free_port
+from tests.support.apache_kafka import KafkaCluster, broker_kind
+from tests.support.cluster import WorkerProcess, stable_view, wait_until, worker_properties
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+WINDOW_S = 30.0
+MAX_CORE_SHARE = 0.05
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _children(pid: int) -> list[int]:
+    """Every descendant of ``pid`` (a scan of /proc: no psutil in the test environment)."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        parents.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    """utime + stime of ``pids`` (all their threads) in seconds; a process gone meanwhile counts 0."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15 of proc(5))
+    return total / _TICKS
+
+
+def test_worker_waits_quietly_while_its_broker_is_gone_and_rejoins(tmp_path: Path) -> None:
+    if broker_kind() != "kafka":
+        pytest.skip("needs a broker the test can kill and restart with its data (Apache Kafka)")
+    with KafkaCluster(tmp_path / "kafka", size=1) as kafka:
+        group = f"lost-{uuid.uuid4().hex[:8]}"
+        props = worker_properties(kafka.bootstrap, group, free_port())
+        worker = WorkerProcess(tmp_path, props, name=f"{group}-w0", spark=True).start()
+        try:
+            first = wait_until(stable_view([worker], 1), 120, "the worker in its group")
+            assert worker.proc is not None
+            pid = worker.proc.pid
+
+            kafka.kill(1)
+            time.sleep(5)  # past the first reactions (failed requests, the member noticing)
+            pids = [pid, *_children(pid)]
+            before, started = _cpu_seconds(pids), time.monotonic()
+            time.sleep(WINDOW_S)
+            used, elapsed = _cpu_seconds(pids) - before, time.monotonic() - started
+            share = used / elapsed
+            print(
+                f"\nBROKER-LOST-FIGURES cpu_s={used:.2f} window_s={elapsed:.1f} "
+                f"core_share={share:.3f} processes={len(pids)}"
+            )
+            assert worker.alive(), worker.log_text()[-3000:]
+            assert share < MAX_CORE_SHARE, f"{share:.1%} of a core with the broker gone"
+
+            kafka.restart(1)
+            view = wait_until(stable_view([worker], 1), 120, "the worker back in its group")
+            assert view["generation"] > first["generation"] or view["members"] != first["members"], (
+                first,
+                view,
+            )
+        finally:
+            if worker.alive():
+                worker.stop(60)
