@@ -134,9 +134,11 @@ class InternalTopics:
         self._lock = lock
         self._on_config_moved = on_config_moved
         self._on_group_moved = on_group_moved
-        self._config_state = config_log.ConfigState()
-        self._status_state = status_log.StatusState()
-        self._offset_state = OffsetState()
+        # The folds own plain dicts and freeze a snapshot only when one is asked for, so reading a topic of
+        # N records costs O(N) (a frozen state per record made start-up quadratic in the offsets topic).
+        self._config_fold = config_log.ConfigFold()
+        self._status_fold = status_log.StatusFold()
+        self._offset_fold = offset_log.OffsetFold()
         self._group_records = group_records.GroupRecords()
         # Cluster-scoped log levels written before this worker read the config topic to its end are old
         # news and not applied (Java's KafkaConfigBackingStore does the same).
@@ -192,7 +194,7 @@ class InternalTopics:
     def snapshot(self) -> ClusterConfigSnapshot:
         """The config topic as read so far."""
         with self._lock:
-            return self._config_state.snapshot()
+            return self._config_fold.freeze().snapshot()
 
     def config_offset(self) -> int:
         """The offset the config topic has been read to (the next record's)."""
@@ -201,12 +203,12 @@ class InternalTopics:
     def status_state(self) -> status_log.StatusState:
         """The status topic as read so far."""
         with self._lock:
-            return self._status_state
+            return self._status_fold.freeze()
 
     def offset_state(self) -> OffsetState:
         """The offsets topic as read so far (no read to its end: see :meth:`source_offsets`)."""
         with self._lock:
-            return self._offset_state
+            return self._offset_fold.freeze()
 
     def group_state(self, group_id: str) -> group_records.GroupState | None:
         """A group as the group records describe it (every worker reads them)."""
@@ -291,9 +293,7 @@ class InternalTopics:
 
     def _on_config_record(self, record: LogRecord) -> None:
         with self._lock:
-            self._config_state, corrupt = config_log.apply_raw(
-                self._config_state, record.key, record.value, record.offset
-            )
+            corrupt = self._config_fold.add_raw(record.key, record.value, record.offset)
         if corrupt is not None:
             log.warning(
                 "skipping corrupt config record", topic=record.topic, offset=record.offset, error=str(corrupt)
@@ -313,7 +313,7 @@ class InternalTopics:
         if decoded is None:
             return
         with self._lock:
-            self._status_state = status_log.apply(self._status_state, decoded)
+            self._status_fold.add(decoded)
 
     def _on_offset_record(self, record: LogRecord) -> None:
         try:
@@ -324,7 +324,7 @@ class InternalTopics:
             )
             return
         with self._lock:
-            self._offset_state = offset_log.apply(self._offset_state, decoded)
+            self._offset_fold.add(decoded)
 
     def _on_group_record(self, record: LogRecord) -> None:
         with self._lock:

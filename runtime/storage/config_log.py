@@ -7,9 +7,10 @@ and write the same records, so keys and values here are byte-compatible with wha
 :mod:`kconnect.runtime.storage.java_json`'s, shared with the status and offset codecs and the converters.
 
 Everything in this module is pure: decoding never touches Kafka, and the fold :func:`apply` maps an
-immutable :class:`ConfigState` and one record to a new state. The I/O edge reads the topic, calls
-:func:`apply_raw` (or :func:`decode` and :func:`apply`), logs any :class:`CorruptRecord` it gets back, and
-hands ``state.snapshot()`` to the herder.
+immutable :class:`ConfigState` and one record to a new state. Reading a topic record by record that way
+would copy the snapshot's maps per record (quadratic in the topic), so the I/O edge keeps a
+:class:`ConfigFold`, which owns plain dicts while it folds: it calls ``add_raw`` per record, logs any
+:class:`CorruptRecord` it gets back, and hands ``freeze().snapshot()`` to the herder when asked.
 """
 
 from __future__ import annotations
@@ -17,14 +18,15 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, TypeAlias
 
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.storage import java_json
+from kconnect.runtime.storage.folding import MapBuilder, NestedMapBuilder, SetBuilder
 
 __all__ = [
     "COMMIT_PREFIX",
@@ -36,6 +38,7 @@ __all__ = [
     "TASK_COUNT_PREFIX",
     "TASK_PREFIX",
     "ClusterConfigSnapshot",
+    "ConfigFold",
     "ConfigRecord",
     "ConfigState",
     "ConnectorConfig",
@@ -56,6 +59,7 @@ __all__ = [
     "TaskCountRecord",
     "advance",
     "apply",
+    "apply_all",
     "apply_raw",
     "decode",
     "encode",
@@ -83,8 +87,6 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 #: ``map(STRING, OPTIONAL_STRING)`` and a null value is not the same as an absent key to ConfigDef.
 Properties: TypeAlias = Mapping[str, str | None]
 
-_K = TypeVar("_K")
-_V = TypeVar("_V")
 _EMPTY: Mapping[Any, Any] = MappingProxyType({})
 
 
@@ -659,137 +661,195 @@ class ConfigState:
         return self.view.offset
 
 
-def _put(mapping: Mapping[_K, _V], key: _K, value: _V) -> Mapping[_K, _V]:
-    updated = dict(mapping)
-    updated[key] = value
-    return MappingProxyType(updated)
+class ConfigFold:
+    """The fold over the config topic, mutable between snapshots so that reading N records costs O(N).
 
-
-def _drop(mapping: Mapping[_K, _V], key: _K) -> Mapping[_K, _V]:
-    if key not in mapping:
-        return mapping
-    updated = dict(mapping)
-    del updated[key]
-    return MappingProxyType(updated)
-
-
-def _remove_connector(state: ConfigState, connector: str) -> ConfigState:
-    """Java's processConnectorRemoval, plus dropping a pending restart that now has nothing to restart.
-
-    Target state, inconsistency, task-count records and generations survive, as in Java: the target
-    state goes with its own tombstone, and a re-created connector stays inconsistent until the leader
-    writes a complete set of task configs for it.
+    Why a builder: a frozen snapshot rebuilt per record copied each map the record touched (every
+    connector's config, target state, task count...), so reading a topic of many connectors was
+    quadratic. The fold owns plain dicts and copies a map only the first time it is written after a
+    :meth:`freeze`; the states it gives are as immutable as before. Semantics are Java's
+    KafkaConfigBackingStore's, record by record.
     """
-    view = state.view
-    return ConfigState(
-        replace(
-            view,
-            connector_configs=_drop(view.connector_configs, connector),
-            committed_task_counts=_drop(view.committed_task_counts, connector),
-            committed_task_configs=_drop(view.committed_task_configs, connector),
-            applied_connector_configs=_drop(view.applied_connector_configs, connector),
-            restart_requests=_drop(view.restart_requests, connector),
-        ),
-        _drop(state.deferred, connector),
+
+    __slots__ = (
+        "_applied",
+        "_configs",
+        "_counts",
+        "_deferred",
+        "_generations",
+        "_inconsistent",
+        "_levels",
+        "_offset",
+        "_pending_fencing",
+        "_restarts",
+        "_session_key",
+        "_state",
+        "_static",
+        "_targets",
+        "_task_configs",
+        "_task_count_records",
     )
 
-
-def _commit(state: ConfigState, connector: str, count: int) -> ConfigState:
-    view = state.view
-    config = view.connector_configs.get(connector)
-    if config is None:
-        # Compaction can leave task records and a commit of a connector whose config (and tombstone)
-        # are gone; Java (KAFKA-16838) forgets everything about it instead of resurrecting its tasks.
-        return _remove_connector(state, connector)
-    deferred = state.deferred.get(connector)
-    pending = deferred if deferred is not None else _EMPTY
-    if all(i in pending for i in range(count)):
-        # Extra task records beyond the count are fine: compaction may keep an old higher-numbered one.
-        generation = view.task_config_generations.get(connector)
-        view = replace(
-            view,
-            committed_task_configs=_put(
-                view.committed_task_configs, connector, tuple(pending[i] for i in range(count))
-            ),
-            inconsistent=view.inconsistent - {connector},
-            applied_connector_configs=_put(view.applied_connector_configs, connector, config),
-            task_config_generations=(
-                view.task_config_generations
-                if deferred is None
-                else _put(
-                    view.task_config_generations, connector, 0 if generation is None else generation + 1
-                )
-            ),
+    def __init__(self, state: ConfigState | None = None) -> None:
+        base = state if state is not None else ConfigState()
+        view = base.view
+        self._offset = view.offset
+        self._session_key = view.session_key
+        self._configs: MapBuilder[str, Properties] = MapBuilder(view.connector_configs)
+        self._targets: MapBuilder[str, TargetState] = MapBuilder(view.target_states)
+        self._counts: MapBuilder[str, int] = MapBuilder(view.committed_task_counts)
+        self._task_configs: MapBuilder[str, tuple[Properties, ...]] = MapBuilder(view.committed_task_configs)
+        self._inconsistent: SetBuilder[str] = SetBuilder(view.inconsistent)
+        self._applied: MapBuilder[str, Properties] = MapBuilder(view.applied_connector_configs)
+        self._task_count_records: MapBuilder[str, int] = MapBuilder(view.task_count_records)
+        self._generations: MapBuilder[str, int] = MapBuilder(view.task_config_generations)
+        self._pending_fencing: SetBuilder[str] = SetBuilder(view.pending_fencing)
+        self._restarts: MapBuilder[str, PendingRestart] = MapBuilder(view.restart_requests)
+        self._levels: MapBuilder[str, str] = MapBuilder(view.logger_levels)
+        self._static: MapBuilder[str, StaticAssignmentRecord] = MapBuilder(view.static_overrides)
+        #: connector -> task number -> config; an emptied entry stays (see ConfigState.deferred).
+        self._deferred: NestedMapBuilder[str, int, Properties] = NestedMapBuilder(
+            base.deferred, keep_empty=True
         )
-    else:
-        # Compaction removed some of the task records this commit covered (or a leader died mid-write):
-        # keep the old task configs but expose none, until a complete commit repairs it.
-        view = replace(view, inconsistent=view.inconsistent | {connector})
-    view = replace(
-        view,
-        committed_task_counts=_put(view.committed_task_counts, connector, count),
-        pending_fencing=view.pending_fencing | {connector},
-    )
-    # Deferred configs are dropped even when not applied: the next commit needs a fresh, complete set.
-    return ConfigState(view, state.deferred if deferred is None else _put(state.deferred, connector, _EMPTY))
+        self._state: ConfigState | None = base
+
+    @property
+    def offset(self) -> int:
+        """The position after the last record folded (-1 before any)."""
+        return self._offset
+
+    def _remove_connector(self, connector: str) -> None:
+        """Java's processConnectorRemoval, plus dropping a pending restart that now has nothing to restart.
+
+        Target state, inconsistency, task-count records and generations survive, as in Java: the target
+        state goes with its own tombstone, and a re-created connector stays inconsistent until the leader
+        writes a complete set of task configs for it.
+        """
+        self._configs.pop(connector)
+        self._counts.pop(connector)
+        self._task_configs.pop(connector)
+        self._applied.pop(connector)
+        self._restarts.pop(connector)
+        self._deferred.drop(connector)
+
+    def _commit(self, connector: str, count: int) -> None:
+        config = self._configs.get(connector)
+        if config is None:
+            # Compaction can leave task records and a commit of a connector whose config (and tombstone)
+            # are gone; Java (KAFKA-16838) forgets everything about it instead of resurrecting its tasks.
+            self._remove_connector(connector)
+            return
+        deferred = self._deferred.inner(connector)
+        pending: Mapping[int, Properties] = deferred if deferred is not None else _EMPTY
+        if all(i in pending for i in range(count)):
+            # Extra task records beyond the count are fine: compaction may keep an old higher-numbered one.
+            self._task_configs.set(connector, tuple(pending[i] for i in range(count)))
+            self._inconsistent.discard(connector)
+            self._applied.set(connector, config)
+            if deferred is not None:
+                generation = self._generations.get(connector)
+                self._generations.set(connector, 0 if generation is None else generation + 1)
+        else:
+            # Compaction removed some of the task records this commit covered (or a leader died mid-write):
+            # keep the old task configs but expose none, until a complete commit repairs it.
+            self._inconsistent.add(connector)
+        self._counts.set(connector, count)
+        self._pending_fencing.add(connector)
+        # Deferred configs are dropped even when not applied: the next commit needs a fresh, complete set.
+        if deferred is not None:
+            self._deferred.replace(connector, {})
+
+    def add(self, record: ConfigRecord | None, offset: int) -> None:
+        """Fold the record read at ``offset`` (None: a no-op record that still counts)."""
+        match record:
+            case None:
+                pass
+            case ConnectorConfig(connector, properties):
+                self._configs.set(connector, properties)
+                # Connectors created before target states existed start STARTED; a state written
+                # before the config (an explicit initial state) is kept.
+                if connector not in self._targets:
+                    self._targets.set(connector, TargetState.STARTED)
+            case ConnectorDeletion(connector):
+                self._remove_connector(connector)
+            case TaskConfig(task, properties):
+                self._deferred.set(task.connector, task.task, properties)
+            case TaskCommit(connector, count):
+                self._commit(connector, count)
+            case TargetStateRecord(connector, target):
+                self._targets.set(connector, target)
+            case TargetStateDeletion(connector):
+                if connector in self._configs:
+                    # Java restores the default so an existing connector always has a target state.
+                    self._targets.set(connector, TargetState.STARTED)
+                else:
+                    self._targets.pop(connector)
+            case SessionKeyRecord():
+                self._session_key = record
+            case RestartRequest(connector):
+                self._restarts.set(connector, PendingRestart(offset, record))
+            case TaskCountRecord(connector, task_count):
+                self._task_count_records.set(connector, task_count)
+                self._pending_fencing.discard(connector)
+            case LoggerLevel(namespace, level):
+                self._levels.set(namespace, level)
+            case StaticAssignmentRecord(worker_id):
+                self._static.set(worker_id, record)
+            case StaticAssignmentDeletion(worker_id):
+                self._static.pop(worker_id)
+        self._offset = offset + 1
+        self._state = None
+
+    def advance(self, offset: int) -> None:
+        """Count a record that changed nothing (a corrupt one Java would still count) towards the offset."""
+        self.add(None, offset)
+
+    def add_raw(self, key: bytes | None, value: bytes | None, offset: int) -> CorruptRecord | None:
+        """Decode and fold one consumed record; a corrupt one comes back for the caller to log, not raised."""
+        try:
+            record = decode(key, value)
+        except CorruptRecord as corrupt:
+            if corrupt.advances_offset:
+                self.advance(offset)
+            return corrupt
+        self.add(record, offset)
+        return None
+
+    def freeze(self) -> ConfigState:
+        """The state folded so far; the same object until the next record."""
+        if self._state is None:
+            view = ClusterConfigSnapshot(
+                offset=self._offset,
+                session_key=self._session_key,
+                connector_configs=self._configs.freeze(),
+                target_states=self._targets.freeze(),
+                committed_task_counts=self._counts.freeze(),
+                committed_task_configs=self._task_configs.freeze(),
+                inconsistent=self._inconsistent.freeze(),
+                applied_connector_configs=self._applied.freeze(),
+                task_count_records=self._task_count_records.freeze(),
+                task_config_generations=self._generations.freeze(),
+                pending_fencing=self._pending_fencing.freeze(),
+                restart_requests=self._restarts.freeze(),
+                logger_levels=self._levels.freeze(),
+                static_overrides=self._static.freeze(),
+            )
+            self._state = ConfigState(view, self._deferred.freeze())
+        return self._state
+
+
+def apply_all(state: ConfigState, records: Iterable[tuple[ConfigRecord | None, int]]) -> ConfigState:
+    """Fold ``(record, offset)`` pairs in order, in time linear in the batch."""
+    fold = ConfigFold(state)
+    for record, offset in records:
+        fold.add(record, offset)
+    return fold.freeze()
 
 
 def apply(state: ConfigState, record: ConfigRecord | None, offset: int) -> ConfigState:
-    """Fold the record read at ``offset`` into the state (None: a no-op record that still counts)."""
-    view = state.view
-    match record:
-        case None:
-            pass
-        case ConnectorConfig(connector, properties):
-            view = replace(
-                view,
-                connector_configs=_put(view.connector_configs, connector, properties),
-                # Connectors created before target states existed start STARTED; a state written
-                # before the config (an explicit initial state) is kept.
-                target_states=(
-                    view.target_states
-                    if connector in view.target_states
-                    else _put(view.target_states, connector, TargetState.STARTED)
-                ),
-            )
-        case ConnectorDeletion(connector):
-            state = _remove_connector(state, connector)
-            view = state.view
-        case TaskConfig(task, properties):
-            tasks = state.deferred.get(task.connector, _EMPTY)
-            state = replace(
-                state, deferred=_put(state.deferred, task.connector, _put(tasks, task.task, properties))
-            )
-        case TaskCommit(connector, count):
-            state = _commit(state, connector, count)
-            view = state.view
-        case TargetStateRecord(connector, target):
-            view = replace(view, target_states=_put(view.target_states, connector, target))
-        case TargetStateDeletion(connector):
-            targets = _drop(view.target_states, connector)
-            if connector in view.connector_configs:
-                # Java restores the default so an existing connector always has a target state.
-                targets = _put(targets, connector, TargetState.STARTED)
-            view = replace(view, target_states=targets)
-        case SessionKeyRecord():
-            view = replace(view, session_key=record)
-        case RestartRequest(connector):
-            view = replace(
-                view, restart_requests=_put(view.restart_requests, connector, PendingRestart(offset, record))
-            )
-        case TaskCountRecord(connector, task_count):
-            view = replace(
-                view,
-                task_count_records=_put(view.task_count_records, connector, task_count),
-                pending_fencing=view.pending_fencing - {connector},
-            )
-        case LoggerLevel(namespace, level):
-            view = replace(view, logger_levels=_put(view.logger_levels, namespace, level))
-        case StaticAssignmentRecord(worker_id):
-            view = replace(view, static_overrides=_put(view.static_overrides, worker_id, record))
-        case StaticAssignmentDeletion(worker_id):
-            view = replace(view, static_overrides=_drop(view.static_overrides, worker_id))
-    return ConfigState(replace(view, offset=offset + 1), state.deferred)
+    """Fold the record read at ``offset`` into the state (None: a no-op record that still counts). Costs a
+    copy of each map the record touches; batches go through :func:`apply_all` or a :class:`ConfigFold`."""
+    return apply_all(state, ((record, offset),))
 
 
 def advance(state: ConfigState, offset: int) -> ConfigState:

@@ -15,8 +15,8 @@ overwrite a Java-written key in place should pass the partition in the order it 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, TypeAlias
 
@@ -27,14 +27,17 @@ from kconnect.runtime.storage.config_log import (
     CorruptRecord,
     parse_json,
 )
+from kconnect.runtime.storage.folding import NestedMapBuilder
 
 __all__ = [
     "CorruptRecord",
+    "OffsetFold",
     "OffsetMap",
     "OffsetState",
     "Primitive",
     "SourceOffset",
     "apply",
+    "apply_all",
     "decode",
     "encode",
     "partition_json",
@@ -172,17 +175,51 @@ class OffsetState:
         }
 
 
+class OffsetFold:
+    """The fold over the offsets topic, mutable between snapshots so that reading N records costs O(N).
+
+    Why a builder: a frozen state rebuilt per record copied the connector's whole partition map each
+    time, so reading one connector's offsets was quadratic (24 s for 20,000 records). The fold owns its
+    dicts and copies a connector's map only the first time it is written after a :meth:`freeze`; the
+    snapshots it gives are as immutable as before.
+    """
+
+    __slots__ = ("_records", "_snapshot")
+
+    def __init__(self, state: OffsetState | None = None) -> None:
+        base = state if state is not None else OffsetState()
+        self._records: NestedMapBuilder[str, str, SourceOffset] = NestedMapBuilder(base.records)
+        self._snapshot: OffsetState | None = base
+
+    def add(self, record: SourceOffset) -> None:
+        """Fold one offset record: the latest wins, a tombstone forgets the partition."""
+        index = partition_json(record.partition)
+        if record.offset is None:
+            self._records.pop(record.connector, index)
+        else:
+            self._records.set(record.connector, index, record)
+        self._snapshot = None
+
+    def add_all(self, records: Iterable[SourceOffset]) -> None:
+        """Fold records in order."""
+        for record in records:
+            self.add(record)
+
+    def freeze(self) -> OffsetState:
+        """The state folded so far; the same object until the next record."""
+        if self._snapshot is None:
+            self._snapshot = OffsetState(self._records.freeze())
+        return self._snapshot
+
+
+def apply_all(state: OffsetState, records: Iterable[SourceOffset]) -> OffsetState:
+    """Fold a batch of records in time linear in the batch (plus one copy of each connector touched)."""
+    fold = OffsetFold(state)
+    fold.add_all(records)
+    return fold.freeze()
+
+
 def apply(state: OffsetState, record: SourceOffset) -> OffsetState:
-    """Fold one offset record: the latest wins, a tombstone forgets the partition."""
-    by_partition = dict(state.records.get(record.connector, _EMPTY))
-    index = partition_json(record.partition)
-    if record.offset is None:
-        by_partition.pop(index, None)
-    else:
-        by_partition[index] = record
-    records = dict(state.records)
-    if by_partition:
-        records[record.connector] = MappingProxyType(by_partition)
-    else:
-        records.pop(record.connector, None)
-    return replace(state, records=MappingProxyType(records))
+    """Fold one offset record: the latest wins, a tombstone forgets the partition. Costs a copy of the
+    connector's partition map; batches go through :func:`apply_all` or an :class:`OffsetFold`."""
+    return apply_all(state, (record,))
