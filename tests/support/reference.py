@@ -45,7 +45,18 @@ REFERENCE_39 = "3.9.0"
 REFERENCE_4X = KAFKA_VERSION
 REFERENCE_VERSIONS = (REFERENCE_39, REFERENCE_4X)
 
-REFERENCE_TOOL = Path(os.environ.get("KCONNECT_REFERENCE_CONNECT", "/work/shared/tools/reference-connect"))
+
+def _reference_tool() -> Path:
+    """The tool in the ``shared/`` beside this clone (where CI lays it, as the Makefile expects), else the
+    workplace's; ``KCONNECT_REFERENCE_CONNECT`` names another."""
+    explicit = os.environ.get("KCONNECT_REFERENCE_CONNECT")
+    if explicit:
+        return Path(explicit)
+    beside = Path(__file__).resolve().parents[3] / "shared" / "tools" / "reference-connect"
+    return beside if beside.is_file() else Path("/work/shared/tools/reference-connect")
+
+
+REFERENCE_TOOL = _reference_tool()
 
 
 def reference_home(version: str = REFERENCE_39) -> Path:
