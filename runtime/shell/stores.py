@@ -174,12 +174,15 @@ class InternalTopics:
         self._offset_log = open_log(cfg.offset_storage_topic, self._on_offset_record)
         self._records_log = open_log(cfg.group_records_storage_topic, self._on_group_record)
         sync_s = cfg.worker_sync_timeout_ms / 1000
+        started = time.monotonic()
         for klog in self._logs():
             klog.start(timeout_s)
         for klog in self._logs():
             if not klog.read_to_end(max(sync_s, timeout_s)):
                 raise KafkaLogError(f"could not read internal topic '{klog.topic}' to its end")
         self._config_caught_up = True
+        # Start-up cost grows with the topics (connectors, offsets); the line says how much of it was reading.
+        log.info("internal topics read to their end", seconds=round(time.monotonic() - started, 3))
 
     def stop(self) -> None:
         """Close every log that was opened (shutting down: a failure is only logged)."""
