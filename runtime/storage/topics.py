@@ -8,10 +8,11 @@ on one, with an error that names the topic and the setting to fix.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
 from kconnect.runtime import logs
@@ -58,9 +59,86 @@ def ensure_topics(admin: AdminClient, specs: list[TopicSpec], timeout_s: float =
             except KafkaException as exc:
                 if exc.args and getattr(exc.args[0], "name", lambda: "")() == "TOPIC_ALREADY_EXISTS":
                     continue  # another worker won the race
+                spec = next(s for s in missing if s.name == name)
+                if _denied(exc):
+                    # Kafka answers so when the principal may not create it (CREATE on the topic or the
+                    # cluster), and, not to reveal that it exists, when it exists but is not DESCRIBE-able.
+                    raise TopicError(
+                        f"the worker's principal lacks CREATE on internal topic '{name}' ({spec.purpose}), "
+                        f"or DESCRIBE if it exists already; grant it with an ACL or create the topic "
+                        f"beforehand ({_reason(exc)})"
+                    ) from exc
                 raise TopicError(f"could not create internal topic '{name}': {exc}") from exc
         wait_visible(admin, [s.name for s in missing], timeout_s)
+    check_authorized(admin, specs, timeout_s)
     verify_topics(admin, specs, timeout_s)
+
+
+#: What a worker does with each internal topic: finds it and its partitions (DESCRIBE), reads it to its
+#: end (READ), appends records (WRITE) and checks its cleanup policy (DESCRIBE_CONFIGS).
+REQUIRED_OPERATIONS: tuple[str, ...] = ("DESCRIBE", "READ", "WRITE", "DESCRIBE_CONFIGS")
+
+
+def missing_operations(authorized: Iterable[str] | None) -> list[str]:
+    """The operations of :data:`REQUIRED_OPERATIONS` missing from a topic's authorized operations (the
+    broker's names, ``READ``, ``DESCRIBE_CONFIGS``), in that order; none when the broker did not say."""
+    if authorized is None:
+        return []
+    granted = set(authorized)
+    if "ALL" in granted:
+        return []
+    return [op for op in REQUIRED_OPERATIONS if op not in granted]
+
+
+def check_authorized(admin: AdminClient, specs: list[TopicSpec], timeout_s: float = 30.0) -> None:
+    """Refuse to start when the worker's principal lacks an operation it needs on an internal topic.
+
+    Why up front: without READ the worker would wait out its start-up reading a log that never answers,
+    and without WRITE it would start and fail on its first connector or status write, far from the cause.
+    The broker says what this principal may do with each topic (DescribeTopics with authorized operations,
+    KIP-430; implied operations included, so READ brings DESCRIBE). A broker that does not say (no
+    authorized operations in its answer) is not second-guessed: the later steps report what fails.
+    """
+    futures = admin.describe_topics(
+        TopicCollection([s.name for s in specs]),
+        request_timeout=timeout_s,
+        include_authorized_operations=True,
+    )
+    for spec in specs:
+        try:
+            description = futures[spec.name].result(timeout=timeout_s)
+        except KafkaException as exc:
+            if _denied(exc):
+                raise TopicError(_lacks(["DESCRIBE"], spec, exc)) from exc
+            continue  # not there (verify_topics says so) or not answered: judged by the later steps
+        operations = description.authorized_operations
+        names = None if operations is None else [op.name for op in operations]
+        lacking = missing_operations(names)
+        if lacking:
+            raise TopicError(_lacks(lacking, spec))
+
+
+def _lacks(operations: list[str], spec: TopicSpec, exc: KafkaException | None = None) -> str:
+    """One line naming the topic, the operations the worker's principal lacks on it, and the broker's
+    words when it refused outright."""
+    which = ", ".join(operations)
+    line = (
+        f"the worker's principal lacks {which} on internal topic '{spec.name}' ({spec.purpose}); "
+        f"grant {'them' if len(operations) > 1 else 'it'} with an ACL"
+    )
+    return f"{line} ({_reason(exc)})" if exc is not None else line
+
+
+def _denied(exc: KafkaException) -> bool:
+    """Whether the broker refused for lack of an ACL (on the topic, or on the cluster for a create)."""
+    error = exc.args[0] if exc.args else None
+    code = error.code() if isinstance(error, KafkaError) else None
+    return code in (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED)
+
+
+def _reason(exc: KafkaException) -> str:
+    error = exc.args[0] if exc.args else None
+    return f"{error.name()}: {error.str()}" if isinstance(error, KafkaError) else str(exc)
 
 
 def visible(metadata: Any, names: list[str]) -> list[str]:
