@@ -122,6 +122,10 @@ class WorkerConfig:
     topic_creation_enable: bool
     topic_tracking_enable: bool
     topic_tracking_allow_reset: bool
+    auto_restart_enable: bool
+    auto_restart_max_attempts: int
+    auto_restart_backoff_initial_ms: int
+    auto_restart_backoff_max_ms: int
     auto_include_jmx_reporter: bool
     # REST API
     listeners: tuple[str, ...]

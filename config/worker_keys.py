@@ -461,6 +461,43 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Whether users may reset a connector's recorded topics through the REST API.",
     ),
     Definition(
+        "auto.restart.enable",
+        ConfigType.BOOLEAN,
+        "false",
+        "Whether FAILED connectors and tasks are restarted by the worker that runs them, with a growing "
+        "backoff (Apache Kafka Connect leaves them FAILED: false keeps that). A connector config may set "
+        "this key and the three below to override the worker's. A paused or stopped connector is never "
+        "restarted; a user's restart starts the count again.",
+        kconnect=True,
+    ),
+    Definition(
+        "auto.restart.max.attempts",
+        ConfigType.INT,
+        "10",
+        "How many automatic restarts a connector or task gets before it is left FAILED with its last "
+        "trace. The count starts again after a user's restart or after it has run for "
+        "auto.restart.backoff.max.ms.",
+        _NON_NEGATIVE_INT,
+        kconnect=True,
+    ),
+    Definition(
+        "auto.restart.backoff.initial.ms",
+        ConfigType.LONG,
+        "5000",
+        "How long after its first failure a connector or task is restarted; the wait doubles with each "
+        "automatic restart up to auto.restart.backoff.max.ms.",
+        _NON_NEGATIVE_LONG,
+        kconnect=True,
+    ),
+    Definition(
+        "auto.restart.backoff.max.ms",
+        ConfigType.LONG,
+        "300000",
+        "The longest wait before an automatic restart.",
+        _NON_NEGATIVE_LONG,
+        kconnect=True,
+    ),
+    Definition(
         "auto.include.jmx.reporter",
         ConfigType.BOOLEAN,
         "true",

@@ -72,11 +72,23 @@ def config_patch(body: Any) -> dict[str, str | None]:
     return out
 
 
+def initial_offsets(value: Any) -> list[connector_offsets.OffsetEntry] | None:
+    """KIP-995's ``initial_offsets`` of a create body: the ``PATCH /connectors/{name}/offsets`` body's shape
+    (``{"offsets": [...]}``), checked the same way; None when absent or null."""
+    if value is None:
+        return None
+    try:
+        return connector_offsets.parse_body(value)
+    except BadRequestError as exc:
+        raise BadRequestError(f"initial_offsets: {exc}") from exc
+
+
 def connectors_router(ctx: RestContext) -> APIRouter:
     """The connector collection and each connector's info, config and status, for ``ctx``'s worker."""
     router = APIRouter()
     worker, writes = ctx.worker, ctx.writes
     connector_info, connector_status = ctx.connector_info, ctx.connector_status
+    ops = ConnectorOperations(worker)
 
     @router.get("/connectors")
     def list_connectors(request: Request) -> Any:
@@ -121,15 +133,17 @@ def connectors_router(ctx: RestContext) -> APIRouter:
             )
         # The REST API names the running state RUNNING; the config topic's target state is STARTED.
         target = None if not initial_state else TargetState(initial_state.replace("RUNNING", "STARTED"))
+        offsets = initial_offsets(body.get("initial_offsets"))
         try:
-            await run_in_threadpool(
-                writes.put_connector_config, name, config, allow_replace=False, initial_state=target
-            )
+            await run_in_threadpool(ops.create, name, config, target, offsets)
         except NotLeaderError as exc:
             return await ctx.forward_or_raise(request, exc, raw)
+        content = connector_info(name)
+        if offsets is not None:
+            content["initial_offsets_written"] = True
         return JSONResponse(
             status_code=201,
-            content=connector_info(name),
+            content=content,
             headers={"Location": str(request.base_url).rstrip("/") + f"/connectors/{name}"},
         )
 

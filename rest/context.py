@@ -150,6 +150,10 @@ class RestContext:
         # placeholder "undefined" is left out, as Java's NoVersionFilter does.
         if entry.version != "undefined":
             out["version"] = entry.version or None
+        # kconnect's self-healing, beside Java's fields: restarts made, and when the next is due (or null).
+        auto = getattr(entry, "auto_restart", None)
+        if auto is not None:
+            out["auto_restart"] = {"attempts": auto.attempts, "next_attempt_ms": auto.next_attempt_ms}
         return out
 
     def connector_status(self, name: str) -> dict[str, Any]:

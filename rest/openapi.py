@@ -61,11 +61,18 @@ _CONFIG_NAMES_ITS_CLASS: dict[str, Any] = {
 
 
 class CreateConnectorRequest(BaseModel):
-    """``POST /connectors``: a name, a config, and optionally the state to create it in (KIP-980)."""
+    """``POST /connectors``: a name, a config, and optionally the state to create it in (KIP-980) and the
+    offsets to start from (KIP-995's draft)."""
 
     name: str = Field(pattern=CONNECTOR_NAME_PATTERN)
     config: dict[str, str] = Field(json_schema_extra=_CONFIG_NAMES_ITS_CLASS)
     initial_state: Literal["RUNNING", "PAUSED", "STOPPED"] | None = None
+    initial_offsets: ConnectorOffsets | None = Field(
+        default=None,
+        description="Offsets written before the connector's tasks start, in the shape PATCH "
+        "/connectors/{name}/offsets takes (KIP-995's draft); offsets an earlier connector of the same "
+        "name left are wiped first. Invalid ones are a 400 and no connector is created.",
+    )
 
 
 class ConnectorInfo(BaseModel):
@@ -77,6 +84,16 @@ class ConnectorInfo(BaseModel):
     type: Literal["source", "sink", "unknown"]
 
 
+class AutoRestart(BaseModel):
+    """kconnect's self-healing of a FAILED entry (``auto.restart.*``), beside Java's fields."""
+
+    attempts: int = Field(description="Automatic restarts made since the count last started again")
+    next_attempt_ms: int | None = Field(
+        description="When the next automatic restart is due (ms since the epoch); null when none is: the "
+        "maximum was reached, or the connector is paused or stopped"
+    )
+
+
 class ConnectorState(BaseModel):
     """A connector's state as the status topic holds it, with the worker that reported it and, when it failed,
     the trace."""
@@ -86,6 +103,9 @@ class ConnectorState(BaseModel):
     trace: str | None = None
     version: str | None = Field(
         default=None, description="The plugin version running (KIP-891); null when the worker did not say"
+    )
+    auto_restart: AutoRestart | None = Field(
+        default=None, description="kconnect only: present while a FAILED entry is being restarted by itself"
     )
 
 
@@ -131,6 +151,16 @@ class ConnectorOffsets(BaseModel):
     """``GET``/``PATCH /connectors/{name}/offsets`` (KIP-875): a list of partitions with their offsets."""
 
     offsets: list[ConnectorOffset]
+
+
+class CreatedConnectorInfo(ConnectorInfo):
+    """``POST /connectors``'s answer: the connector's info and, when ``initial_offsets`` were given, that
+    they were written before the connector was created."""
+
+    initial_offsets_written: bool | None = None
+
+
+CreateConnectorRequest.model_rebuild()
 
 
 class Message(BaseModel):
@@ -207,6 +237,7 @@ _MODELS: list[type[BaseModel]] = [
     ServerInfo,
     CreateConnectorRequest,
     ConnectorInfo,
+    CreatedConnectorInfo,
     ConnectorStateInfo,
     TaskState,
     TaskInfo,
@@ -255,7 +286,7 @@ _OPERATIONS: dict[tuple[str, str], tuple[dict[str, Any] | None, int, dict[str, A
             ]
         },
     ),
-    ("post", "/connectors"): (_ref("CreateConnectorRequest"), 201, _ref("ConnectorInfo")),
+    ("post", "/connectors"): (_ref("CreateConnectorRequest"), 201, _ref("CreatedConnectorInfo")),
     ("get", "/connectors/{name}"): (None, 200, _ref("ConnectorInfo")),
     ("delete", "/connectors/{name}"): (None, 204, None),
     ("get", "/connectors/{name}/config"): (None, 200, _STRING_MAP),

@@ -563,6 +563,15 @@ class Herder:
         self.task_targets.pop(task, None)
         return [StopTask(task), ReportRestarting(task.connector, task), *self._converge()]
 
+    def on_restart_connector(self, name: str) -> list[Action]:
+        """Restart a connector instance running here (self-healing, ``auto_restart``): stop, RESTARTING,
+        start again, as a restart request's connector part does, but without a config-topic record, since
+        only its owner decides it. Nothing happens when the connector does not run here (any more)."""
+        if self.running_connectors.pop(name, None) is None:
+            return []
+        self.connector_targets.pop(name, None)
+        return [StopConnector(name), ReportRestarting(name), *self._converge()]
+
     def begin_leave(self) -> list[Action]:
         """Announce a planned departure: rejoin flagged as leaving, so the leader moves the work now.
 

@@ -19,6 +19,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from kconnect.runtime import logs
 from kconnect.runtime.errors import (
+    AlreadyExistsError,
     BadRequestError,
     ConnectError,
     ForbiddenError,
@@ -151,18 +152,66 @@ class ConnectorOperations:
                 merged[key] = value
         self.worker.put_connector_config(name, merged, allow_replace=True)
 
+    # -- creation with offsets (KIP-995) -------------------------------------------------------
+
+    def create(
+        self,
+        name: str,
+        config: Mapping[str, str],
+        initial_state: TargetState | None = None,
+        initial_offsets: list[connector_offsets.OffsetEntry] | None = None,
+    ) -> bool:
+        """``POST /connectors``, with KIP-995's ``initial_offsets`` when given; True when it was created.
+
+        The offsets are written before the connector's config, so no task of it can start from anything
+        else, and in one call rather than create-stopped, PATCH, resume. As KIP-995 says, offsets left by
+        an earlier connector of the same name are wiped first (source: tombstoned; sink: its consumer group
+        deleted), or a new connector would silently resume where the old one stopped. The config is
+        validated and the offsets are checked (shape, then the connector's own ``alter_offsets``) before
+        anything is written: a 400 leaves nothing behind.
+        """
+        if initial_offsets is None:
+            return self.worker.put_connector_config(
+                name, config, allow_replace=False, initial_state=initial_state
+            )
+        self.worker.require_leader(while_rebalancing=True)
+        if self.worker.snapshot().contains(name):
+            raise AlreadyExistsError(f"Connector {name} already exists")
+        full = {**config, "name": name}
+        self.worker.writes.validate(full)
+        connector = self._plugin(name, full)
+        if isinstance(connector, SourceConnector):
+            records = connector_offsets.source_records(name, initial_offsets)
+            _ask(connector.alter_offsets, full, [(r.partition, r.offset) for r in records])
+            known = self.worker.source_offsets().records.get(name, {})
+            stale = [SourceOffset(name, known[p].partition, None) for p in sorted(known)]
+            self.worker.write_source_offsets([*stale, *records])
+        else:
+            assert isinstance(connector, SinkConnector)
+            offsets = connector_offsets.sink_offsets(initial_offsets)
+            _ask(connector.alter_offsets, full, {TopicPartition(t, p): o for (t, p), o in offsets.items()})
+            self._delete_group(name, full)
+            self._alter_group(name, full, offsets)
+        log.info("initial offsets written", connector=name, offsets=len(initial_offsets))
+        return self.worker.put_connector_config(
+            name, config, allow_replace=False, initial_state=initial_state
+        )
+
     # -- offsets -------------------------------------------------------------------------------
+
+    def _plugin(self, name: str, props: Mapping[str, str]) -> Connector:
+        try:
+            desc = self.worker.registry.find(props.get("connector.class") or "", connector_version(props))
+        except Exception as exc:
+            raise ConnectError(f"Cannot find the plugin of connector {name}: {exc}") from exc
+        return desc.cls()
 
     def _connector(self, name: str) -> tuple[Connector, dict[str, str]]:
         config = self.worker.snapshot().connector_config(name)
         if config is None:
             raise NotFoundError(f"Connector {name} not found")
         props = {k: v for k, v in config.items() if v is not None}
-        try:
-            desc = self.worker.registry.find(props.get("connector.class") or "", connector_version(props))
-        except Exception as exc:
-            raise ConnectError(f"Cannot find the plugin of connector {name}: {exc}") from exc
-        return desc.cls(), props
+        return self._plugin(name, props), props
 
     def offsets(self, name: str) -> dict[str, list[dict[str, Any]]]:
         """``GET /connectors/<name>/offsets`` (KIP-875): a source connector's offsets from the offsets topic,
@@ -223,15 +272,34 @@ class ConnectorOperations:
         handled = _ask(
             connector.alter_offsets, props, {TopicPartition(t, p): o for (t, p), o in offsets.items()}
         )
+        self._alter_group(name, props, offsets)
+        return connector_offsets.modified_message(False, handled)
+
+    def _alter_group(
+        self, name: str, props: Mapping[str, str], offsets: Mapping[tuple[str, int], int | None]
+    ) -> None:
+        """Commit a sink connector's offsets for its consumer group (null ones are left out)."""
         group = connector_offsets.sink_group_id(name, props)
         request = ConsumerGroupTopicPartitions(
             group, [KafkaTopicPartition(t, p, o) for (t, p), o in sorted(offsets.items()) if o is not None]
         )
+        if not request.topic_partitions:
+            return
         try:
             self.worker.admin().alter_consumer_group_offsets([request])[group].result(timeout=ADMIN_TIMEOUT_S)
         except KafkaException as exc:
             raise ConnectError(f"Failed to alter consumer group offsets for connector {name}: {exc}") from exc
-        return connector_offsets.modified_message(False, handled)
+
+    def _delete_group(self, name: str, props: Mapping[str, str]) -> None:
+        """Delete a sink connector's consumer group (and so its committed offsets); none is no error."""
+        group = connector_offsets.sink_group_id(name, props)
+        try:
+            self.worker.admin().delete_consumer_groups([group])[group].result(timeout=ADMIN_TIMEOUT_S)
+        except KafkaException as exc:
+            if not _is(exc, KafkaError.GROUP_ID_NOT_FOUND):
+                raise ConnectError(
+                    f"Failed to reset consumer group offsets for connector {name}: {exc}"
+                ) from exc
 
     def reset_offsets(self, name: str) -> str:
         """``DELETE /connectors/<name>/offsets`` (KIP-875): tombstones for every known source partition, or
@@ -248,14 +316,7 @@ class ConnectorOperations:
         assert isinstance(connector, SinkConnector)
         committed = self._committed(name, props)
         handled = _ask(connector.alter_offsets, props, {TopicPartition(t, p): None for t, p in committed})
-        group = connector_offsets.sink_group_id(name, props)
-        try:
-            self.worker.admin().delete_consumer_groups([group])[group].result(timeout=ADMIN_TIMEOUT_S)
-        except KafkaException as exc:
-            if not _is(exc, KafkaError.GROUP_ID_NOT_FOUND):
-                raise ConnectError(
-                    f"Failed to reset consumer group offsets for connector {name}: {exc}"
-                ) from exc
+        self._delete_group(name, props)
         return connector_offsets.modified_message(True, handled)
 
     # -- active topics (KIP-558) ---------------------------------------------------------------

@@ -147,6 +147,9 @@ class InternalTopics:
         self._status_log: KafkaLog | None = None
         self._offset_log: KafkaLog | None = None
         self._records_log: KafkaLog | None = None
+        #: Told of every status this worker reports (:meth:`put_status`), from whichever thread reports it:
+        #: self-healing (``auto_restarts``) learns of failures and restarts here, with no topic lag.
+        self.on_status_put: Callable[[status_log.ConnectorStatus | status_log.TaskStatus], None] | None = None
 
     # ------------------------------------------------------------------------------------------ start
 
@@ -255,6 +258,8 @@ class InternalTopics:
             self.write_status(status)
         except KafkaLogError as exc:
             log.warning("could not write a status record", error=str(exc))
+        if self.on_status_put is not None:
+            self.on_status_put(status)
 
     def write_status(self, record: status_log.StatusRecord) -> None:
         """Write one status-topic record (any worker may, as in Java)."""

@@ -33,6 +33,7 @@ from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.plugin_metrics import PluginMetricsRegistry
 from kconnect.runtime.plugins.registry import PluginRegistry
 from kconnect.runtime.shell import metrics, session_keys, view
+from kconnect.runtime.shell.auto_restarts import AutoRestarts, worker_policy
 from kconnect.runtime.shell.connectors import Connectors
 from kconnect.runtime.shell.leader import LeaderRound, group_configuration, new_member
 from kconnect.runtime.shell.stores import InternalTopics, connect, startup_timeout_s
@@ -128,6 +129,9 @@ class Worker:
         self.executor: Executor = executor or self._spark_executor()
         self.tasks = Tasks(config, wid, self.executor, self.stores, self.metrics, providers)
         self.session_keys = session_keys.KeyRotation(self.stores, config)
+        #: Self-healing (``auto.restart.*``): told of every status this worker reports.
+        self.auto_restarts = AutoRestarts(worker_policy(config), self.stores, wid)
+        self.stores.on_status_put = lambda status: self.auto_restarts.observe(status, _now_ms())
         self.executor.set_listener(
             TaskListener(
                 failed=lambda task, trace: self.tasks.failed(task, trace, self.herder),
@@ -220,6 +224,7 @@ class Worker:
         if joined is not None:
             self._on_joined(joined)
         self._rotate_session_key()
+        self._auto_restart()
         member.poll_heartbeat()
         try:
             event = self._events.get(timeout=0.1)
@@ -314,6 +319,25 @@ class Worker:
             self._events.put(_CONFIG_MOVED)
         self._rotate_session_key()
         self.started.set()
+
+    def _auto_restart(self) -> None:
+        """Self-healing, on every tick: restart the FAILED connectors and tasks run here whose restart is
+        due (``auto_restarts``), through the herder's restart path, as a user's restart of them would."""
+        with self._lock:
+            connectors, tasks = set(self.herder.running_connectors), set(self.herder.running_tasks)
+            snapshot = self.herder.snapshot
+        for key in self.auto_restarts.step(connectors, tasks, snapshot, _now_ms()):
+            with self._lock:
+                if isinstance(key, str):
+                    actions = self.herder.on_restart_connector(key)
+                else:
+                    actions = self.herder.on_restart_task(key)
+            self.log.info(
+                "auto restart",
+                entry=str(key),
+                attempts=getattr(self.auto_restarts.entry(key), "attempts", None),
+            )
+            self._execute(actions)
 
     def _rotate_session_key(self) -> None:
         """KIP-507, on every tick as Java's herder does: a leader writes a new session key when there is

@@ -24,6 +24,7 @@ from kconnect.runtime.errors import (
     NotLeaderError,
     RebalanceNeededError,
 )
+from kconnect.runtime.group import auto_restart
 from kconnect.runtime.group.herder import Herder
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.api import ConnectorError
@@ -150,6 +151,10 @@ class ClusterWrites:
             raise BadRequestError(str(exc.args[0]) if exc.args else str(exc)) from exc
         if infos.error_count:
             raise BadRequestError(infos.invalid_config_message())
+        # kconnect's own keys, which no plugin's ConfigDef knows: a bad override would be ignored silently.
+        problems = auto_restart.config_errors(config)
+        if problems:
+            raise BadRequestError("Connector configuration is invalid: " + "; ".join(problems))
 
     def put_connector_config(
         self,

@@ -39,6 +39,7 @@ __all__ = [
     "TASK_STATUS_PREFIX",
     "TOPIC_STATUS_PREFIX",
     "TOPIC_STATUS_SEPARATOR",
+    "AutoRestartInfo",
     "ConnectorStatus",
     "ConnectorStatusDeletion",
     "CorruptRecord",
@@ -83,10 +84,21 @@ class State(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class AutoRestartInfo:
+    """kconnect's self-healing, beside Java's fields of a FAILED status: how many automatic restarts were
+    made and when the next one is due (None: none is, the maximum was reached or the connector is paused or
+    stopped). In the record value as ``"auto_restart": {"attempts", "next_attempt_ms"}``: Java's status
+    reader reads the fields it knows and ignores this one, and every worker's REST answer can show it."""
+
+    attempts: int
+    next_attempt_ms: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class ConnectorStatus:
     """``status-connector-<name>``. ``trace`` is nullable (written as JSON null); ``version`` is the
     plugin version running (KIP-891), written only when known, so Java workers before 4.1, which read
-    the fields they know, still read the record."""
+    the fields they know, still read the record. ``auto_restart``: see :class:`AutoRestartInfo`."""
 
     connector: str
     state: State
@@ -94,6 +106,7 @@ class ConnectorStatus:
     worker_id: str
     generation: int
     version: str | None = None
+    auto_restart: AutoRestartInfo | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "state", State(self.state))
@@ -109,6 +122,7 @@ class TaskStatus:
     worker_id: str
     generation: int
     version: str | None = None
+    auto_restart: AutoRestartInfo | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "state", State(self.state))
@@ -164,7 +178,12 @@ def _check_int(value: int, low: int, high: int, what: str) -> int:
 
 
 def _status_value(
-    state: State, trace: str | None, worker_id: str, generation: int, version: str | None
+    state: State,
+    trace: str | None,
+    worker_id: str,
+    generation: int,
+    version: str | None,
+    auto_restart: AutoRestartInfo | None = None,
 ) -> bytes | None:
     if state is State.DESTROYED:
         # Java's send() turns a DESTROYED status into a tombstone rather than a record.
@@ -178,6 +197,12 @@ def _status_value(
     }
     if version is not None:
         fields["version"] = version
+    if auto_restart is not None:
+        _check_int(auto_restart.attempts, 0, INT32_MAX, "auto-restart attempts")
+        fields["auto_restart"] = {
+            "attempts": auto_restart.attempts,
+            "next_attempt_ms": auto_restart.next_attempt_ms,
+        }
     encoded: bytes = java_json.write_record(fields)
     return encoded
 
@@ -202,12 +227,12 @@ def encode(record: StatusRecord) -> tuple[bytes, bytes | None]:
     key: str
     value: bytes | None
     match record:
-        case ConnectorStatus(connector, state, trace, worker_id, generation, version):
+        case ConnectorStatus(connector, state, trace, worker_id, generation, version, auto_restart):
             key = CONNECTOR_STATUS_PREFIX + connector
-            value = _status_value(state, trace, worker_id, generation, version)
-        case TaskStatus(task, state, trace, worker_id, generation, version):
+            value = _status_value(state, trace, worker_id, generation, version, auto_restart)
+        case TaskStatus(task, state, trace, worker_id, generation, version, auto_restart):
             key = f"{TASK_STATUS_PREFIX}{task.connector}-{_check_int(task.task, 0, INT32_MAX, 'task number')}"
-            value = _status_value(state, trace, worker_id, generation, version)
+            value = _status_value(state, trace, worker_id, generation, version, auto_restart)
         case ConnectorStatusDeletion(connector):
             key, value = CONNECTOR_STATUS_PREFIX + connector, None
         case TaskStatusDeletion(task):
@@ -261,7 +286,19 @@ def _str(key: str, obj: Mapping[str, object], name: str) -> str:
     return value
 
 
-def _status_fields(key: str, raw: bytes) -> tuple[State, str | None, str, int, str | None]:
+def _auto_restart(key: str, obj: Mapping[str, object]) -> AutoRestartInfo | None:
+    raw = obj.get("auto_restart")
+    if raw is None:
+        return None
+    info = _object(key, raw, "'auto_restart'")
+    attempts = _int(key, info, "attempts", 0, INT32_MAX)
+    due = None if info.get("next_attempt_ms") is None else _int(key, info, "next_attempt_ms", 0, INT64_MAX)
+    return AutoRestartInfo(attempts, due)
+
+
+def _status_fields(
+    key: str, raw: bytes
+) -> tuple[State, str | None, str, int, str | None, AutoRestartInfo | None]:
     # Unlike the config store, Java's status reader does not treat empty bytes as a tombstone: its
     # converter yields null, the parser fails and the record is dropped.
     obj = _object(key, None if not raw else parse_json(key, raw))
@@ -279,7 +316,7 @@ def _status_fields(key: str, raw: bytes) -> tuple[State, str | None, str, int, s
     if version is not None and not isinstance(version, str):
         raise CorruptRecord(key, f"'version' should be a string or absent but is {_describe(version)}")
     worker_id, generation = _str(key, obj, "worker_id"), _int(key, obj, "generation", INT32_MIN, INT32_MAX)
-    return state, trace, worker_id, generation, version
+    return state, trace, worker_id, generation, version, _auto_restart(key, obj)
 
 
 def decode(key: bytes | None, value: bytes | None) -> StatusRecord:

@@ -262,3 +262,37 @@ def test_a_static_assignment_body_is_as_strict_as_the_api(document: dict[str, An
         assert _admits(document, accepted, schema), accepted
     for refused in ({"other": []}, {"connectors": [" "]}, {"tasks": ["orders"]}, {"tasks": ["-1"]}):
         assert not _admits(document, refused, schema), refused
+
+
+def test_create_body_takes_initial_offsets_and_status_shows_auto_restart(document: dict[str, Any]) -> None:
+    """KIP-995's ``initial_offsets`` in the create body (the offsets API's shape) and its answer's flag;
+    kconnect's ``auto_restart`` beside Java's fields of a status entry."""
+    schemas = document["components"]["schemas"]
+
+    def valid(instance: Any, name: str) -> bool:
+        try:
+            jsonschema.validate(
+                instance, {"$ref": f"#/components/schemas/{name}", "components": {"schemas": schemas}}
+            )
+        except jsonschema.ValidationError:
+            return False
+        return True
+
+    config = {"connector.class": "FileStreamSource", "file": "/tmp/x", "topic": "t"}
+    offsets = {"offsets": [{"partition": {"filename": "/tmp/x"}, "offset": {"position": 12}}]}
+    assert valid({"name": "src", "config": config, "initial_offsets": offsets}, "CreateConnectorRequest")
+    assert not valid({"name": "src", "config": config, "initial_offsets": [1]}, "CreateConnectorRequest")
+    answer = document["paths"]["/connectors"]["post"]["responses"]["201"]["content"]["application/json"]
+    assert answer["schema"] == {"$ref": "#/components/schemas/CreatedConnectorInfo"}
+    created = {
+        "name": "src",
+        "config": config,
+        "tasks": [],
+        "type": "source",
+        "initial_offsets_written": True,
+    }
+    assert valid(created, "CreatedConnectorInfo")
+    entry = {"state": "FAILED", "worker_id": "w:8083", "trace": "t", "id": 0}
+    assert valid({**entry, "auto_restart": {"attempts": 2, "next_attempt_ms": 1795331770007}}, "TaskState")
+    assert valid({**entry, "auto_restart": {"attempts": 3, "next_attempt_ms": None}}, "TaskState")
+    assert not valid({**entry, "auto_restart": {"attempts": "2", "next_attempt_ms": None}}, "TaskState")
