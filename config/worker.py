@@ -111,6 +111,8 @@ class WorkerConfig:
     value_converter: str
     header_converter: str
     task_shutdown_graceful_timeout_ms: int
+    connector_method_timeout_ms: int
+    task_method_timeout_ms: int
     offset_flush_interval_ms: int
     offset_flush_timeout_ms: int
     file_connectors_enable: bool

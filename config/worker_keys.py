@@ -374,6 +374,25 @@ DEFINITIONS: tuple[Definition, ...] = (
         _NON_NEGATIVE_LONG,
     ),
     Definition(
+        "connector.method.timeout.ms",
+        ConfigType.LONG,
+        "30000",
+        "How long a connector plugin's start(), stop(), task_configs() or validate() may run before the "
+        "connector is reported FAILED (or the validation answered 500) and the call's thread abandoned; "
+        "kconnect's own. These calls run off the herder's thread, so a call that hangs holds up no "
+        "rebalance, REST write or other connector.",
+        _POSITIVE_LONG,
+    ),
+    Definition(
+        "task.method.timeout.ms",
+        ConfigType.LONG,
+        "300000",
+        "How long a task's start(), poll(), put(), flush()/pre_commit() or stop() may run before the task "
+        "is reported FAILED and fenced (nothing it returns later is produced or committed); kconnect's "
+        "own. The default matches a sink consumer's max.poll.interval.ms.",
+        _POSITIVE_LONG,
+    ),
+    Definition(
         "offset.flush.interval.ms",
         ConfigType.LONG,
         "60000",

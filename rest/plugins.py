@@ -20,11 +20,13 @@ from kconnect.config.config_providers import worker_config_providers
 from kconnect.config.worker import ExactlyOnceSourceSupport
 from kconnect.rest.bodies import parse_json
 from kconnect.runtime import logs
-from kconnect.runtime.errors import BadRequestError, NotFoundError
+from kconnect.runtime.errors import BadRequestError, ConnectError, NotFoundError
 from kconnect.runtime.plugins.catalog import PluginCatalog, UnknownPluginError
+from kconnect.runtime.plugins.config_infos import ConfigInfos
 from kconnect.runtime.plugins.connector_config import ConnectorConfigError
 from kconnect.runtime.plugins.connector_validation import plugin_mismatch_error, validate_connector_config
 from kconnect.runtime.plugins.override_policy import OverridePolicy
+from kconnect.runtime.plugins.plugin_calls import PluginCallTimeout
 from kconnect.runtime.plugins.plugin_versions import InvalidVersionSpec
 from kconnect.runtime.plugins.registry import AmbiguousPluginError, PluginError, PluginVersionError
 from kconnect.runtime.shell.worker import Worker
@@ -101,9 +103,9 @@ def plugins_router(worker: Worker) -> APIRouter:
         if mismatch is not None:
             raise BadRequestError(mismatch)
         eos = worker.config.exactly_once_source_support == ExactlyOnceSourceSupport.ENABLED
-        try:
-            infos = await run_in_threadpool(
-                validate_connector_config,
+
+        def run() -> ConfigInfos:
+            return validate_connector_config(
                 worker.registry,
                 config,
                 worker_group_id=worker.config.group_id,
@@ -113,6 +115,19 @@ def plugins_router(worker: Worker) -> APIRouter:
                 override_policy=OverridePolicy.of_worker(worker.config),
                 config_providers=worker_config_providers(worker.config),
             )
+
+        try:
+            # Bounded (connector.method.timeout.ms): a validate() that hangs answers 500 naming the call,
+            # and holds one abandoned thread, never one of the handlers' threads.
+            infos = await run_in_threadpool(
+                worker.plugin_calls.run_bounded,
+                f"connector class {config.get('connector.class')}",
+                "validate",
+                worker.config.connector_method_timeout_ms / 1000,
+                run,
+            )
+        except PluginCallTimeout as exc:
+            raise ConnectError(f"{exc} (connector.method.timeout.ms)") from exc
         except (ConnectorConfigError, PluginError) as exc:
             raise BadRequestError(str(exc)) from exc
         return JSONResponse(infos.to_json())

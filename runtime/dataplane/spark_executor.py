@@ -50,6 +50,7 @@ from kconnect.runtime.dataplane.task_runner import (
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.api import ConnectorError, SinkTask, SourceTask
 from kconnect.runtime.plugins.override_policy import ConnectorKind, OverridePolicy, refused_overrides
+from kconnect.runtime.plugins.plugin_calls import PluginCalls
 from kconnect.runtime.plugins.plugin_metrics import PluginMetricsRegistry
 from kconnect.runtime.plugins.registry import PluginRegistry
 from kconnect.runtime.storage.offset_log import OffsetState, SourceOffset
@@ -252,8 +253,11 @@ class SparkExecutor:
         fence: Callable[[str], None] | None = None,
         topic_status: tuple[Callable[[str, str], bool], Callable[[TopicStatus], None]] | None = None,
         plugin_metrics: PluginMetricsRegistry | None = None,
+        plugin_calls: PluginCalls | None = None,
     ) -> None:
         self.config = config
+        #: Where tasks' plugin calls are bounded by ``task.method.timeout.ms`` (the worker's watchdog).
+        self.plugin_calls = plugin_calls or PluginCalls()
         #: The worker's KIP-877 registry, where tasks and their converters register their own metrics.
         self.plugin_metrics = plugin_metrics
         #: KIP-558: whether the status topic has a connector's topic record, and how to write one (None:
@@ -339,6 +343,7 @@ class SparkExecutor:
         paused = target_state != "STARTED"
         try:
             runner = self._runner(task, config)
+            runner.bound_calls(self.plugin_calls, self.config.task_method_timeout_ms / 1000)
             if self._topic_status is not None:
                 runner.active_topics = ActiveTopics(task, *self._topic_status)
         except Exception:

@@ -24,10 +24,22 @@ from kconnect.runtime.dataplane.active_topics import ActiveTopics
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.api import ConnectorError, Monitorable, Task
 from kconnect.runtime.plugins.connector_config import connector_version
+from kconnect.runtime.plugins.plugin_calls import PluginCall, PluginCalls
 from kconnect.runtime.plugins.plugin_metrics import PluginMetrics, PluginMetricsRegistry
 from kconnect.runtime.plugins.registry import PluginError, PluginRegistry
 
 log = logs.get(__name__)
+
+
+#: The task methods that run bounded by ``task.method.timeout.ms`` (``TaskRunner.bound_calls``): the ones
+#: that may block on a system outside the worker. ``stop`` is bounded but never fenced, so that a task
+#: whose call returned late still releases what it holds.
+BOUNDED_TASK_METHODS = ("start", "poll", "put", "flush", "pre_commit", "commit", "stop")
+
+
+class TaskFenced(Exception):
+    """Raised into a task's thread when a call returns after the task was fenced (past its bound, or
+    abandoned by a stop that timed out): what the call returned must not be produced or committed."""
 
 
 def client_settings(
@@ -156,6 +168,71 @@ class TaskRunner:
         #: What the task's context gives the task (``plugin_metrics()``).
         self.plugin_metrics = self._metrics_registry.task(task_id.connector, task_id.task)
         self._all_metrics: list[PluginMetrics] = [self.plugin_metrics]
+        #: Set once the task's thread is abandoned (a call past ``task.method.timeout.ms``, or a stop that
+        #: timed out): from then on every bounded call raises :class:`TaskFenced` instead of returning.
+        self._fenced = threading.Event()
+
+    # --- bounded plugin calls (issue 24 item 2)
+
+    def bound_calls(self, calls: PluginCalls, timeout_s: float) -> None:
+        """Run the plugin task's blocking methods bounded by ``timeout_s`` through ``calls``, whose
+        watchdog fails and fences the task when one runs past it.
+
+        Why by wrapping the task object's methods: the runners' loops (source, sink, exactly-once) call
+        them in many places, and each must be bounded and fenced the same way; an instance attribute
+        shadows the class's method, so the object keeps its class (``isinstance`` checks still hold).
+        """
+        subject = f"task {self.task_id}"
+        for method in BOUNDED_TASK_METHODS:
+            original = getattr(self.task, method, None)
+            if callable(original):
+                setattr(self.task, method, self._bounded(calls, subject, method, timeout_s, original))
+
+    def _bounded(
+        self, calls: PluginCalls, subject: str, method: str, timeout_s: float, original: Callable[..., Any]
+    ) -> Callable[..., Any]:
+        fences = method != "stop"
+        context = {"connector": self.task_id.connector, "task": str(self.task_id)}
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if fences and self._fenced.is_set():
+                raise TaskFenced(f"task {self.task_id} is fenced; {method}() not called")
+            with calls.bounded(subject, method, timeout_s, self._timed_out, **context):
+                result = original(*args, **kwargs)
+            if fences and self._fenced.is_set():
+                raise TaskFenced(f"{method}() of task {self.task_id} returned after the task was fenced")
+            return result
+
+        return call
+
+    def _timed_out(self, call: PluginCall, elapsed_s: float) -> None:
+        """The watchdog found a call past its bound (on its own thread): FAILED with a trace naming the
+        method and how long it has been stuck, then fenced. A task being stopped is only fenced."""
+        stack = call.stack()
+        trace = (
+            f"{call.describe(elapsed_s)} (task.method.timeout.ms); the task is fenced: nothing it returns "
+            "later is produced or committed. Restart the task to start a new instance."
+        )
+        if stack:
+            trace += "\nWhere it was blocked:\n" + stack
+        if not self._stopping.is_set() and self.failed is None:
+            self.fail(trace)
+        self.fence()
+
+    def fence(self) -> None:
+        """Abandon the task's thread for good: whatever a call returns later raises :class:`TaskFenced`, and
+        no final offset commit runs (``failed`` is set: the runners skip it for a failed task)."""
+        if self.failed is None:
+            self.failed = "fenced: the task's thread was abandoned"
+        self._fenced.set()
+        self._stopping.set()
+        self._running.set()
+        self._wake()
+
+    @property
+    def fenced(self) -> bool:
+        """Whether the task's thread was abandoned (see :meth:`fence`)."""
+        return self._fenced.is_set()
 
     def monitor_converters(self, key: object, value: object) -> None:
         """Offer the task's key and value converters their metrics if they are ``Monitorable`` (Java does
@@ -232,7 +309,10 @@ class TaskRunner:
         thread = self._thread
         try:
             if thread is not None:
-                thread.join(timeout_s)
+                # A fenced task's thread is stuck in a plugin call already: waiting for it cannot help.
+                thread.join(0 if self._fenced.is_set() else timeout_s)
+                if thread.is_alive():
+                    self.fence()  # abandoned: nothing it returns later may reach Kafka
                 return not thread.is_alive()
             return True
         finally:
@@ -250,8 +330,13 @@ class TaskRunner:
             if not self.run_starts_task:
                 self.task.start(dict(self.config))
             self.run()
+        except TaskFenced as exc:
+            self.log.warning("fenced task's call returned; its result is dropped", reason=str(exc))
         except BaseException:
             trace = traceback.format_exc()
+            if self._fenced.is_set():
+                self.log.warning("fenced task raised; not reported", trace=trace)
+                return
             if self._stopping.is_set():
                 # Torn down under its feet while stopping: not a failure to report, as the task is gone.
                 self.log.warning("task raised while stopping", trace=trace)
@@ -265,7 +350,11 @@ class TaskRunner:
             self.close_plugin_metrics()
 
     def fail(self, trace: str) -> None:
-        """The task failed with ``trace``: keep it (its status is FAILED from now on), tell the worker."""
+        """The task failed with ``trace``: keep it (its status is FAILED from now on), tell the worker.
+        Not once fenced: the status says why it was (its bound), and an abandoned thread reports nothing."""
+        if self._fenced.is_set():
+            self.log.warning("fenced task failed; not reported", trace=trace)
+            return
         self.failed = trace
         self.log.error("task failed", trace=trace)
         self._on_failure(self.task_id, trace)

@@ -43,6 +43,10 @@ class StartConnector:
     name: str
     config: Properties
     target_state: TargetState
+    #: Which instance this is (the herder numbers them): what the instance's thread answers with, so an
+    #: answer from an instance stopped or abandoned since is told apart. Not compared: it names the
+    #: instance, not the decision.
+    attempt: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +162,33 @@ class WriteGroupRecords:
     epoch: int = -1
 
 
+@dataclass(frozen=True, slots=True)
+class ReportConnector:
+    """Write a connector's status (its instance's call answered, failed or timed out); ``trace`` with
+    FAILED."""
+
+    name: str
+    state: State
+    trace: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RequestTaskConfigs:
+    """Ask the connector instance ``attempt`` for its task configs, on its own thread."""
+
+    name: str
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class AbandonConnector:
+    """A call of instance ``attempt`` of a connector ran past ``connector.method.timeout.ms``: never give
+    its thread work again; whatever it answers later is ignored."""
+
+    name: str
+    attempt: int
+
+
 Action = (
     StartConnector
     | StopConnector
@@ -173,6 +204,9 @@ Action = (
     | ReportRestarting
     | ReportUnassigned
     | WriteGroupRecords
+    | ReportConnector
+    | RequestTaskConfigs
+    | AbandonConnector
 )
 
 
@@ -330,6 +364,10 @@ class Herder:
     #: and the generation this worker last installed a target in as the coordinating leader.
     prior_generation: int = -1
     coordinated_generation: int = -1
+    #: The instance of each connector started here whose answers count (``StartConnector.attempt``); an
+    #: instance stopped, replaced or abandoned is not here, so its late answers change nothing.
+    connector_attempts: dict[str, int] = field(default_factory=dict)
+    last_attempt: int = 0
 
     def __post_init__(self) -> None:
         self._mark_restarts_seen(self.snapshot)
@@ -595,13 +633,64 @@ class Herder:
         self.leave_announced = self.leaving
         return self.leaving
 
-    def on_task_configs(self, connector: str, configs: Sequence[Mapping[str, str]]) -> list[Action]:
-        """A connector running here computed its task configs; publish them only when they differ."""
+    def on_task_configs(
+        self, connector: str, configs: Sequence[Mapping[str, str]], attempt: int | None = None
+    ) -> list[Action]:
+        """A connector running here computed its task configs; publish them only when they differ.
+
+        ``attempt`` names the instance that computed them: one stopped or abandoned since is ignored.
+        """
         if connector not in self.running_connectors or not self.snapshot.contains(connector):
+            return []
+        if attempt is not None and self.connector_attempts.get(connector) != attempt:
             return []
         if list(self.snapshot.task_configs(connector)) == [dict(c) for c in configs]:
             return []
         return [PublishTaskConfigs(connector, tuple(dict(c) for c in configs))]
+
+    # -- connector instances' answers (their calls run on their own threads) -----------------------
+
+    def on_connector_call_done(
+        self, name: str, attempt: int, method: str, target_state: TargetState, trace: str | None = None
+    ) -> list[Action]:
+        """A connector instance's ``start`` or ``stop`` (a start-up, or a transition to ``target_state``)
+        returned on its thread, or raised (``trace``): report what it came to; a start that returned asks
+        for task configs. An answer of an instance no longer current here changes nothing.
+        """
+        if self.connector_attempts.get(name) != attempt or name not in self.running_connectors:
+            return []
+        if trace is not None:
+            return [ReportConnector(name, State.FAILED, trace)]
+        if target_state == TargetState.STARTED:
+            actions: list[Action] = [ReportConnector(name, State.RUNNING)]
+            if method == "start":
+                actions.append(RequestTaskConfigs(name, attempt))
+            return actions
+        return [ReportConnector(name, State.PAUSED if target_state == TargetState.PAUSED else State.STOPPED)]
+
+    def on_connector_call_timed_out(
+        self, name: str, attempt: int, method: str, elapsed_s: float, stack: str = ""
+    ) -> list[Action]:
+        """A call of a connector instance ran past ``connector.method.timeout.ms``.
+
+        Its thread is abandoned in any case. An instance still current here is FAILED, with a trace naming
+        the method and how long it has been stuck, and stays in ``running_connectors`` so that nothing
+        starts it again by itself (a hanging start would hang again, and abandon a thread each time): a
+        restart request or a new config starts a new instance, as for any FAILED connector. An instance
+        already stopped (a ``stop()`` that hangs) needs no status: it was reported when it was released.
+        """
+        actions: list[Action] = [AbandonConnector(name, attempt)]
+        if self.connector_attempts.get(name) != attempt or name not in self.running_connectors:
+            return actions
+        del self.connector_attempts[name]
+        trace = (
+            f"{method}() of connector {name} has not returned after {elapsed_s:.1f} s "
+            "(connector.method.timeout.ms); its thread is abandoned and whatever it returns is ignored. "
+            "Restart the connector to start a new instance."
+        )
+        if stack:
+            trace += "\nWhere it was blocked:\n" + stack
+        return [*actions, ReportConnector(name, State.FAILED, trace)]
 
     # -- group.protocol=connect: reconciliation ----------------------------------------------------
 
@@ -731,6 +820,7 @@ class Herder:
         for c in sorted(connectors):
             self.owned_connectors.discard(c)
             self.connector_targets.pop(c, None)
+            self.connector_attempts.pop(c, None)
             if self.running_connectors.pop(c, None) is not None:
                 actions.append(StopConnector(c))
                 stopped.add(c)
@@ -761,6 +851,7 @@ class Herder:
             if plan.connector and name in self.running_connectors:
                 del self.running_connectors[name]
                 self.connector_targets.pop(name, None)
+                self.connector_attempts.pop(name, None)
                 actions += [StopConnector(name), ReportRestarting(name)]
             tasks = [t for t in plan.tasks if t in self.running_tasks]
             for task in tasks:
@@ -792,7 +883,9 @@ class Herder:
             if running is None:
                 self.running_connectors[name] = config
                 self.connector_targets[name] = target
-                actions.append(StartConnector(name, config, target))
+                self.last_attempt += 1
+                self.connector_attempts[name] = self.last_attempt
+                actions.append(StartConnector(name, config, target, self.last_attempt))
             elif self.connector_targets.get(name) != target:
                 self.connector_targets[name] = target
                 actions.append(TransitionConnector(name, target))

@@ -9,15 +9,18 @@ writer. Deciding *what* runs stays with the herder (``runtime/group/herder.py``)
 from __future__ import annotations
 
 import json
+import queue
 import threading
+import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kconnect.config.config_providers import ConfigProviders, reverse_transform
 from kconnect.runtime import logs
 from kconnect.runtime.plugins.api import Connector, ConnectorContext, ConnectorError, connector_type
 from kconnect.runtime.plugins.connector_config import connector_version, plugin_version_names
+from kconnect.runtime.plugins.plugin_calls import PluginCall, PluginCalls
 from kconnect.runtime.plugins.plugin_metrics import PluginMetrics, PluginMetricsRegistry
 from kconnect.runtime.plugins.registry import PluginRegistry
 from kconnect.runtime.shell.stores import InternalTopics
@@ -33,10 +36,97 @@ def strings(props: Properties) -> dict[str, str]:
     return {k: v for k, v in props.items() if v is not None}
 
 
+@dataclass(frozen=True, slots=True)
+class ConnectorCallDone:
+    """Event: a connector instance's ``start`` or ``stop`` (start-up, transition) returned or raised."""
+
+    name: str
+    attempt: int
+    method: str
+    target_state: TargetState
+    trace: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectorTaskConfigs:
+    """Event: a connector instance computed its task configs."""
+
+    name: str
+    attempt: int
+    configs: list[dict[str, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectorCallTimedOut:
+    """Event: a call of a connector instance ran past ``connector.method.timeout.ms``."""
+
+    name: str
+    attempt: int
+    method: str
+    elapsed_s: float
+    stack: str
+
+
+class _PluginThread:
+    """The one thread a connector instance's plugin code runs on, fed a queue of calls in order.
+
+    Why a thread per instance: a call that hangs then holds up only its own instance. Once abandoned it
+    is never given work again; the calls queued behind the stuck one are dropped.
+    """
+
+    def __init__(self, name: str, attempt: int) -> None:
+        self._jobs: queue.Queue[Callable[[], None] | None] = queue.Queue()
+        self.abandoned = threading.Event()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._pending = 0
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(
+            target=self._main, name=f"connector-{name}-{attempt}", daemon=True, args=(name,)
+        )
+        self._thread.start()
+
+    def submit(self, job: Callable[[], None]) -> None:
+        if self.abandoned.is_set():
+            return
+        with self._lock:
+            self._pending += 1
+            self._idle.clear()
+        self._jobs.put(job)
+
+    def finish(self) -> None:
+        """No more calls: the thread ends after the queued ones."""
+        self._jobs.put(None)
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Wait for the queued calls to run (shutdown and tests); False if they did not in time."""
+        return self._idle.wait(timeout_s)
+
+    def _main(self, name: str) -> None:
+        logs.bind(connector=name)
+        while True:
+            job = self._jobs.get()
+            if job is None or self.abandoned.is_set():
+                self._idle.set()
+                return
+            try:
+                job()
+            except Exception as exc:  # each job reports its own failures; this is a last resort
+                log.error("connector call failed unexpectedly", connector=name, error=str(exc))
+            finally:
+                with self._lock:
+                    self._pending -= 1
+                    if self._pending == 0:
+                        self._idle.set()
+
+
 @dataclass
 class _RunningConnector:
-    instance: Connector
     config: Properties
+    attempt: int
+    thread: _PluginThread
+    #: Created on the instance's thread (its constructor is plugin code too); None until then.
+    instance: Connector | None = None
     #: Whether ``instance.start`` ran (and ``stop`` is owed): not while PAUSED or STOPPED.
     started: bool = False
     #: The KIP-877 metrics of the started instance, closed whenever it is stopped.
@@ -48,10 +138,14 @@ class _RunningConnector:
 class Connectors:
     """The connector instances running on this worker.
 
-    Called from the herder thread only. ``generation`` gives the group generation statuses are written
-    with; ``request_reconfigure`` asks the herder thread to recompute a connector's task configs soon (a
-    connector's own request, or a retry); ``stopping`` is set once the worker shuts down; ``plugin_metrics``
-    is the worker's registry of KIP-877 metrics (a private one when not given).
+    Called from the herder thread only, which never runs plugin code: each instance's ``start``,
+    ``stop`` and ``task_configs`` run on the instance's own thread (:class:`_PluginThread`), bounded by
+    ``connector.method.timeout.ms`` through ``plugin_calls``, and their outcomes come back to the herder
+    as events through ``post`` (:class:`ConnectorCallDone`, :class:`ConnectorTaskConfigs`,
+    :class:`ConnectorCallTimedOut`). ``generation`` gives the group generation statuses are written with;
+    ``request_reconfigure`` asks the herder thread to recompute a connector's task configs soon (a
+    connector's own request, or a retry); ``stopping`` is set once the worker shuts down;
+    ``plugin_metrics`` is the worker's registry of KIP-877 metrics (a private one when not given).
     """
 
     def __init__(
@@ -66,6 +160,9 @@ class Connectors:
         stopping: threading.Event,
         plugin_metrics: PluginMetricsRegistry | None = None,
         config_providers: ConfigProviders | None = None,
+        post: Callable[[object], None] | None = None,
+        plugin_calls: PluginCalls | None = None,
+        method_timeout_s: float = 30.0,
     ) -> None:
         self.registry = registry
         #: The worker's ``config.providers``: references in a config are resolved only for the instance.
@@ -79,52 +176,85 @@ class Connectors:
         self._request_reconfigure = request_reconfigure
         self._stopping = stopping
         self._running: dict[str, _RunningConnector] = {}
+        self._post = post or (lambda event: None)
+        self.plugin_calls = plugin_calls or PluginCalls()
+        self.method_timeout_s = method_timeout_s
+        #: Threads of stopped instances still running their last calls (shutdown waits for them).
+        self._retiring: list[_PluginThread] = []
 
     def _status(
         self, name: str, state: status_log.State, trace: str | None, gen: int, version: str | None = None
     ) -> None:
         self.stores.put_status(status_log.ConnectorStatus(name, state, trace, self.worker_id, gen, version))
 
-    def start(self, name: str, config: Properties, target_state: TargetState, gen: int) -> bool:
-        """Create the instance; start it only if its target state is STARTED, then ask for task configs.
+    def report(self, name: str, state: status_log.State, trace: str | None, gen: int) -> None:
+        """Write the status the herder decided from an instance's answer, with the instance's version."""
+        running = self._running.get(name)
+        version = running.version if running is not None and state is not status_log.State.FAILED else None
+        self._status(name, state, trace, gen, version)
+        log.info("connector state reported", connector=name, state=state.value)
 
-        False when it failed (reported FAILED with the trace): the worker counts start-up failures.
-        """
+    def _call(self, running: _RunningConnector, name: str, method: str, fn: Callable[[], None]) -> None:
+        """Run ``fn`` (which calls the plugin's ``method``) bounded, on the instance's thread."""
+
+        def timed_out(call: PluginCall, elapsed: float) -> None:
+            running.thread.abandoned.set()
+            self._post(ConnectorCallTimedOut(name, running.attempt, method, elapsed, call.stack()))
+
+        with self.plugin_calls.bounded(
+            f"connector {name}", method, self.method_timeout_s, timed_out, connector=name
+        ):
+            fn()
+
+    def _answer(self, running: _RunningConnector, event: object) -> None:
+        """Post an instance's answer to the herder, unless the instance was abandoned: a call that
+        returns past its bound must change nothing."""
+        if not running.thread.abandoned.is_set():
+            self._post(event)
+
+    def start(
+        self, name: str, config: Properties, target_state: TargetState, gen: int, attempt: int = 0
+    ) -> None:
+        """Create the instance and start it if its target state is STARTED, on a thread of its own; the
+        outcome comes back as a :class:`ConnectorCallDone` (the herder asks for task configs then)."""
+        thread = _PluginThread(name, attempt)
+        running = _RunningConnector(config, attempt, thread)
+        self._running[name] = running
+        thread.submit(lambda: self._start_job(name, running, target_state))
+
+    def _start_job(self, name: str, running: _RunningConnector, target_state: TargetState) -> None:
         clog = log.bind(connector=name)
         metrics = None
         try:
             desc = self.registry.find(
-                config.get("connector.class") or "",
+                running.config.get("connector.class") or "",
                 # A deprecated *.version key is read, with a warning, as its 4.x name.
-                connector_version(plugin_version_names(config, warn=True)),
+                connector_version(plugin_version_names(running.config, warn=True)),
             )
-            instance = desc.cls()
+            running.version = desc.version
             started = target_state == TargetState.STARTED
-            if started:
-                metrics = self.plugin_metrics.connector(name)
-                instance.initialize(_Context(self, name, metrics))
-                instance.start(self._resolved(config))
-                state = status_log.State.RUNNING
-            else:
-                state = (
-                    status_log.State.PAUSED
-                    if target_state == TargetState.PAUSED
-                    else status_log.State.STOPPED
-                )
-            self._running[name] = _RunningConnector(
-                instance, config, started=started, metrics=metrics, version=desc.version
-            )
-            self._status(name, state, None, gen, desc.version)
-            clog.info("connector started", state=state.value)
+
+            def make_and_start() -> None:
+                nonlocal metrics
+                running.instance = desc.cls()
+                if started:
+                    metrics = self.plugin_metrics.connector(name)
+                    running.instance.initialize(_Context(self, name, metrics))
+                    running.instance.start(self._resolved(running.config))
+
+            self._call(running, name, "start", make_and_start)
+            running.started, running.metrics = started, metrics
         except Exception as exc:
             if metrics is not None:
                 metrics.close()
             clog.error("connector failed to start", error=str(exc))
-            self._status(name, status_log.State.FAILED, traceback.format_exc(), gen)
-            return False
-        if started:
-            self._request_reconfigure(name)
-        return True
+            self._answer(
+                running,
+                ConnectorCallDone(name, running.attempt, "start", target_state, traceback.format_exc()),
+            )
+            return
+        clog.info("connector started", target_state=target_state.value)
+        self._answer(running, ConnectorCallDone(name, running.attempt, "start", target_state))
 
     def _resolved(self, config: Properties) -> dict[str, str]:
         """The config the instance gets: ``${provider:...}`` references resolved (the stored config keeps
@@ -136,79 +266,119 @@ class Connectors:
         return resolution.values
 
     def stop(self, name: str, gen: int) -> None:
-        """Stop the instance (if started) and forget it; UNASSIGNED unless the connector was deleted."""
+        """Forget the instance and stop it (if started) on its thread; UNASSIGNED now unless the connector
+        was deleted. The herder does not wait: a ``stop()`` that hangs is bounded like any call."""
         running = self._running.pop(name, None)
         if running is None:
             return
-        try:
-            if running.started:
-                running.instance.stop()
-        except Exception as exc:
-            log.warning("connector stop raised", connector=name, error=str(exc))
-        finally:
-            _close_metrics(running)
+
+        def stop_job() -> None:
+            try:
+                if running.started and running.instance is not None:
+                    running.started = False
+                    self._call(running, name, "stop", running.instance.stop)
+            except Exception as exc:
+                log.warning("connector stop raised", connector=name, error=str(exc))
+            finally:
+                _close_metrics(running)
+            log.info("connector stopped", connector=name)
+
+        running.thread.submit(stop_job)
+        running.thread.finish()
+        self._retiring = [t for t in self._retiring if not t.wait_idle(0)] + [running.thread]
         if self.stores.snapshot().contains(name):
             self._status(name, status_log.State.UNASSIGNED, None, gen)
-        log.info("connector stopped", connector=name)
+
+    def abandon(self, name: str, attempt: int) -> None:
+        """A call of instance ``attempt`` passed its bound: its thread gets no more work."""
+        running = self._running.get(name)
+        if running is not None and running.attempt == attempt:
+            running.thread.abandoned.set()
 
     def transition(self, name: str, target_state: TargetState, gen: int) -> None:
-        """Java's WorkerConnector transitions: STARTED starts the instance (and asks it for task configs);
-        PAUSED and STOPPED stop it but keep it, so resuming needs no rebalance."""
+        """Java's WorkerConnector transitions, on the instance's thread: STARTED starts the instance (and
+        asks it for task configs); PAUSED and STOPPED stop it but keep it, so resuming needs no rebalance.
+        The outcome comes back as a :class:`ConnectorCallDone`."""
         running = self._running.get(name)
         if running is None:
             return
-        clog = log.bind(connector=name)
-        try:
-            if target_state == TargetState.STARTED:
-                if not running.started:
-                    _close_metrics(running)  # a start that failed before may have left some
-                    running.metrics = self.plugin_metrics.connector(name)
-                    running.instance.initialize(_Context(self, name, running.metrics))
-                    running.instance.start(self._resolved(running.config))
-                    running.started = True
-                state = status_log.State.RUNNING
-            else:
-                if running.started:
+        method = "start" if target_state == TargetState.STARTED else "stop"
+
+        def transition_job() -> None:
+            instance = running.instance
+            if instance is None:  # its start failed: nothing to move
+                return
+            try:
+                if target_state == TargetState.STARTED:
+                    if not running.started:
+                        _close_metrics(running)  # a start that failed before may have left some
+                        running.metrics = self.plugin_metrics.connector(name)
+                        instance.initialize(_Context(self, name, running.metrics))
+                        self._call(
+                            running, name, "start", lambda: instance.start(self._resolved(running.config))
+                        )
+                        running.started = True
+                elif running.started:
                     running.started = False
                     try:
-                        running.instance.stop()
+                        self._call(running, name, "stop", instance.stop)
                     finally:
                         _close_metrics(running)
-                state = (
-                    status_log.State.PAUSED
-                    if target_state == TargetState.PAUSED
-                    else status_log.State.STOPPED
+            except Exception as exc:
+                log.error(
+                    "connector failed in a state transition",
+                    connector=name,
+                    target_state=target_state,
+                    error=str(exc),
                 )
-        except Exception as exc:
-            clog.error("connector failed in a state transition", target_state=target_state, error=str(exc))
-            self._status(name, status_log.State.FAILED, traceback.format_exc(), gen)
-            return
-        self._status(name, state, None, gen, running.version)
-        clog.info("connector transitioned", state=state.value)
-        if target_state == TargetState.STARTED:
-            self._request_reconfigure(name)
+                self._answer(
+                    running,
+                    ConnectorCallDone(name, running.attempt, method, target_state, traceback.format_exc()),
+                )
+                return
+            self._answer(running, ConnectorCallDone(name, running.attempt, method, target_state))
 
-    def task_configs(self, name: str) -> list[dict[str, str]] | None:
+        running.thread.submit(transition_job)
+
+    def request_task_configs(self, name: str, attempt: int | None = None) -> None:
+        """Ask a started connector for its task configs on its thread; they come back as a
+        :class:`ConnectorTaskConfigs`. Nothing when it is not running here (or not instance ``attempt``)."""
+        running = self._running.get(name)
+        if running is None or (attempt is not None and running.attempt != attempt):
+            return
+        running.thread.submit(lambda: self._task_configs_job(name, running))
+
+    def _task_configs_job(self, name: str, running: _RunningConnector) -> None:
+        configs = self.task_configs(name, running)
+        if configs is not None:
+            self._answer(running, ConnectorTaskConfigs(name, running.attempt, configs))
+
+    def task_configs(
+        self, name: str, running: _RunningConnector | None = None
+    ) -> list[dict[str, str]] | None:
         """Ask a started connector for its task configs (None: not running here, not STARTED, or failed).
+        Runs on the instance's thread.
 
         Each config names the task class; a sink's tasks also get the connector's topics, as Java adds.
         """
-        running = self._running.get(name)
-        if running is None:
+        running = running or self._running.get(name)
+        if running is None or running.instance is None or not running.started:
             return None
+        instance = running.instance
         snap = self.stores.snapshot()
         if not snap.contains(name) or snap.target_state(name) != TargetState.STARTED:
             return None
         try:
             resolved = self._resolved(running.config)
             max_tasks = int(resolved.get("tasks.max") or "1")
-            raw = running.instance.task_configs(max_tasks)
-            task_class = running.instance.task_class()
+            raw: list[Mapping[str, str]] = []
+            self._call(running, name, "task_configs", lambda: raw.extend(instance.task_configs(max_tasks)))
+            task_class = instance.task_class()
             configs = []
             for tc in raw:
                 full = dict(tc)
                 full["task.class"] = f"{task_class.__module__}.{task_class.__qualname__}"
-                if connector_type(type(running.instance)) == "sink":
+                if connector_type(type(instance)) == "sink":
                     for key in ("topics", "topics.regex"):
                         value = running.config.get(key)
                         if value is not None:
@@ -218,9 +388,22 @@ class Connectors:
             configs = reverse_transform(running.config, resolved, configs)
         except Exception as exc:
             log.error("connector failed to compute task configs", connector=name, error=str(exc))
-            self._status(name, status_log.State.FAILED, traceback.format_exc(), self._generation())
+            self._answer(
+                running,
+                ConnectorCallDone(
+                    name, running.attempt, "task_configs", TargetState.STARTED, traceback.format_exc()
+                ),
+            )
             return None
         return configs
+
+    def close(self, timeout_s: float) -> None:
+        """At shutdown, after the herder stopped every instance: wait at most ``timeout_s`` in all for their
+        last calls (``stop()``), as Java waits for its connectors; a thread still busy then is left."""
+        deadline = time.monotonic() + timeout_s
+        for thread in self._retiring:
+            if not thread.wait_idle(max(0.0, deadline - time.monotonic())):
+                log.warning("a connector did not stop in time; leaving its thread")
 
     def publish_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
         """Only the leader writes task configs; a follower sends them to the leader, signed if sessioned.

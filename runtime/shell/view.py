@@ -184,10 +184,19 @@ UNHEALTHY_AFTER_S = 15.0
 
 
 def health(
-    startup_error: str | None, started: bool, stalled_s: float, stopping: bool
-) -> tuple[int, dict[str, str]]:
+    startup_error: str | None,
+    started: bool,
+    stalled_s: float,
+    stopping: bool,
+    blocked: Sequence[Mapping[str, object]] = (),
+) -> tuple[int, dict[str, object]]:
     """KIP-1017's ``GET /health``: 503 while starting, 200 once joined, 500 when the loop is stuck
-    (``stalled_s`` since the herder loop last came round) or the worker failed to start."""
+    (``stalled_s`` since the herder loop last came round) or the worker failed to start.
+
+    ``blocked``: plugin calls abandoned past their bound and not returned yet. They leave the worker
+    healthy (they hold up nothing but their own connector or task, which is FAILED), so the answer stays
+    200, but its body lists them: a probe that restarts unhealthy workers would lose every other
+    connector's work for a plugin's bug, while an operator reading the body learns what is stuck."""
     if startup_error is not None:
         return 500, {"status": "unhealthy", "message": f"Worker failed to start: {startup_error}"}
     if not started:
@@ -197,10 +206,17 @@ def health(
             "status": "unhealthy",
             "message": f"Worker's herder loop has not completed a tick in {stalled_s:.0f} s.",
         }
-    return 200, {
+    body: dict[str, object] = {
         "status": "healthy",
         "message": "Worker has completed startup and is ready to handle requests.",
     }
+    if blocked:
+        body["message"] = (
+            f"Worker has completed startup and is ready to handle requests; {len(blocked)} plugin "
+            "call(s) are blocked past their time bound (their connectors or tasks are FAILED)."
+        )
+        body["blocked_plugin_calls"] = [dict(b) for b in blocked]
+    return 200, body
 
 
 def figures(

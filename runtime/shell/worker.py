@@ -30,17 +30,24 @@ from kconnect.runtime.group import herder as hd
 from kconnect.runtime.group.herder import Action, Herder
 from kconnect.runtime.group.member import GroupDescription, Joined, MemberError, WorkerMember
 from kconnect.runtime.ids import TaskId
+from kconnect.runtime.plugins.plugin_calls import PluginCalls
 from kconnect.runtime.plugins.plugin_metrics import PluginMetricsRegistry
 from kconnect.runtime.plugins.registry import PluginRegistry
 from kconnect.runtime.shell import metrics, session_keys, view
 from kconnect.runtime.shell.auto_restarts import AutoRestarts, worker_policy
-from kconnect.runtime.shell.connectors import Connectors
+from kconnect.runtime.shell.connectors import (
+    ConnectorCallDone,
+    ConnectorCallTimedOut,
+    Connectors,
+    ConnectorTaskConfigs,
+)
 from kconnect.runtime.shell.leader import LeaderRound, group_configuration, new_member
 from kconnect.runtime.shell.stores import InternalTopics, connect, startup_timeout_s
 from kconnect.runtime.shell.stores import StartupError as StartupError  # raised here; the CLI imports it
 from kconnect.runtime.shell.tasks import Tasks
 from kconnect.runtime.shell.view import WorkerMetrics, WorkerView
 from kconnect.runtime.shell.writes import ClusterWrites, Forwarder
+from kconnect.runtime.storage.config_log import TargetState
 from kconnect.runtime.storage.kafka_log import KafkaLogError
 
 #: Events the herder thread handles: the config topic or the group records moved on; the worker leaves.
@@ -78,6 +85,9 @@ class Worker:
         self.metrics = WorkerMetrics()
         #: KIP-877: the metrics this worker's connectors, tasks and converters register (``GET /metrics``).
         self.plugin_metrics = PluginMetricsRegistry()
+        #: Plugin calls in flight and their bounds (``connector.method.timeout.ms``,
+        #: ``task.method.timeout.ms``); the abandoned ones are what ``GET /health`` lists as blocked.
+        self.plugin_calls = PluginCalls()
         self._lock = threading.RLock()  # guards the herder and the states folded from the internal topics
         self._events: queue.Queue[object] = queue.Queue()
         self._rejoin_at: float | None = None
@@ -112,6 +122,7 @@ class Worker:
         self.writes = ClusterWrites(
             config, self.registry, self.stores, self.herder, lock, self._still_member, lambda: self.clients
         )
+        self.writes.plugin_calls = self.plugin_calls
         #: ``config.providers`` (checked at load): resolved where connectors and tasks start, nowhere else.
         providers = worker_config_providers(config)
         self.connectors = Connectors(
@@ -125,6 +136,9 @@ class Worker:
             stopping=self._stopping,
             plugin_metrics=self.plugin_metrics,
             config_providers=providers,
+            post=events.put,
+            plugin_calls=self.plugin_calls,
+            method_timeout_s=config.connector_method_timeout_ms / 1000,
         )
         self.executor: Executor = executor or self._spark_executor()
         self.tasks = Tasks(config, wid, self.executor, self.stores, self.metrics, providers)
@@ -166,6 +180,7 @@ class Worker:
             if self.config.topic_tracking_enable
             else None,
             plugin_metrics=self.plugin_metrics,
+            plugin_calls=self.plugin_calls,
         )
 
     def _topic_known(self, connector: str, topic: str) -> bool:
@@ -178,6 +193,7 @@ class Worker:
         cfg = self.config
         self.clients, self._admin, self.kafka_cluster_id = connect(cfg, self.worker_id)
         self.stores.open(self._admin, self.clients.internal)
+        self.plugin_calls.start_watchdog(self._stopping)
         with self._lock:
             self.herder.on_startup_config(self.stores.snapshot())
         self._member = new_member(cfg, self.url, self.leader, self.clients.member)
@@ -255,6 +271,8 @@ class Worker:
                 with self._lock:
                     actions = self.herder.on_restart_task(event.task)
                 self._execute(actions)
+            elif isinstance(event, ConnectorCallDone | ConnectorTaskConfigs | ConnectorCallTimedOut):
+                self._on_connector_answer(event)
         if config_moved:
             with self._lock:
                 snapshot = self.stores.snapshot()
@@ -265,11 +283,31 @@ class Worker:
         if config_moved or group_moved or (wake is not None and _now_ms() >= wake):
             self._reconcile()
         for name in sorted(reconfigure):
-            configs = self.connectors.task_configs(name)
-            if configs is not None:
-                with self._lock:
-                    actions = self.herder.on_task_configs(name, configs)
-                self._execute(actions)
+            self.connectors.request_task_configs(name)  # answered as a ConnectorTaskConfigs event
+
+    def _on_connector_answer(
+        self, event: ConnectorCallDone | ConnectorTaskConfigs | ConnectorCallTimedOut
+    ) -> None:
+        """What a connector instance's own thread answered (or the watchdog said of it), to the herder."""
+        with self._lock:
+            if isinstance(event, ConnectorTaskConfigs):
+                actions = self.herder.on_task_configs(event.name, event.configs, event.attempt)
+            elif isinstance(event, ConnectorCallTimedOut):
+                actions = self.herder.on_connector_call_timed_out(
+                    event.name, event.attempt, event.method, event.elapsed_s, event.stack
+                )
+                if event.method == "start":
+                    self.metrics.connector_startup_failures += 1
+            else:
+                actions = self.herder.on_connector_call_done(
+                    event.name, event.attempt, event.method, event.target_state, event.trace
+                )
+                if event.method == "start" and actions and event.target_state == TargetState.STARTED:
+                    if event.trace is None:
+                        self.metrics.connector_startup_successes += 1
+                    else:
+                        self.metrics.connector_startup_failures += 1
+        self._execute(actions)
 
     def _reconcile(self) -> None:
         """``group.protocol=connect``: the herder coordinates (leader) and reconciles from the records."""
@@ -379,10 +417,13 @@ class Worker:
         gen = self.herder.group.generation
         if isinstance(action, hd.StartConnector):
             self.metrics.connector_startup_attempts += 1
-            if self.connectors.start(action.name, action.config, action.target_state, gen):
-                self.metrics.connector_startup_successes += 1
-            else:
-                self.metrics.connector_startup_failures += 1
+            self.connectors.start(action.name, action.config, action.target_state, gen, action.attempt)
+        elif isinstance(action, hd.ReportConnector):
+            self.connectors.report(action.name, action.state, action.trace, gen)
+        elif isinstance(action, hd.RequestTaskConfigs):
+            self.connectors.request_task_configs(action.name, action.attempt)
+        elif isinstance(action, hd.AbandonConnector):
+            self.connectors.abandon(action.name, action.attempt)
         elif isinstance(action, hd.StopConnector):
             self.connectors.stop(action.name, gen)
         elif isinstance(action, hd.StartTask):
@@ -459,10 +500,17 @@ class Worker:
         """This worker's group as the group records describe it (any worker can tell; they all read them)."""
         return self.stores.group_state(self.config.group_id)
 
-    def health(self) -> tuple[int, dict[str, str]]:
-        """KIP-1017's ``GET /health`` (``view.health``): starting, healthy, or stuck/failed."""
+    def health(self) -> tuple[int, dict[str, object]]:
+        """KIP-1017's ``GET /health`` (``view.health``): starting, healthy, or stuck/failed; with the
+        plugin calls abandoned past their bound and still not returned."""
         stalled_s = time.monotonic() - self.last_tick
-        return view.health(self.startup_error, self.started.is_set(), stalled_s, self._stopping.is_set())
+        return view.health(
+            self.startup_error,
+            self.started.is_set(),
+            stalled_s,
+            self._stopping.is_set(),
+            self.plugin_calls.blocked(),
+        )
 
     def owns_running_task(self, task: TaskId) -> bool:
         """Whether the task runs here now (a task restart is then carried out here, not forwarded)."""
@@ -508,6 +556,7 @@ class Worker:
         with self._lock:
             actions = self.herder.on_rejoin_preparing(True, None)
         self._execute(actions)
+        self.connectors.close(self.config.task_shutdown_graceful_timeout_ms / 1000)
         self.executor.close(self.config.task_shutdown_graceful_timeout_ms / 1000)
         if self._member is not None:
             self._member.leave(timeout_ms=5000)

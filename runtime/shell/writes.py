@@ -20,6 +20,7 @@ from kconnect.runtime.client_config import WorkerClients
 from kconnect.runtime.errors import (
     AlreadyExistsError,
     BadRequestError,
+    ConnectError,
     NotFoundError,
     NotLeaderError,
     RebalanceNeededError,
@@ -28,9 +29,11 @@ from kconnect.runtime.group import auto_restart
 from kconnect.runtime.group.herder import Herder
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.api import ConnectorError
+from kconnect.runtime.plugins.config_infos import ConfigInfos
 from kconnect.runtime.plugins.connector_config import ConnectorConfigError
 from kconnect.runtime.plugins.connector_validation import validate_connector_config
 from kconnect.runtime.plugins.override_policy import OverridePolicy
+from kconnect.runtime.plugins.plugin_calls import PluginCalls, PluginCallTimeout
 from kconnect.runtime.plugins.registry import PluginError, PluginRegistry
 from kconnect.runtime.shell import session_keys
 from kconnect.runtime.shell.stores import InternalTopics
@@ -71,6 +74,8 @@ class ClusterWrites:
         self._fence_lock = threading.Lock()  # one zombie-fencing round at a time (fence_zombies)
         #: How requests reach other workers (the REST layer installs it); None until then.
         self.forwarder: Forwarder | None = None
+        #: Where a validation's ``validate()`` call is bounded (``connector.method.timeout.ms``).
+        self.plugin_calls = PluginCalls()
 
     # -------------------------------------------------------------------------------------- leadership
 
@@ -133,19 +138,34 @@ class ClusterWrites:
     # ----------------------------------------------------------------------------------- connectors
 
     def validate(self, config: Mapping[str, str]) -> None:
-        """A connector config must pass its plugin's validation before it is written (400 otherwise)."""
-        try:
-            infos = validate_connector_config(
+        """A connector config must pass its plugin's validation before it is written (400 otherwise).
+
+        The plugin's ``validate()`` runs bounded by ``connector.method.timeout.ms`` on a thread of its own:
+        past the bound the request answers 500 naming the call, and the thread is abandoned."""
+        cfg = self.config
+
+        def run() -> ConfigInfos:
+            return validate_connector_config(
                 self.registry,
                 dict(config),
                 # As the validate endpoint: a sink's consumer group may not be the workers' own group.
-                worker_group_id=self.config.group_id,
-                exactly_once_source_enabled=self.config.exactly_once_source_support == "enabled",
-                worker_passthrough=self.config.passthrough,
-                worker_security_protocol=self.config.security_protocol,
-                override_policy=OverridePolicy.of_worker(self.config),
-                config_providers=worker_config_providers(self.config),
+                worker_group_id=cfg.group_id,
+                exactly_once_source_enabled=cfg.exactly_once_source_support == "enabled",
+                worker_passthrough=cfg.passthrough,
+                worker_security_protocol=cfg.security_protocol,
+                override_policy=OverridePolicy.of_worker(cfg),
+                config_providers=worker_config_providers(cfg),
             )
+
+        try:
+            infos = self.plugin_calls.run_bounded(
+                f"connector class {config.get('connector.class')}",
+                "validate",
+                cfg.connector_method_timeout_ms / 1000,
+                run,
+            )
+        except PluginCallTimeout as exc:
+            raise ConnectError(f"{exc} (connector.method.timeout.ms); the config was not written") from exc
         except (ConnectorConfigError, PluginError) as exc:
             # No connector.class, or one no plugin answers to: the request is at fault (400), as in Java.
             raise BadRequestError(str(exc.args[0]) if exc.args else str(exc)) from exc

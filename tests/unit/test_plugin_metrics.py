@@ -339,6 +339,7 @@ def test_a_connector_registers_through_its_context_and_pausing_or_stopping_close
     plugins.register(GaugedSource)
     registry = PluginMetricsRegistry()
     stores = _Stores()
+    answers: list[object] = []
     connectors = Connectors(
         plugins,
         cast(Any, stores),
@@ -349,14 +350,31 @@ def test_a_connector_registers_through_its_context_and_pausing_or_stopping_close
         request_reconfigure=lambda name: None,
         stopping=threading.Event(),
         plugin_metrics=registry,
+        post=answers.append,
     )
     config: dict[str, str | None] = {"connector.class": "GaugedSource"}
-    assert connectors.start("src", config, TargetState.STARTED, 1)
+
+    def settle() -> None:  # the instance's calls run on its own thread
+        thread = connectors._running["src"].thread
+        assert thread.wait_idle(10)
+
+    connectors.start("src", config, TargetState.STARTED, 1, attempt=7)
+    settle()
     assert values(registry) == {("tables-watched", (("connector", "src"),)): 4.0}
     connectors.transition("src", TargetState.PAUSED, 1)
+    settle()
     assert registry.snapshot() == ()
     connectors.transition("src", TargetState.STARTED, 1)  # start() registers again, no collision
+    settle()
     assert [s.name for s in registry.snapshot()] == ["tables-watched"]
+    connectors.close(0)
     connectors.stop("src", 1)
+    connectors.close(10)
     assert registry.snapshot() == ()
-    assert stores.statuses == [State.RUNNING, State.PAUSED, State.RUNNING, State.UNASSIGNED]
+    assert [(a.method, a.target_state, a.trace) for a in cast(Any, answers)] == [
+        ("start", TargetState.STARTED, None),
+        ("stop", TargetState.PAUSED, None),
+        ("start", TargetState.STARTED, None),
+    ]
+    assert {cast(Any, a).attempt for a in answers} == {7}
+    assert stores.statuses == [State.UNASSIGNED]
