@@ -12,18 +12,20 @@ the last committed record, with neither loss nor duplicates.
 Where a transaction ends is the connector's ``transaction.boundary``: ``poll`` (one transaction per
 non-empty batch a task returns), ``interval`` (commit once ``transaction.boundary.interval.ms``, or the
 worker's ``offset.flush.interval.ms`` when unset, has passed since the transaction began), or
-``connector`` (the task decides through a TransactionContext, which kconnect does not offer yet: such a
-task fails at start with a clear message). The decision is :func:`commit_due`, a pure function, so that
-the runner (``source_runner.SourceTaskRunner``) only does the I/O.
+``connector`` (the task decides through the :class:`TaskTransactionContext` its context hands out, and
+the connector must say it can: ``can_define_transaction_boundaries``, checked at validation). The
+decisions are pure functions, :func:`commit_due` and :func:`connector_boundaries`, so that the runner
+(``source_runner.SourceTaskRunner``) only does the I/O.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kconnect.runtime.plugins.api import ConnectorError
+from kconnect.runtime.plugins.api import ConnectorError, SourceRecord
 from kconnect.runtime.plugins.connector_config import (
     OFFSETS_TOPIC_CONFIG,
     TRANSACTION_BOUNDARY_CONFIG,
@@ -31,10 +33,14 @@ from kconnect.runtime.plugins.connector_config import (
 )
 
 __all__ = [
+    "BoundaryRequests",
     "ExactlyOnce",
+    "TaskTransactionContext",
     "TransactionBoundary",
+    "TransactionEnd",
     "TransactionPolicy",
     "commit_due",
+    "connector_boundaries",
     "exactly_once",
     "producer_settings",
     "transaction_policy",
@@ -119,11 +125,6 @@ def transaction_policy(config: Mapping[str, str], default_interval_ms: int) -> T
                 f"Invalid value {interval_ms} for configuration {TRANSACTION_BOUNDARY_INTERVAL_CONFIG}: "
                 "Value must be at least 0"
             )
-    if boundary is TransactionBoundary.CONNECTOR:
-        raise ConnectorError(
-            f"{TRANSACTION_BOUNDARY_CONFIG}=connector is not supported by kconnect yet (tasks have no "
-            "TransactionContext); use poll or interval"
-        )
     return TransactionPolicy(boundary, interval_ms)
 
 
@@ -193,3 +194,117 @@ def commit_due(policy: TransactionPolicy, *, open_records: int, now_s: float, be
     if policy.boundary is TransactionBoundary.INTERVAL:
         return (now_s - begun_s) * 1000 >= policy.interval_ms
     return False
+
+
+# --- connector-defined transactions (transaction.boundary=connector)
+
+
+@dataclass(frozen=True, slots=True)
+class BoundaryRequests:
+    """What a task asked of its TransactionContext for one batch, as positions in that batch.
+
+    ``commit_on`` / ``abort_on``: the batch's records after which the task wants the transaction
+    committed / aborted; ``commit_batch`` / ``abort_batch``: a request naming no record, for after the
+    whole batch.
+    """
+
+    commit_on: frozenset[int] = frozenset()
+    abort_on: frozenset[int] = frozenset()
+    commit_batch: bool = False
+    abort_batch: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionEnd:
+    """The open transaction ends once ``after`` of the batch's records are dispatched: committed, or
+    aborted (its records discarded, their source offsets still committed)."""
+
+    after: int
+    abort: bool
+
+
+def connector_boundaries(
+    size: int, open_before: int, requests: BoundaryRequests
+) -> tuple[TransactionEnd, ...]:
+    """Where a batch of ``size`` records ends transactions under ``transaction.boundary=connector``.
+
+    ``open_before`` is how many records earlier batches left in the open transaction: they end with the
+    first boundary of this batch (an abort discards them too). Record requests take effect right after
+    their record, in batch order; a batch request after the last record, and only if a transaction is
+    then open (a commit or abort of nothing is nothing, as Java's "transaction open or offsets to flush"
+    check). Records after the last end stay in the open transaction for later batches. Both a commit and
+    an abort for one record, or for the batch, is refused with a ConnectorError: guessing either way could
+    lose data or publish what the task meant to discard, so the task fails instead (Java's
+    IllegalStateException).
+    """
+    both = requests.commit_on & requests.abort_on
+    if both:
+        first = min(both)
+        raise ConnectorError(
+            f"The task requested both a commit and an abort of the transaction on the same record "
+            f"(record {first} of the batch its poll returned)"
+        )
+    if requests.commit_batch and requests.abort_batch:
+        raise ConnectorError("The task requested both a commit and an abort of the same transaction")
+    ends: list[TransactionEnd] = []
+    open_records = open_before
+    for index in range(size):
+        open_records += 1
+        if index in requests.abort_on or index in requests.commit_on:
+            ends.append(TransactionEnd(index + 1, abort=index in requests.abort_on))
+            open_records = 0
+    if (requests.commit_batch or requests.abort_batch) and open_records > 0:
+        ends.append(TransactionEnd(size, abort=requests.abort_batch))
+    return tuple(ends)
+
+
+class TaskTransactionContext:
+    """The TransactionContext (``runtime.plugins.api``) a source task gets under
+    ``transaction.boundary=connector``: it only notes requests; the runner takes them per batch.
+
+    Why by identity: ``SourceRecord`` maps are unhashable, and equality would also match an equal record
+    the task did not mean (Java's HashSet matches by ``equals``). A request for a record not in the batch
+    being dispatched waits for a later batch, as in Java, so a task may ask before it returns the record.
+    A lock, since a task may ask from a thread of its own while the runner takes.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._commit_on: dict[int, SourceRecord] = {}  # id -> the record, held so its id stays its own
+        self._abort_on: dict[int, SourceRecord] = {}
+        self._commit_batch = False
+        self._abort_batch = False
+
+    def commit_transaction(self, record: SourceRecord | None = None) -> None:
+        """Commit after ``record`` is dispatched, or after the current batch when None."""
+        with self._lock:
+            if record is None:
+                self._commit_batch = True
+            else:
+                self._commit_on[id(record)] = record
+
+    def abort_transaction(self, record: SourceRecord | None = None) -> None:
+        """Abort after ``record`` is dispatched, or after the current batch when None."""
+        with self._lock:
+            if record is None:
+                self._abort_batch = True
+            else:
+                self._abort_on[id(record)] = record
+
+    def take(self, batch: Sequence[SourceRecord]) -> BoundaryRequests:
+        """The requests for this batch (positions of its records, and the batch requests), removed."""
+        with self._lock:
+            commit_on = self._positions(batch, self._commit_on)
+            abort_on = self._positions(batch, self._abort_on)
+            requests = BoundaryRequests(commit_on, abort_on, self._commit_batch, self._abort_batch)
+            self._commit_batch = self._abort_batch = False
+        return requests
+
+    @staticmethod
+    def _positions(batch: Sequence[SourceRecord], requested: dict[int, SourceRecord]) -> frozenset[int]:
+        if not requested:
+            return frozenset()
+        found = [index for index, record in enumerate(batch) if requested.get(id(record)) is record]
+        for index in found:
+            del requested[id(batch[index])]
+        return frozenset(found)

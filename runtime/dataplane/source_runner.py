@@ -25,7 +25,14 @@ from typing import Any
 
 from kconnect.runtime.dataplane.connect_data import ConnectDataError
 from kconnect.runtime.dataplane.errors_policy import ERROR_MESSAGE
-from kconnect.runtime.dataplane.exactly_once import ExactlyOnce, commit_due, producer_settings
+from kconnect.runtime.dataplane.exactly_once import (
+    ExactlyOnce,
+    TaskTransactionContext,
+    TransactionBoundary,
+    commit_due,
+    connector_boundaries,
+    producer_settings,
+)
 from kconnect.runtime.dataplane.sink_batch import tolerance_message
 from kconnect.runtime.dataplane.source_batch import raw_row, source_plan, transform_batch
 from kconnect.runtime.dataplane.source_encoding import source_encoder
@@ -141,10 +148,17 @@ class _OffsetReader:
 
 
 class _SourceContext:
-    def __init__(self, config: Mapping[str, str], reader: _OffsetReader, metrics: PluginMetrics) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, str],
+        reader: _OffsetReader,
+        metrics: PluginMetrics,
+        transactions: TaskTransactionContext | None,
+    ) -> None:
         self._config = config
         self._reader = reader
         self._metrics = metrics
+        self._transactions = transactions
 
     def configs(self) -> Mapping[str, str]:
         return self._config
@@ -155,6 +169,9 @@ class _SourceContext:
 
     def plugin_metrics(self) -> PluginMetrics:
         return self._metrics
+
+    def transaction_context(self) -> TaskTransactionContext | None:
+        return self._transactions
 
 
 class SourceTaskRunner(TaskRunner):
@@ -201,6 +218,16 @@ class SourceTaskRunner(TaskRunner):
         self._acks: dict[int, Any] = {}  # index in _open -> delivery metadata
         self._in_transaction = False
         self._begun = 0.0  # monotonic time the open transaction began
+        #: Bumped when a transaction is aborted: delivery reports of its records (librdkafka purges those
+        #: still queued, with an error) are then ignored rather than failing the task or landing in _acks.
+        self._generation = 0
+        #: The task's TransactionContext: only with exactly-once and transaction.boundary=connector (Java
+        #: hands out null otherwise, and so does ``transaction_context()``).
+        self._transactions = (
+            TaskTransactionContext()
+            if exactly_once is not None and exactly_once.policy.boundary is TransactionBoundary.CONNECTOR
+            else None
+        )
         self._bootstrap = bootstrap
         self._converters = dict(converters)
         self._encoder = source_encoder(self._converters, config)
@@ -230,7 +257,9 @@ class SourceTaskRunner(TaskRunner):
         try:
             self.monitor_converters(self._encoder.key_converter, self._encoder.value_converter)
             reader = _OffsetReader(task_id.connector, read_offsets)
-            self.source.initialize(_SourceContext(self.config, reader, self.plugin_metrics))
+            self.source.initialize(
+                _SourceContext(self.config, reader, self.plugin_metrics, self._transactions)
+            )
         except BaseException:
             self.close_plugin_metrics()
             raise
@@ -445,27 +474,18 @@ class SourceTaskRunner(TaskRunner):
         try:
             while not self._stopping.is_set():
                 if not self._running.is_set():
-                    self._commit_transaction(producer, eos)
+                    # Java commits when the task is paused, so that no transaction hangs open (a
+                    # connector-defined one only if the task asked: its boundaries are its own).
+                    self._end_final_transaction(producer, eos)
                     self._running.wait(0.5)
                     continue
                 records = self.source.poll() or []
                 self.counters.records += len(records)
-                for record, out in self._prepare(records):
-                    self._begin(producer)
-                    if out is not None:
-                        topic, key, value, kwargs = out
-                        kwargs["on_delivery"] = self._transactional_ack(len(self._open))
-                        try:
-                            produce(producer, topic, key, value, kwargs)
-                        except KafkaException as exc:
-                            raise ConnectorError(
-                                self._transaction_failure("producing a record", exc)
-                            ) from exc
-                    # Skipped or dropped records' offsets commit with the others (commit_record with None).
-                    self._open.append(record)
-                producer.poll(0)
-                if self._delivery_error is not None:
-                    raise ConnectorError(self._delivery_error)
+                prepared = self._prepare(records)
+                if self._transactions is not None:
+                    self._dispatch_connector_defined(producer, eos, self._transactions, prepared)
+                    continue
+                self._dispatch(producer, prepared)
                 due = commit_due(
                     eos.policy, open_records=len(self._open), now_s=time.monotonic(), begun_s=self._begun
                 )
@@ -475,15 +495,72 @@ class SourceTaskRunner(TaskRunner):
         finally:
             if clean:
                 # A clean stop commits what was polled, as Java's final offset commit does.
-                self._commit_transaction(producer, eos)
-            else:
-                self._abort_transaction(producer)
+                self._end_final_transaction(producer, eos)
+            self._abort_transaction(producer)  # what a failure, or a task that never ended it, left open
             producer.flush(5)
 
-    def _begin(self, producer: Any) -> None:
+    def _dispatch(self, producer: Any, prepared: list[tuple[SourceRecord, Outgoing | None]]) -> None:
+        """Send records into the open transaction (begun by the first), then serve delivery reports."""
         from confluent_kafka import KafkaException
 
-        if self._open or self._in_transaction:
+        for record, out in prepared:
+            self._begin(producer)
+            if out is not None:
+                topic, key, value, kwargs = out
+                kwargs["on_delivery"] = self._transactional_ack(len(self._open))
+                try:
+                    produce(producer, topic, key, value, kwargs)
+                except KafkaException as exc:
+                    raise ConnectorError(self._transaction_failure("producing a record", exc)) from exc
+            # Skipped or dropped records' offsets commit with the others (commit_record with None).
+            self._open.append(record)
+        producer.poll(0)
+        if self._delivery_error is not None:
+            raise ConnectorError(self._delivery_error)
+
+    def _dispatch_connector_defined(
+        self,
+        producer: Any,
+        eos: ExactlyOnce,
+        transactions: TaskTransactionContext,
+        prepared: list[tuple[SourceRecord, Outgoing | None]],
+    ) -> None:
+        """One batch under ``transaction.boundary=connector``: send it in runs, ending the transaction
+        where the task's requests say (:func:`connector_boundaries`); the rest stays open.
+
+        The requests are taken once the batch is in hand, so those made while ``poll`` ran (the usual
+        place) apply to this batch; a batch request applies after an empty poll too, as in Java.
+        """
+        requests = transactions.take([record for record, _ in prepared])
+        done = 0
+        for end in connector_boundaries(len(prepared), len(self._open), requests):
+            self._dispatch(producer, prepared[done : end.after])
+            done = end.after
+            if end.abort:
+                self._abort_and_commit_offsets(producer, eos)
+            else:
+                self._commit_transaction(producer, eos)
+        self._dispatch(producer, prepared[done:])  # also when empty: it serves delivery reports
+
+    def _end_final_transaction(self, producer: Any, eos: ExactlyOnce) -> None:
+        """At a pause or a clean stop: commit the open transaction, or under ``connector`` boundaries only
+        what the task asked for with a batch request (Java's ``shouldCommitFinalTransaction``). What a
+        stop leaves open is then aborted without its offsets, so the next instance polls it again: Java
+        leaves it to the broker's transaction timeout or the next instance's fencing, to the same end."""
+        if self._transactions is None:
+            self._commit_transaction(producer, eos)
+            return
+        for end in connector_boundaries(0, len(self._open), self._transactions.take(())):
+            if end.abort:
+                self._abort_and_commit_offsets(producer, eos)
+            else:
+                self._commit_transaction(producer, eos)
+
+    def _begin(self, producer: Any, *, again: bool = False) -> None:
+        """Begin a transaction unless one is open; ``again``: after an abort, for its offsets alone."""
+        from confluent_kafka import KafkaException
+
+        if not again and (self._open or self._in_transaction):
             return
         try:
             producer.begin_transaction()
@@ -495,10 +572,13 @@ class SourceTaskRunner(TaskRunner):
     def _transactional_ack(self, index: int) -> Callable[[Any, Any], None]:
         """Delivery callback under a transaction: keep the metadata; ``commit_record`` waits for the commit
         (an acknowledged record of an aborted transaction never reaches a read_committed reader)."""
+        generation = self._generation
 
         def delivered(error: Any, message: Any) -> None:
             # Nothing may raise here: an exception inside a librdkafka callback surfaces as a SystemError
             # from whichever poll or flush served it, without the cause.
+            if generation != self._generation:
+                return  # a record of a transaction the task aborted: purged or discarded, as it asked
             if error is None:
                 self._acks[index] = message
             elif self._delivery_error is None:
@@ -527,6 +607,26 @@ class SourceTaskRunner(TaskRunner):
                 f"(zombie fencing), so this one stops without committing. Cause: {error}"
             )
         return f"Task {self.task_id} failed while {doing} (transactional.id={transactional_id}): {error}"
+
+    def _abort_and_commit_offsets(self, producer: Any, eos: ExactlyOnce) -> None:
+        """The task asked for an abort: discard the open transaction's records, then commit their source
+        offsets in a transaction of their own, so that the task is not handed the same input again after
+        a restart (Java does the same). ``commit_record`` then gets None for them: no reader sees them."""
+        from confluent_kafka import KafkaException
+
+        if not self._open:
+            return
+        if self._in_transaction:
+            self._generation += 1
+            self._in_transaction = False
+            try:
+                producer.abort_transaction(max(self._flush_timeout_s, 30.0))
+            except KafkaException as exc:
+                raise ConnectorError(self._transaction_failure("aborting a transaction", exc)) from exc
+            self._acks = {}
+        self.log.info("transaction aborted as the task asked", records=len(self._open))
+        self._begin(producer, again=True)
+        self._commit_transaction(producer, eos)
 
     def _commit_transaction(self, producer: Any, eos: ExactlyOnce) -> None:
         """Add the open records' offsets to the transaction, commit it, then tell the task."""
@@ -575,6 +675,7 @@ class SourceTaskRunner(TaskRunner):
     def _abort_transaction(self, producer: Any) -> None:
         """On failure nothing polled since the last commit may become visible (Java aborts too)."""
         if self._in_transaction:
+            self._generation += 1
             self._in_transaction = False
             self._open = []
             self._acks = {}

@@ -125,6 +125,26 @@ class OffsetStorageReader(Protocol):
         """Several partitions' committed offsets at once, each paired with its partition."""
 
 
+class TransactionContext(Protocol):
+    """How a source task defines its own transactions (KIP-618's ``TransactionContext``), handed out only
+    when the worker runs exactly-once sources and the connector has ``transaction.boundary=connector``.
+
+    Requests take effect when the runtime dispatches the task's records, not when they are made: one naming
+    a record ends the transaction right after that record is sent (the record is its last); one without a
+    record ends it after the whole batch ``poll`` returned has been sent, and is checked after every poll,
+    empty ones too. An abort discards every record of the transaction (a ``read_committed`` reader never
+    sees them) but still commits their source offsets, so the task is not handed the same input again.
+    Records are matched by identity: name the very object ``poll`` returns. Asking for both a commit and an
+    abort of the same record, or of the same batch, fails the task, since either choice could lose data.
+    """
+
+    def commit_transaction(self, record: SourceRecord | None = None) -> None:
+        """Commit the open transaction after ``record`` is sent, or after the current batch when None."""
+
+    def abort_transaction(self, record: SourceRecord | None = None) -> None:
+        """Abort the open transaction after ``record`` is sent, or after the current batch when None."""
+
+
 class SourceTaskContext(Protocol):
     """What the runtime gives a source task: its config and where it resumes from after a restart."""
 
@@ -138,6 +158,10 @@ class SourceTaskContext(Protocol):
     def plugin_metrics(self) -> PluginMetrics:
         """Where the task registers metrics of its own (KIP-877), tagged with its connector and task;
         closed when the task stops."""
+
+    def transaction_context(self) -> TransactionContext | None:
+        """Where the task ends its own transactions; None unless the worker has exactly-once source
+        support enabled and the connector's ``transaction.boundary`` is ``connector`` (Java's rule)."""
 
 
 class SinkTaskContext(Protocol):

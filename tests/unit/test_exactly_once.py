@@ -51,6 +51,7 @@ def test_zombie_ids_cover_the_previous_generation(record: int | None, expected: 
             {"transaction.boundary": "Interval", "transaction.boundary.interval.ms": "5000"},
             INTERVAL,
         ),
+        ({"transaction.boundary": "connector"}, TransactionPolicy(TransactionBoundary.CONNECTOR, 60_000)),
     ],
 )
 def test_transaction_policy(config: dict[str, str], expected: TransactionPolicy) -> None:
@@ -74,7 +75,6 @@ def test_transaction_policy(config: dict[str, str], expected: TransactionPolicy)
             {"transaction.boundary.interval.ms": "-1"},
             "Invalid value -1 for configuration transaction.boundary.interval.ms: Value must be at least 0",
         ),
-        ({"transaction.boundary": "connector"}, "transaction.boundary=connector is not supported"),
     ],
 )
 def test_transaction_policy_rejects_with_key_value_and_allowed(config: dict[str, str], message: str) -> None:
