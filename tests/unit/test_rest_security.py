@@ -71,7 +71,9 @@ def writes(monkeypatch: pytest.MonkeyPatch) -> Writes:
 
 def _client(worker: Worker, writes: Writes) -> httpx.AsyncClient:
     worker.writes.put_connector_config = writes.put_connector_config  # type: ignore[method-assign]
-    worker.writes.require_leader = lambda: None  # type: ignore[method-assign]
+    # The worker binds its writes' method at construction (operations call it there): replace both.
+    worker.put_connector_config = writes.put_connector_config  # type: ignore[method-assign]
+    worker.writes.require_leader = lambda **_kw: None  # type: ignore[method-assign]
     return httpx.AsyncClient(transport=httpx.ASGITransport(create_app(worker)), base_url="http://kc:8083")
 
 
