@@ -18,7 +18,8 @@ For each system (kconnect, then the reference Apache Kafka Connect), on one Apac
      its last "Finished reading KafkaBasedLog" line).
 
    The config topic's end offset is printed before and after: a worker that rewrites task configs on
-   restart (it computed different ones) shows there.
+   restart (it computed different ones) shows there; *threads* is the worker process's thread count
+   (``/proc/<pid>/status``), the most sampled while waiting for RUNNING.
 
 Target (issue 24 item 3): kconnect at every task RUNNING in under 30 s on 2 cores, REST answering within
 1 s of the process start.
@@ -77,6 +78,9 @@ class Row:
     read_s: float | None = None
     config_end_before: int = 0
     config_end_after: int = 0
+    #: The worker process's thread count (``/proc/<pid>/status`` Threads) once every task was RUNNING, or
+    #: at the timeout: the largest of the samples taken while waiting.
+    threads: int | None = None
     note: str = ""
 
 
@@ -158,8 +162,24 @@ def task_states(body: object) -> dict[str, int]:
     return counts
 
 
-def watch(url: str, started: float, row: Row, connectors: int, timeout_s: float) -> None:
-    """Poll REST from the process start: first answer, 200 on /connectors, every task RUNNING."""
+def process_threads(pid: int | None) -> int | None:
+    """The process's thread count (librdkafka threads included), None once it is gone."""
+    if pid is None:
+        return None
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("Threads:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def watch(
+    url: str, started: float, row: Row, connectors: int, timeout_s: float, pid: int | None = None
+) -> None:
+    """Poll REST from the process start: first answer, 200 on /connectors, every task RUNNING; sample
+    the process's threads meanwhile (the most seen)."""
     client = httpx.Client(base_url=url, timeout=10.0)
     deadline = started + timeout_s
     states: dict[str, int] = {}
@@ -178,6 +198,9 @@ def watch(url: str, started: float, row: Row, connectors: int, timeout_s: float)
                 break
             time.sleep(0.05)
         while row.joined_s is not None and time.monotonic() < deadline:
+            threads = process_threads(pid)
+            if threads is not None:
+                row.threads = max(row.threads or 0, threads)
             try:
                 resp = client.get("/connectors", params={"expand": "status"})
                 if resp.status_code == 200:
@@ -256,7 +279,9 @@ def run_kconnect(
         started = time.monotonic()
         worker.start()
         try:
-            watch(worker.url, started, row, len(files), args.timeout)
+            watch(
+                worker.url, started, row, len(files), args.timeout, worker.proc.pid if worker.proc else None
+            )
         finally:
             worker.stop()
         row.read_s = kconnect_read_s(worker.log_path)
@@ -294,7 +319,8 @@ def run_reference(
         try:
             worker.start()  # returns once REST answers
             assert worker.started_at is not None
-            watch(worker.url, worker.started_at, row, len(files), args.timeout)
+            pid = worker.process.pid if worker.process is not None else None
+            watch(worker.url, worker.started_at, row, len(files), args.timeout, pid)
             row.read_s = reference_read_s(worker.log_text())
         finally:
             worker.stop()
@@ -347,13 +373,13 @@ def main() -> None:
     print()
     print(
         f"{'system':<16} {'REST s':>7} {'first':>5} {'joined s':>9} {'RUNNING s':>10} {'read s':>7}"
-        f" {'config end before/after':>24}  note"
+        f" {'config end before/after':>24} {'threads':>8}  note"
     )
     for r in rows:
         ends = f"{r.config_end_before}/{r.config_end_after}"
         print(
             f"{r.system:<16} {fmt(r.rest_s):>7} {r.first_status or '-':>5} {fmt(r.joined_s):>9}"
-            f" {fmt(r.running_s):>10} {fmt(r.read_s):>7} {ends:>24}  {r.note}"
+            f" {fmt(r.running_s):>10} {fmt(r.read_s):>7} {ends:>24} {r.threads or '-':>8}  {r.note}"
         )
     if not args.keep:
         import shutil

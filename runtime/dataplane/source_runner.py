@@ -7,10 +7,12 @@ poll order with their source offsets tracked per record. Their keys and values a
 configured converters (``source_encoding``); with transforms, each poll batch then goes through the chain
 as one frame (``source_batch``), and records the chain drops are acknowledged with
 ``commit_record(record, None)`` and their offsets committed. They are produced with an idempotent
-confluent-kafka producer, and their source offsets are written to the offsets topic every
-``offset.flush.interval.ms`` and on stop, only after a producer flush has had every record before them
-acknowledged. With ``exactly.once.source.support=enabled`` a transactional producer carries records and
-offsets in one transaction per boundary instead (KIP-618; ``exactly_once``).
+confluent-kafka producer, on a worker one shared by every task with the same producer settings
+(``producer_pool``: a process holds only about 1,000 Kafka clients), and their source offsets are
+written to the offsets topic every ``offset.flush.interval.ms`` and on stop, only after the task's own
+records before them were acknowledged. With ``exactly.once.source.support=enabled`` a transactional
+producer of the task's own carries records and offsets in one transaction per boundary instead (KIP-618;
+``exactly_once``).
 
 The decision of which offsets to write (:func:`latest_source_offsets`) is a pure function at the top.
 """
@@ -33,6 +35,7 @@ from kconnect.runtime.dataplane.exactly_once import (
     connector_boundaries,
     producer_settings,
 )
+from kconnect.runtime.dataplane.producer_pool import ProducerPool
 from kconnect.runtime.dataplane.sink_batch import tolerance_message
 from kconnect.runtime.dataplane.source_batch import raw_row, source_plan, transform_batch
 from kconnect.runtime.dataplane.source_encoding import source_encoder
@@ -205,9 +208,14 @@ class SourceTaskRunner(TaskRunner):
         spark: Callable[[], Any] | None = None,
         plugin_metrics: PluginMetricsRegistry | None = None,
         on_running: Callable[[TaskId], None] | None = None,
+        producers: ProducerPool | None = None,
     ) -> None:
         super().__init__(task_id, task, config, on_failure, plugin_metrics, on_running)
         self.source: SourceTask = task
+        #: The worker's shared producers (``producer_pool``): a non-transactional task produces through
+        #: the one for its settings instead of a producer of its own. None: a producer of its own (a
+        #: Spark task runs one task).
+        self._producers = producers
         #: Set when the worker has exactly.once.source.support=enabled: records and offsets go to Kafka
         #: in one transaction per boundary (``exactly_once``), and ``run`` starts the task after fencing.
         self.eos = exactly_once
@@ -394,16 +402,26 @@ class SourceTaskRunner(TaskRunner):
         if self.eos is not None:
             self._run_transactional(self.eos)
             return
+        settings = {
+            "bootstrap.servers": self._bootstrap,
+            **self._producer_settings,
+            "enable.idempotence": True,
+        }
+        if self._producers is not None:
+            shared = self._producers.acquire(settings)
+            try:
+                self._run_producing(shared)
+            finally:
+                self._producers.release(shared, self._flush_timeout_s)
+            return
         from confluent_kafka import Producer
 
-        producer = Producer(
-            {
-                "bootstrap.servers": self._bootstrap,
-                "client.id": f"connector-producer-{self.task_id}",
-                **self._producer_settings,
-                "enable.idempotence": True,
-            }
-        )
+        self._run_producing(Producer({"client.id": f"connector-producer-{self.task_id}", **settings}))
+
+    def _run_producing(self, producer: Any) -> None:
+        """The non-transactional loop, through ``producer``: a confluent-kafka Producer of the task's own or
+        its handle on a shared one (``producer_pool.TaskProducer``: the same ``produce``/``poll``/``flush``,
+        limited to this task's records)."""
         next_flush = time.monotonic() + self._flush_interval_s
         self._committer = ThreadPoolExecutor(1, thread_name_prefix=f"offsets-{self.task_id}")
         self.loop_began()  # the task's start returned (on this thread, before run): RUNNING from here
@@ -411,6 +429,7 @@ class SourceTaskRunner(TaskRunner):
             while not self._stopping.is_set():
                 if not self._running.is_set():
                     self._flush(producer)
+                    producer.poll(0)  # a paused task too hears that its (shared) producer failed
                     self._running.wait(0.5)
                     continue
                 records = self.source.poll() or []

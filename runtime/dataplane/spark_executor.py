@@ -36,6 +36,7 @@ from kconnect.runtime.dataplane.active_topics import ActiveTopics
 from kconnect.runtime.dataplane.converters import converter_config
 from kconnect.runtime.dataplane.exactly_once import ExactlyOnce, exactly_once
 from kconnect.runtime.dataplane.executor import TaskCounters, TaskListener, TaskState
+from kconnect.runtime.dataplane.producer_pool import ProducerPool
 from kconnect.runtime.dataplane.sink_runner import SinkTaskRunner
 from kconnect.runtime.dataplane.source_runner import SourceTaskRunner
 from kconnect.runtime.dataplane.spark_home import ShadowSparkHome, shadows_spark_home
@@ -289,6 +290,9 @@ class SparkExecutor:
                 not_enabled=unprotected,
             )
         self._lock = threading.Lock()
+        #: The producers the driver-run, non-transactional source tasks share, one per distinct settings:
+        #: a producer per task would hit the process's ~1,000 client limit (``producer_pool``).
+        self._producers = ProducerPool()
         self._runners: dict[TaskId, TaskRunner] = {}
         #: The plugin version each held task runs (KIP-891), for the statuses its transitions report.
         self._versions: dict[TaskId, str | None] = {}
@@ -444,6 +448,7 @@ class SparkExecutor:
                 spark=self.spark.get,
                 plugin_metrics=self.plugin_metrics,
                 on_running=self._loop_began,
+                producers=self._producers if eos is None else None,
             )
         raise ConnectorError(f"{type(task).__name__} is neither a SourceTask nor a SinkTask")
 
