@@ -516,7 +516,20 @@ class SourceTaskRunner(TaskRunner):
                 # A clean stop commits what was polled, as Java's final offset commit does.
                 self._end_final_transaction(producer, eos)
             self._abort_transaction(producer)  # what a failure, or a task that never ended it, left open
+            self._final_flush(producer, clean)
+
+    def _final_flush(self, producer: Any, clean: bool) -> None:
+        """Flush what is left; a fenced producer fails here too. After a clean loop that failure is the
+        task's, said as every transactional failure is (naming the transactional.id and the fencing); while
+        another failure is already on its way out, that one says why and this one must not replace it."""
+        from confluent_kafka import KafkaException
+
+        try:
             producer.flush(5)
+        except KafkaException as exc:
+            if clean:
+                raise ConnectorError(self._transaction_failure("flushing at stop", exc)) from exc
+            self.log.warning("final flush failed", error=str(exc))
 
     def _dispatch(self, producer: Any, prepared: list[tuple[SourceRecord, Outgoing | None]]) -> None:
         """Send records into the open transaction (begun by the first), then serve delivery reports."""

@@ -142,9 +142,13 @@ def committed_numbers(top: int) -> list[int]:
     return committed
 
 
-def read_numbers(bootstrap: str, topic: str, isolation: str, quiet_s: float = 3.0) -> list[int]:
+def read_numbers(
+    bootstrap: str, topic: str, isolation: str, quiet_s: float = 3.0, until: int | None = None
+) -> list[int]:
     """Every number a reader with this isolation level is served, from the start, until ``quiet_s``
-    passes without one (the end of a transaction is a control record no reader sees)."""
+    passes without one (the end of a transaction is a control record no reader sees), or, with ``until``,
+    as soon as that number or a later one is served: while the task still produces, the topic never goes
+    quiet, and a reader waiting for quiet would read forever."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -162,6 +166,8 @@ def read_numbers(bootstrap: str, topic: str, isolation: str, quiet_s: float = 3.
                 if msg.error() is None:
                     seen.append(int(msg.value() or b"-1"))
                     last = time.monotonic()
+                    if until is not None and seen[-1] >= until:
+                        return seen
     finally:
         consumer.close()
     return seen
@@ -260,7 +266,10 @@ def test_connector_defined_transactions_survive_a_killed_worker(tmp_path: Path, 
             "the task RUNNING on the surviving worker",
         )
         wait_until(
-            lambda: max(read_numbers(broker.bootstrap, topic, "read_committed", 1.0), default=-1) >= 150,
+            lambda: (
+                max(read_numbers(broker.bootstrap, topic, "read_committed", 1.0, until=150), default=-1)
+                >= 150
+            ),
             90,
             "numbers up to 150 committed after the take-over",
         )
