@@ -164,6 +164,16 @@ def serve_worker(
         thread = threading.Thread(target=server.run, name=f"rest-{spec.listener.port}", daemon=True)
         thread.start()
         servers.append((server, thread, f"{spec.scheme}://{spec.host}:{spec.listener.port}"))
+    # A listener that cannot bind ends the process before the worker joins its group, as Java's REST server
+    # is initialized before its herder starts: a member that joined and left at once can hold a round up.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(
+        not server.started and thread.is_alive() for server, thread, _w in servers
+    ):
+        time.sleep(0.01)
+    unbound = next((where for _s, thread, where in servers if not thread.is_alive()), None)
+    if unbound is not None:
+        return _fail(EXIT_STARTUP, f"{REST_LISTEN_FAILED} {unbound}")
     try:
         worker.start()
     except StartupError as exc:

@@ -404,13 +404,31 @@ class KafkaStreamReader(DataSourceStreamReader):
         return assigned_partitions(found, self.task_index, self.task_count)
 
     def _watermarks(self, tps: Sequence[TopicPartitionKey]) -> dict[TopicPartitionKey, tuple[int, int]]:
-        from confluent_kafka import TopicPartition
+        """Each partition's watermarks. Right after its leadership moved a partition answers with a
+        retriable error for a moment (OFFSET_NOT_AVAILABLE: "Leader high watermark is not caught up",
+        NOT_LEADER_FOR_PARTITION): asked again until ``timeout_s``, as Java's consumer does, instead of
+        failing the sink's query (seen with leadership moved on a three-broker cluster)."""
+        from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+        from kconnect.runtime.storage.kafka_log import retriable_end_offset_error
 
         consumer = self._client()
-        return {
-            tp: consumer.get_watermark_offsets(TopicPartition(tp[0], tp[1]), timeout=self.timeout_s)
-            for tp in tps
-        }
+        deadline = time.monotonic() + self.timeout_s
+        found: dict[TopicPartitionKey, tuple[int, int]] = {}
+        for tp in tps:
+            while True:
+                remaining = max(0.1, deadline - time.monotonic())
+                try:
+                    partition = TopicPartition(tp[0], tp[1])
+                    found[tp] = consumer.get_watermark_offsets(partition, timeout=remaining)
+                    break
+                except KafkaException as exc:
+                    error = exc.args[0] if exc.args else None
+                    code = error.code() if isinstance(error, KafkaError) else None
+                    if not retriable_end_offset_error(code) or time.monotonic() + 0.2 >= deadline:
+                        raise
+                    time.sleep(0.2)
+        return found
 
     def _served_end(self, tp: TopicPartitionKey, position: int) -> tuple[int, bool]:
         """The offset after the last record the broker serves from ``position`` on (or ``position``), and
