@@ -29,6 +29,20 @@ Scope = dict[str, Any]
 Message = dict[str, Any]
 
 
+class ResponseTracker:
+    """An ASGI ``send`` that remembers whether the answer has begun: a middleware that cuts a request short
+    may still send its own error only while nothing of the handler's answer went out."""
+
+    def __init__(self, send: Any) -> None:
+        self._send = send
+        self.started = False
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+        await self._send(message)
+
+
 class BodyTooLarge(Exception):
     """Raised inside the wrapped ``receive`` when a streamed body passes the limit, to unwind the handler that
     is reading it; the middleware turns it into a 413."""
@@ -58,7 +72,7 @@ class BodyLimit:
                     await send_error(send, 413, self._message(declared))
                     return
         seen = 0
-        started = False
+        sent = ResponseTracker(send)
 
         async def limited_receive() -> Message:
             nonlocal seen
@@ -69,16 +83,10 @@ class BodyLimit:
                     raise BodyTooLarge
             return message
 
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
         try:
-            await self.app(scope, limited_receive, tracking_send)
+            await self.app(scope, limited_receive, sent)
         except* BodyTooLarge:  # except*: FastAPI's http middleware hands it on inside an ExceptionGroup
-            if not started:
+            if not sent.started:
                 await send_error(send, 413, self._message(seen))
 
     def _message(self, size: int) -> str:
@@ -155,7 +163,7 @@ class BodyDeadline:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout_s
         body_done = False
-        started = False
+        sent = ResponseTracker(send)
 
         async def timed_receive() -> Message:
             nonlocal body_done
@@ -170,16 +178,10 @@ class BodyDeadline:
                 body_done = True
             return message
 
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
         try:
-            await self.app(scope, timed_receive, tracking_send)
+            await self.app(scope, timed_receive, sent)
         except* BodyTimedOut:  # except*: FastAPI's http middleware hands it on inside an ExceptionGroup
-            if not started:
+            if not sent.started:
                 await send_error(
                     send,
                     408,
