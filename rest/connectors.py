@@ -90,6 +90,12 @@ def connectors_router(ctx: RestContext) -> APIRouter:
     connector_info, connector_status = ctx.connector_info, ctx.connector_status
     ops = ConnectorOperations(worker)
 
+    def created_info(name: str) -> dict[str, Any]:
+        # Java answers a creation with the task configs known when its config record was read back: none,
+        # since a connector's tasks are computed after it starts. Ours may have started and written them
+        # by the time the snapshot is read, so the answer does not depend on that race.
+        return {**connector_info(name), "tasks": []}
+
     @router.get("/connectors")
     def list_connectors(request: Request) -> Any:
         snap = worker.snapshot()
@@ -138,7 +144,7 @@ def connectors_router(ctx: RestContext) -> APIRouter:
             await run_in_threadpool(ops.create, name, config, target, offsets)
         except NotLeaderError as exc:
             return await ctx.forward_or_raise(request, exc, raw)
-        content = connector_info(name)
+        content = created_info(name)
         if offsets is not None:
             content["initial_offsets_written"] = True
         return JSONResponse(
@@ -168,7 +174,8 @@ def connectors_router(ctx: RestContext) -> APIRouter:
             created = await run_in_threadpool(writes.put_connector_config, name, config, allow_replace=True)
         except NotLeaderError as exc:
             return await ctx.forward_or_raise(request, exc, raw)
-        return JSONResponse(status_code=201 if created else 200, content=connector_info(name))
+        content = created_info(name) if created else connector_info(name)
+        return JSONResponse(status_code=201 if created else 200, content=content)
 
     @router.get("/connectors/{name}/status")
     def get_status(name: str) -> dict[str, Any]:
