@@ -38,6 +38,22 @@ Where the seed is broken, kconnect decides:
   entry, beside ``MemberId``, ``Error`` and ``ConnectorsTasks``.
 * The seed's TargetAssignment key lists its field under version 5; the key's version is 6.
 
+Learners (the learner seed's warm-up hand-over, issue 25) travel in tagged fields, so that records written
+without them (by an older kconnect, or with warm-up off) decode unchanged, an older reader skips them, and
+a record without learners encodes to exactly the bytes it had before: tag 0 of each target member entry
+(the tasks the coordinator asks that member to learn) and tag 0 of the current-assignment value (the
+tasks the member learns, with its readiness). Both hold the same array::
+
+    Learners: [] { Connector: string, TaskId: int32, IsLearner: bool, IsReady: bool, SinceMs: int64 }
+
+``IsLearner``/``IsReady`` are the seed's tags. Writers set ``IsLearner`` on every entry; a reader skips an
+entry without it (the seed's other use of the tag, marking an active owner's task as "being learned",
+which kconnect does not write, so a later writer may). ``SinceMs`` is the coordinator's clock when it
+first asked for that learner: it names the learner (a member's readiness counts only for the learner the
+target asks for) and starts its warm-up deadline, so a new leader resumes the same deadline. A learners
+field that does not decode is skipped with a warning and the rest of the record kept: losing a learner
+costs a warm-up, never a task.
+
 Kafka's types themselves are ``runtime/storage/wire``'s; what a person reads of the folded state (``GET
 /group``, ``kconnect group describe``) is ``group_view``'s.
 
@@ -71,6 +87,7 @@ __all__ = [
     "GroupRecordError",
     "GroupRecords",
     "GroupState",
+    "Learner",
     "MemberMetadataKey",
     "MemberMetadataValue",
     "RecordKey",
@@ -91,6 +108,8 @@ log = logs.get(__name__)
 
 #: The only value version the seed defines; a later one is skipped by readers that do not know it.
 VALUE_VERSION = 0
+#: The tagged field holding learners, in a target member entry and in a current-assignment value.
+TAG_LEARNERS = 0
 
 
 class GroupRecordError(ValueError):
@@ -125,6 +144,23 @@ class Assigned:
 
     def __le__(self, other: Assigned) -> bool:
         return self.connectors <= other.connectors and self.tasks <= other.tasks
+
+
+@dataclass(frozen=True, slots=True)
+class Learner:
+    """One task a member learns (warms up) while another member still runs it: the seed's learner task.
+
+    A learner is never an owner: it is listed apart from ``assigned`` in both the target and the member's
+    record, so nothing that decides who runs a task (the reconciler's claims, the coordinator's checks)
+    ever sees it.
+    """
+
+    task: TaskId
+    #: The seed's isReady: the member prepared everything that does not touch the task's records.
+    ready: bool = False
+    #: When the coordinator first asked for this learner (its clock, ms since the epoch): names the
+    #: learner and starts its warm-up deadline.
+    since_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +212,11 @@ class TargetMember:
     assigned: Assigned
     version: int
     metadata: bytes
+    #: Tasks this member should learn (tag 0); another member's ``assigned`` still holds each of them.
+    learners: frozenset[Learner] = frozenset()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "learners", frozenset(self.learners))
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +236,11 @@ class CurrentMemberAssignmentValue:
     assigned: Assigned
     version: int
     metadata: bytes
+    #: Tasks the member learns, with whether each is ready (tag 0); never part of ``assigned``.
+    learners: frozenset[Learner] = frozenset()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "learners", frozenset(self.learners))
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,6 +370,25 @@ def _connectors_tasks(assigned: Assigned, what: str) -> bytes:
     return wire.compact_array([connectors + tasks + wire.NO_TAGS])
 
 
+def _learners(learners: frozenset[Learner], what: str) -> bytes:
+    """A tagged-fields section: empty without learners (the bytes of a record that has none are unchanged),
+    else tag 0 holding the learners array, sorted by task so that equal sets encode equal."""
+    if not learners:
+        return wire.NO_TAGS
+    entries = wire.compact_array(
+        [
+            wire.compact_string(x.task.connector, f"{what} learner connector name")
+            + wire.int32(x.task.task, f"{what} learner task id of {x.task.connector!r}")
+            + wire.int8(1, "IsLearner")
+            + wire.int8(1 if x.ready else 0, "IsReady")
+            + wire.int64(x.since_ms, f"{what} learner since_ms of {x.task}")
+            + wire.NO_TAGS
+            for x in sorted(learners, key=lambda x: (x.task, x.since_ms, x.ready))
+        ]
+    )
+    return wire.uvarint(1) + wire.uvarint(TAG_LEARNERS) + wire.uvarint(len(entries)) + entries
+
+
 def encode_key(key: RecordKey) -> bytes:
     """The record key: INT16 record type, then the key's STRING fields (classic encoding)."""
     version = KEY_VERSIONS.get(type(key))
@@ -373,7 +438,7 @@ def _encode_body(value: RecordValue) -> bytes:
             + _connectors_tasks(m.assigned, f"target of member {m.member_id!r}")
             + wire.int16(m.version, f"version of target member {m.member_id!r}")
             + wire.compact_bytes(m.metadata, f"metadata of target member {m.member_id!r}")
-            + wire.NO_TAGS
+            + _learners(m.learners, f"target member {m.member_id!r}")
             for m in value.members
         ]
         return wire.int32(value.assignment_epoch, "assignment_epoch") + wire.compact_array(members)
@@ -400,9 +465,15 @@ def _encode_body(value: RecordValue) -> bytes:
 
 
 def encode_value(value: RecordValue) -> bytes:
-    """The record value: INT16 version 0, the fields in the flexible encoding, an empty tag section."""
+    """The record value: INT16 version 0, the fields in the flexible encoding, then its tag section (empty
+    but for a current assignment's learners)."""
     try:
-        return wire.int16(VALUE_VERSION, "value version") + _encode_body(value) + wire.NO_TAGS
+        tags = (
+            _learners(value.learners, "current assignment")
+            if isinstance(value, CurrentMemberAssignmentValue)
+            else wire.NO_TAGS
+        )
+        return wire.int16(VALUE_VERSION, "value version") + _encode_body(value) + tags
     except wire.WireError as exc:
         raise GroupRecordError(str(exc)) from None
 
@@ -428,6 +499,42 @@ def _read_assigned(r: wire.Reader, what: str) -> Assigned:
             r.tags(f"a {what} task entry")
         r.tags(f"a {what} ConnectorsTasks element")
     return Assigned(frozenset(connectors), frozenset(tasks))
+
+
+def _tagged(r: wire.Reader, where: str) -> dict[int, bytes]:
+    """A TAGGED_FIELDS section as tag -> bytes (a tag seen twice: the last), for the fields this reader
+    knows; unknown ones are stepped over like ``wire.Reader.tags`` does."""
+    fields: dict[int, bytes] = {}
+    for _ in range(r.uvarint(f"the tagged-field count of {where}")):
+        tag = r.uvarint(f"a tag of {where}")
+        size = r.uvarint(f"the size of tag {tag} of {where}")
+        fields[tag] = r.take(size, f"tag {tag} of {where}")
+    return fields
+
+
+def _read_learners(fields: Mapping[int, bytes], where: str) -> frozenset[Learner]:
+    """The learners in tag 0 of a tag section; a field that does not decode is skipped with a warning (the
+    record's other fields stand: a lost learner costs a warm-up, never a task)."""
+    data = fields.get(TAG_LEARNERS)
+    if data is None:
+        return frozenset()
+    r = _reader(data, f"learners of {where}")
+    try:
+        learners: list[Learner] = []
+        for _ in range(r.compact_count("learners", 16)):
+            name = r.compact_string("a learner connector name")
+            task = TaskId(name, r.int32(f"a learner task id of connector {name!r}"))
+            is_learner = r.int8(f"IsLearner of {task}") != 0
+            ready = r.int8(f"IsReady of {task}") != 0
+            since_ms = r.int64(f"SinceMs of {task}")
+            r.tags(f"learner {task}")
+            if is_learner:
+                learners.append(Learner(task, ready, since_ms))
+        r.end()
+    except GroupRecordError as exc:
+        log.warning("skipping learners that do not decode", where=where, error=str(exc))
+        return frozenset()
+    return frozenset(learners)
 
 
 def decode_key(data: bytes) -> RecordKey:
@@ -490,25 +597,24 @@ def _decode_body(key: RecordKey, r: wire.Reader) -> RecordValue:
         members = []
         for _ in range(r.compact_count("target members", 7)):
             member_id = r.compact_string("a target member id")
-            members.append(
-                TargetMember(
-                    member_id,
-                    r.int8(f"the error of target member {member_id!r}"),
-                    _read_assigned(r, f"target member {member_id!r}"),
-                    r.int16(f"the version of target member {member_id!r}"),
-                    r.compact_bytes(f"the metadata of target member {member_id!r}"),
-                )
-            )
-            r.tags(f"target member {member_id!r}")
+            error = r.int8(f"the error of target member {member_id!r}")
+            target_share = _read_assigned(r, f"target member {member_id!r}")
+            version = r.int16(f"the version of target member {member_id!r}")
+            metadata = r.compact_bytes(f"the metadata of target member {member_id!r}")
+            where = f"target member {member_id!r}"
+            learners = _read_learners(_tagged(r, where), where)
+            members.append(TargetMember(member_id, error, target_share, version, metadata, learners))
         return TargetAssignmentValue(epoch, tuple(members))
     if isinstance(key, CurrentMemberAssignmentKey):
-        return CurrentMemberAssignmentValue(
-            r.int32("the member epoch"),
-            r.int8("the error"),
-            _read_assigned(r, "current"),
-            r.int16("the version"),
-            r.compact_bytes("the metadata"),
-        )
+        # The value's own tag section (read by decode_value for every other type) holds its learners.
+        epoch = r.int32("the member epoch")
+        error = r.int8("the error")
+        current = _read_assigned(r, "current")
+        version = r.int16("the version")
+        metadata = r.compact_bytes("the metadata")
+        where = f"the current assignment of member {key.member_id!r}"
+        learners = _read_learners(_tagged(r, "the value"), where)
+        return CurrentMemberAssignmentValue(epoch, error, current, version, metadata, learners)
     if isinstance(key, GroupConfigurationKey):
         configurations = []
         for _ in range(r.compact_count("configurations", 3)):
@@ -529,7 +635,8 @@ def decode_value(key: RecordKey, data: bytes) -> RecordValue:
             f"unknown value version {version} for {type(key).__name__} (known: {VALUE_VERSION})"
         )
     value = _decode_body(key, r)
-    r.tags("the value")
+    if not isinstance(key, CurrentMemberAssignmentKey):  # that one reads its tags itself (its learners)
+        r.tags("the value")
     r.end()
     return value
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from kconnect.runtime.group import protocol
-from kconnect.runtime.group.group_records import Assigned, GroupState
+from kconnect.runtime.group.group_records import Assigned, GroupState, Learner
 from kconnect.runtime.ids import TaskId
 
 __all__ = ["describe", "reconciliation", "recorded_rebalance_timeout", "scheduled_rebalance"]
@@ -28,6 +28,14 @@ def _assigned_json(assigned: Assigned) -> dict[str, list[str]]:
         "connectors": sorted(assigned.connectors),
         "tasks": [str(t) for t in sorted(assigned.tasks)],
     }
+
+
+def _learners_json(learners: frozenset[Learner]) -> list[dict[str, Any]]:
+    """Learners (warm-up hand-over) as the seed tags them; sorted by task."""
+    return [
+        {"task": str(x.task), "is_learner": True, "is_ready": x.ready, "since_ms": x.since_ms}
+        for x in sorted(learners, key=lambda x: (x.task, x.since_ms))
+    ]
 
 
 def _tasks(items: Iterable[TaskId]) -> list[str]:
@@ -213,6 +221,7 @@ def describe(state: GroupState, *, now_ms: int) -> dict[str, Any]:
                 {
                     "member_id": tm.member_id,
                     **_assigned_json(tm.assigned),
+                    "learners": _learners_json(tm.learners),
                     "error": tm.error,
                     "version": tm.version,
                     "assignment": assignment,
@@ -235,6 +244,7 @@ def describe(state: GroupState, *, now_ms: int) -> dict[str, Any]:
                 "member_id": member_id,
                 "member_epoch": c.member_epoch,
                 **_assigned_json(c.assigned),
+                "learners": _learners_json(c.learners),
                 "error": c.error,
             }
             for member_id, c in sorted(state.current.items())

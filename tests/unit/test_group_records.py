@@ -32,6 +32,7 @@ from kconnect.runtime.group.group_records import (
     GroupRecordError,
     GroupRecords,
     GroupState,
+    Learner,
     MemberMetadataKey,
     MemberMetadataValue,
     RecordKey,
@@ -239,12 +240,18 @@ member_values = st.builds(
     text,
     st.lists(st.builds(Assignor, text, i16, i16, i8, i16, st.binary(max_size=30)), max_size=3).map(tuple),
 )
+i64 = st.integers(-(2**63), 2**63 - 1)
+learners = st.frozensets(st.builds(Learner, st.builds(TaskId, text, i32), st.booleans(), i64), max_size=4)
 target_values = st.builds(
     TargetAssignmentValue,
     i32,
-    st.lists(st.builds(TargetMember, text, i8, assigned, i16, st.binary(max_size=30)), max_size=3).map(tuple),
+    st.lists(
+        st.builds(TargetMember, text, i8, assigned, i16, st.binary(max_size=30), learners), max_size=3
+    ).map(tuple),
 )
-current_values = st.builds(CurrentMemberAssignmentValue, i32, i8, assigned, i16, st.binary(max_size=30))
+current_values = st.builds(
+    CurrentMemberAssignmentValue, i32, i8, assigned, i16, st.binary(max_size=30), learners
+)
 config_values = st.builds(GroupConfigurationValue, st.lists(st.tuples(text, text), max_size=4).map(tuple))
 
 
@@ -532,6 +539,7 @@ def test_describe_shows_members_target_current_and_the_scheduled_delay() -> None
         "member_epoch": 43,
         "connectors": ["sink-a"],
         "tasks": [],
+        "learners": [],
         "error": 0,
     }
     assert view["configuration"] == {"session.timeout.ms": "10000"}
@@ -641,3 +649,136 @@ def test_java_rejects_what_we_reject(java_decoder: list[str]) -> None:
         check=True,
     )
     assert all(a.startswith("ERR ") for a in done.stdout.splitlines()), done.stdout
+
+
+# ---------------------------------------------------------------------------------------------------
+# Learners (issue 25): tagged fields, so records without them keep their bytes and older readers skip them
+
+LEARNING = frozenset(
+    {Learner(TaskId("sink-a", 2), False, 1_700_000_000_000), Learner(TaskId("b", 0), True, 5)}
+)
+
+
+def _learners_tag(entries: bytes, count: int) -> bytes:
+    """Tag 0 holding ``count`` already encoded learner entries, as the only tagged field."""
+    body = bytes([count + 1]) + entries
+    return b"\x01\x00" + bytes([len(body)]) + body
+
+
+def _entry(connector: str, task: int, is_learner: int, ready: int, since_ms: int) -> bytes:
+    name = connector.encode()
+    return (
+        bytes([len(name) + 1])
+        + name
+        + task.to_bytes(4, "big", signed=True)
+        + bytes([is_learner, ready])
+        + since_ms.to_bytes(8, "big", signed=True)
+        + b"\x00"
+    )
+
+
+def test_records_without_learners_keep_their_bytes() -> None:
+    # The goldens above are Java's bytes for records without learners; a record that has some differs only
+    # by its tag section, which Java (and an older kconnect) skips.
+    plain = CurrentMemberAssignmentValue(3, 0, A(("a",)), 2, b"")
+    with_learners = CurrentMemberAssignmentValue(3, 0, A(("a",)), 2, b"", LEARNING)
+    assert encode_value(with_learners).startswith(encode_value(plain)[:-1])
+    assert encode_value(plain).endswith(b"\x00")
+    member = TargetMember(W1, 0, A(), 2, b"")
+    assert encode_value(TargetAssignmentValue(1, (member,))) != encode_value(
+        TargetAssignmentValue(1, (TargetMember(W1, 0, A(), 2, b"", LEARNING),))
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        (CurrentMemberAssignmentKey(G, W1), CurrentMemberAssignmentValue(9, 0, A(("a",)), 2, b"x", LEARNING)),
+        (
+            TargetAssignmentKey(G),
+            TargetAssignmentValue(
+                9,
+                (
+                    TargetMember(W1, 0, A(("a",), T("a", 0)), 2, b"", frozenset()),
+                    TargetMember(W2, 0, A(), 2, b"m", LEARNING),
+                ),
+            ),
+        ),
+    ],
+    ids=["current", "target"],
+)
+def test_learners_round_trip_and_older_readers_skip_them(key: RecordKey, value: RecordValue) -> None:
+    data = encode_value(value)
+    assert decode_value(key, data) == value
+    # What a reader without learners sees: the same record with none (the tags are skipped).
+    if isinstance(value, CurrentMemberAssignmentValue):
+        bare: RecordValue = CurrentMemberAssignmentValue(
+            value.member_epoch, value.error, value.assigned, value.version, value.metadata
+        )
+    else:
+        assert isinstance(value, TargetAssignmentValue)
+        bare = TargetAssignmentValue(
+            value.assignment_epoch,
+            tuple(
+                TargetMember(m.member_id, m.error, m.assigned, m.version, m.metadata) for m in value.members
+            ),
+        )
+    assert decode_value(key, encode_value(bare)) == bare
+
+
+def test_learner_entries_carry_the_seeds_tags() -> None:
+    value = CurrentMemberAssignmentValue(1, 0, A(), 2, b"", frozenset({Learner(TaskId("c", 3), True, 7)}))
+    assert encode_value(value).endswith(_learners_tag(_entry("c", 3, 1, 1, 7), 1))
+
+
+def _current_with(tags: bytes) -> bytes:
+    return encode_value(CurrentMemberAssignmentValue(4, 0, A(("a",)), 2, b""))[:-1] + tags
+
+
+def test_an_entry_without_is_learner_is_skipped() -> None:
+    # The seed's other use of the tag (an active owner's task marked "being learned") is not a learner.
+    tags = _learners_tag(_entry("c", 0, 0, 1, 5) + _entry("c", 1, 1, 0, 5), 2)
+    decoded = decode_value(CurrentMemberAssignmentKey(G, W1), _current_with(tags))
+    assert isinstance(decoded, CurrentMemberAssignmentValue)
+    assert decoded.learners == frozenset({Learner(TaskId("c", 1), False, 5)})
+
+
+@pytest.mark.parametrize(
+    "tags",
+    [
+        _learners_tag(_entry("c", 0, 1, 1, 5)[:-3], 1),  # an entry cut short inside the field
+        _learners_tag(_entry("c", 0, 1, 1, 5) + b"\x07", 1),  # trailing bytes inside the field
+        b"\x01\x00\x01\x00",  # a null learners array
+        b"\x01\x00\x02\x02\x05",  # a count the field cannot hold
+    ],
+    ids=["truncated-entry", "trailing-byte", "null-array", "bad-count"],
+)
+def test_corrupt_learners_are_skipped_with_a_warning_and_the_record_kept(tags: bytes) -> None:
+    key = CurrentMemberAssignmentKey(G, W1)
+    with capture_logs() as logs:
+        decoded = decode_value(key, _current_with(tags))
+    assert decoded == CurrentMemberAssignmentValue(4, 0, A(("a",)), 2, b"")
+    assert [entry["event"] for entry in logs] == ["skipping learners that do not decode"]
+    assert W1 in logs[0]["where"] and logs[0]["error"]
+    # The fold keeps the record too.
+    state = apply(GroupRecords(), encode_key(key), _current_with(tags), offset=3, timestamp_ms=1).groups[G]
+    assert state.current[W1].assigned == A(("a",))
+
+
+def test_unknown_tags_beside_the_learners_are_skipped() -> None:
+    learners = _learners_tag(_entry("c", 0, 1, 0, 5), 1)
+    tags = b"\x02\x00" + learners[2:] + b"\x09\x02\xab\xcd"  # tag 0, then an unknown tag 9
+    decoded = decode_value(CurrentMemberAssignmentKey(G, W1), _current_with(tags))
+    assert isinstance(decoded, CurrentMemberAssignmentValue)
+    assert decoded.learners == frozenset({Learner(TaskId("c", 0), False, 5)})
+
+
+def test_describe_shows_learners_with_their_tags() -> None:
+    learner = Learner(TaskId("sink-a", 2), True, 1_000)
+    target = TargetAssignmentValue(5, (TargetMember(W2, 0, A(), 2, b"", frozenset({learner})),))
+    current = CurrentMemberAssignmentValue(5, 0, A(), 2, b"", frozenset({learner}))
+    state = _fold([_rec(TargetAssignmentKey(G), target), _rec(CurrentMemberAssignmentKey(G, W2), current)])
+    view = describe(state.groups[G], now_ms=0)
+    shown = [{"task": "sink-a-2", "is_learner": True, "is_ready": True, "since_ms": 1_000}]
+    assert view["target"]["members"][0]["learners"] == shown
+    assert view["current"][0]["learners"] == shown
