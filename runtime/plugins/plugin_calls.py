@@ -52,6 +52,10 @@ class PluginCall:
     abandoned: bool = False
     returned: bool = False
     context: dict[str, str] = field(default_factory=dict)
+    #: The call of the same subject this one was made from, on the same thread, if any.
+    outer: PluginCall | None = None
+    #: The call made from within this one that is in flight now: until it returns, it stands for this one.
+    inner: PluginCall | None = None
 
     def elapsed(self, now: float | None = None) -> float:
         """Seconds since the call began."""
@@ -75,6 +79,14 @@ class PluginCalls:
         self._lock = threading.Lock()
         self._calls: set[PluginCall] = set()
         self._watchdog: threading.Thread | None = None
+        #: Each thread's calls in flight, outermost first (begin and end run on the calling thread).
+        self._local = threading.local()
+
+    def _thread_calls(self) -> list[PluginCall]:
+        calls: list[PluginCall] | None = getattr(self._local, "calls", None)
+        if calls is None:
+            calls = self._local.calls = []
+        return calls
 
     def begin(
         self,
@@ -84,7 +96,10 @@ class PluginCalls:
         on_timeout: Callable[[PluginCall, float], None] | None = None,
         **context: str,
     ) -> PluginCall:
-        """Register a call the current thread is about to make."""
+        """Register a call the current thread is about to make (from within ``outer``, this thread's
+        innermost call in flight, when that is a call of the same subject)."""
+        mine = self._thread_calls()
+        outer = mine[-1] if mine and mine[-1].subject == subject else None
         call = PluginCall(
             subject,
             method,
@@ -93,17 +108,26 @@ class PluginCalls:
             threading.current_thread(),
             on_timeout,
             context=context,
+            outer=outer,
         )
         with self._lock:
             self._calls.add(call)
+            if outer is not None:
+                outer.inner = call
+        mine.append(call)
         return call
 
     def end(self, call: PluginCall) -> bool:
         """The call returned (or raised); True when it had been abandoned, so its result must be ignored."""
+        mine = self._thread_calls()
+        if call in mine:
+            mine.remove(call)
         with self._lock:
             self._calls.discard(call)
             call.returned = True
             abandoned = call.abandoned
+            if call.outer is not None and call.outer.inner is call:
+                call.outer.inner = None
         if abandoned:
             log.warning(
                 "abandoned plugin call returned at last; its result is ignored",
@@ -129,10 +153,16 @@ class PluginCalls:
             self.end(call)
 
     def check(self, now: float | None = None) -> list[PluginCall]:
-        """Abandon the calls past their bound and tell their owners; returns them. The watchdog's step."""
+        """Abandon the calls past their bound and tell their owners; returns them. The watchdog's step.
+
+        A call with a call of its own in flight (``inner``) waits: the inner one is where it is stuck."""
         now = time.monotonic() if now is None else now
         with self._lock:
-            overdue = [c for c in self._calls if not c.abandoned and c.elapsed(now) >= c.timeout_s]
+            overdue = [
+                c
+                for c in self._calls
+                if not c.abandoned and c.inner is None and c.elapsed(now) >= c.timeout_s
+            ]
             for call in overdue:
                 call.abandoned = True
         for call in sorted(overdue, key=lambda c: c.started):

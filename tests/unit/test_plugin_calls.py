@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import pytest
 
-from kconnect.runtime.plugins.api import SourceConnector, Task
+from kconnect.runtime.dataplane.task_runner import TaskFenced, TaskRunner
+from kconnect.runtime.ids import TaskId
+from kconnect.runtime.plugins.api import SinkRecord, SinkTask, SourceConnector, Task, TopicPartition
 from kconnect.runtime.plugins.config_def import ConfigDef
 from kconnect.runtime.plugins.plugin_calls import PluginCall, PluginCalls, PluginCallTimeout
 from kconnect.runtime.plugins.registry import PluginRegistry
@@ -69,6 +72,95 @@ def test_a_bounded_call_passes_on_what_the_plugin_raised() -> None:
 
     with pytest.raises(ValueError, match="bad config"):
         PluginCalls().run_bounded("connector class X", "validate", 5.0, boom)
+
+
+def test_a_call_made_from_within_another_is_the_one_abandoned_told_and_listed() -> None:
+    calls = PluginCalls()
+    told: list[str] = []
+    tell = lambda c, elapsed: told.append(c.method)  # noqa: E731
+    with calls.bounded("task s-0", "pre_commit", 5.0, tell) as outer:
+        with calls.bounded("task s-0", "flush", 5.0, tell) as inner:
+            assert inner.outer is outer and outer.inner is inner
+            # Both past their bound: only the innermost, where the thread is stuck, is abandoned.
+            assert calls.check(inner.started + 5.0) == [inner] and told == ["flush"]
+            assert [b["method"] for b in calls.blocked(inner.started + 6.0)] == ["flush()"]
+        assert outer.inner is None
+        # The flush returned (late) and pre_commit is still in flight past its bound: its turn now.
+        assert calls.check(outer.started + 7.0) == [outer] and told == ["flush", "pre_commit"]
+    assert calls.blocked() == []
+
+
+def test_an_inner_call_that_returns_in_time_leaves_its_outer_call_bounded_as_any() -> None:
+    calls = PluginCalls()
+    with calls.bounded("task s-0", "pre_commit", 5.0) as outer:
+        with calls.bounded("task s-0", "flush", 5.0):
+            pass
+        assert calls.check(outer.started + 5.0) == [outer]
+
+
+def test_calls_of_other_subjects_or_threads_are_not_nested() -> None:
+    calls = PluginCalls()
+    with (
+        calls.bounded("connector a", "start", 5.0) as connector_call,
+        calls.bounded("task a-0", "start", 5.0) as task_call,
+    ):
+        assert task_call.outer is None and connector_call.inner is None
+        elsewhere: list[PluginCall] = []
+        thread = threading.Thread(target=lambda: elsewhere.append(calls.begin("task a-0", "poll", 5.0)))
+        thread.start()
+        thread.join()
+        assert elsewhere[0].outer is None
+        later = max(c.started for c in (connector_call, task_call, elsewhere[0])) + 5.0
+        assert set(calls.check(later)) == {connector_call, task_call, elsewhere[0]}
+
+
+def test_a_sink_task_whose_flush_hangs_in_pre_commit_is_failed_naming_flush() -> None:
+    gate = threading.Event()
+
+    class FlushHangs(SinkTask):
+        def version(self) -> str:
+            return "1"
+
+        def start(self, props: Mapping[str, str]) -> None:
+            pass
+
+        def put(self, records: Sequence[SinkRecord]) -> None:
+            pass
+
+        def flush(self, current_offsets: Mapping[TopicPartition, int]) -> None:
+            gate.wait(30)
+
+        def stop(self) -> None:
+            pass
+
+    failures: list[str] = []
+    runner = TaskRunner(TaskId("s", 0), FlushHangs(), {}, lambda task, trace: failures.append(trace))
+    calls = PluginCalls()
+    runner.bound_calls(calls, 5.0)
+    task = cast(Any, runner.task)
+    raised: list[BaseException] = []
+
+    def pre_commit() -> None:
+        try:
+            task.pre_commit({TopicPartition("t", 0): 1})
+        except BaseException as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=pre_commit, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while len(calls._calls) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert {c.method for c in calls._calls} == {"pre_commit", "flush"}
+    calls.check(max(c.started for c in calls._calls) + 5.0)
+    (trace,) = failures
+    assert trace.startswith("flush() of task s-0 has not returned after 5.0 s (task.method.timeout.ms)")
+    assert "gate.wait(30)" in trace and runner.fenced
+    assert [b["method"] for b in calls.blocked()] == ["flush()"]
+    gate.set()
+    thread.join(10)
+    assert calls.blocked() == []
+    assert [type(e) for e in raised] == [TaskFenced]  # the late flush's return is not passed on
 
 
 class HangingSource(SourceConnector):
