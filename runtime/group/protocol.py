@@ -29,7 +29,8 @@ INT32 count, read as empty when -1)::
     config_offset       INT64
     allocation          NULLABLE_BYTES     the worker's current assignment, a v3 assignment (see below)
     --- appended by v3 ---
-    flags               INT16              kconnect's flags (bit 0: leaving), always written in v3
+    flags               INT16              kconnect's flags (bit 0: leaving, bit 1: reconciles, bit 2:
+                                           learns), always written in v3
     worker_id           NULLABLE_STRING    ``worker.id``: a stable name, unlike the group member id
     static_connectors   ARRAY of STRING    ``static.connectors``, sorted, unique
     static_tasks        ARRAY of (connector STRING, tasks ARRAY of INT32 >= 0)
@@ -235,6 +236,11 @@ class WorkerState:
     #: the group without JoinGroup rounds for configuration changes once every member says so. A bit of
     #: the trailing flags field, written only when set (v1/v2); Java ignores it.
     reconciles: bool = False
+    #: Warm-up hand-over (the learner seed, issue 25): the worker can learn a task (prepare it without
+    #: touching its records) and activate it when promoted, so the coordinator may give it learners. A
+    #: worker that does not say so (Java, an older kconnect, a data plane not yet honouring the learner
+    #: actions) gets every moved task the plain way. A bit of the trailing flags field, like ``reconciles``.
+    learns: bool = False
 
     def __post_init__(self) -> None:
         if self.static_connectors:
@@ -251,6 +257,7 @@ class WorkerState:
 #: Bits of kconnect's trailing INT16 flags field in v1+ metadata.
 FLAG_LEAVING = 0x0001
 FLAG_RECONCILES = 0x0002
+FLAG_LEARNS = 0x0004
 #: Bits of kconnect's trailing INT16 flags field after the delay of a v1+ assignment.
 ASSIGNMENT_FLAG_RECONCILE = 0x0001
 
@@ -342,7 +349,11 @@ def encode_metadata(state: WorkerState, version: int) -> bytes:
     )
     if version == V0:
         return head
-    flags = (FLAG_LEAVING if state.leaving else 0) | (FLAG_RECONCILES if state.reconciles else 0)
+    flags = (
+        (FLAG_LEAVING if state.leaving else 0)
+        | (FLAG_RECONCILES if state.reconciles else 0)
+        | (FLAG_LEARNS if state.learns else 0)
+    )
     # v1/v2: the flags only when set, so that the bytes are Java's; v3: always, the static fields follow.
     tail = wire.int16(flags, "flags") if flags else b""
     if version >= V3:
@@ -472,6 +483,7 @@ def decode_metadata(data: bytes) -> tuple[int, WorkerState]:
             allocation,
             leaving=bool(flags & FLAG_LEAVING),
             reconciles=bool(flags & FLAG_RECONCILES),
+            learns=bool(flags & FLAG_LEARNS),
         )
     # v3: each field the buffer ends before takes its default; anything after the last is a later
     # version's and ignored.
@@ -499,6 +511,7 @@ def decode_metadata(data: bytes) -> tuple[int, WorkerState]:
         allocation,
         leaving=bool(flags & FLAG_LEAVING),
         reconciles=bool(flags & FLAG_RECONCILES),
+        learns=bool(flags & FLAG_LEARNS),
         worker_id=worker_id,
         static_connectors=tuple(static_connectors),
         static_tasks=tuple(static_tasks),

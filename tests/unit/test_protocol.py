@@ -28,6 +28,7 @@ from kconnect.runtime.group.protocol import (
     V0,
     V1,
     V2,
+    V3,
     ConnectAssignment,
     ProtocolError,
     ProtocolName,
@@ -622,6 +623,18 @@ def test_leaving_flag_trails_the_java_fields_and_round_trips(
     assert decode_metadata(flagged)[1].allocation == decode_metadata(plain)[1].allocation
     # v0 has no room for it: an eager group never hears of a graceful leave.
     assert encode_metadata(leaving, V0) == encode_metadata(staying, V0)
+
+
+@pytest.mark.parametrize("version", [V1, V2, V3])
+def test_learns_flag_is_bit_2_beside_the_others(version: int) -> None:
+    # Warm-up hand-over (issue 25): a worker that can learn tasks says so in the same flags field.
+    state = WorkerState("http://w:8083/", 3, None, reconciles=True, learns=True)
+    data = encode_metadata(state, version)
+    if version < V3:
+        assert data.endswith(b"\x00\x06")
+    decoded = decode_metadata(data)[1]
+    assert decoded.learns and decoded.reconciles and not decoded.leaving
+    assert not decode_metadata(encode_metadata(WorkerState("http://w:8083/", 3, None), version))[1].learns
 
 
 @pytest.mark.interop
