@@ -28,6 +28,13 @@ The seed's three epochs, as kconnect keeps them:
   ``rebalance.timeout.ms`` is fenced: the leader deletes its record (a tombstone), the member stops all
   its work and rejoins at epoch 0.
 
+Warm-up hand-over (the learner seed, issue 25; ``handover``): with ``max.warmup.tasks`` above 0, a task the
+new target moves away from a member that runs it goes first to its new owner as a learner, recorded in the
+target next to that member's share, while the old owner keeps it; a learner that its member's record says
+is ready, or that is past its deadline, bumps the group epoch like a metadata change, and the target that
+follows moves the task the plain way. Off (the default of :class:`CoordinatorInput`), targets are exactly
+what they were without it.
+
 Everything here is pure: the group records as folded, the live members, the work and a clock in;
 records to write and when to wake out. Nothing of the leader's memory lives outside the records, so a
 new leader resumes a reconciliation exactly where the old one left it.
@@ -39,7 +46,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from kconnect.runtime.group import protocol
+from kconnect.runtime.group import handover, protocol
 from kconnect.runtime.group.assignor import CooperativeState, leader_assign
 from kconnect.runtime.group.group_records import (
     Assigned,
@@ -61,6 +68,7 @@ from kconnect.runtime.group.group_records import (
     TargetMember,
 )
 from kconnect.runtime.group.group_view import scheduled_rebalance
+from kconnect.runtime.group.handover import Candidate, WarmupSettings
 from kconnect.runtime.group.leader_memory import member_metadata
 from kconnect.runtime.group.protocol import ConnectAssignment, ProtocolName, WorkerState
 from kconnect.runtime.ids import TaskId
@@ -194,6 +202,8 @@ class CoordinatorInput:
     #: whole cluster (re)started, so the records' last target is history, not work lost a moment ago.
     #: Everything is assigned at once, as a freshly started Java leader does (no delay).
     fresh: bool = False
+    #: Warm-up hand-over (``handover``); the default is off: every move is a plain one.
+    warmup: WarmupSettings = field(default_factory=WarmupSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +222,8 @@ class Decision:
     unassigned_connectors: frozenset[str] = frozenset()
     unassigned_tasks: frozenset[TaskId] = frozenset()
     verdicts: Mapping[str, tuple[Verdict, int]] = field(default_factory=dict)
+    #: The warm-up hand-over of the target this step installed (None: no new target).
+    handover: handover.HandOver | None = None
 
 
 def _member_value(name: ProtocolName, version: int, state: WorkerState) -> MemberMetadataValue:
@@ -359,6 +371,15 @@ def coordinate(group: GroupState | None, inp: CoordinatorInput) -> Decision:
     due = scheduled_rebalance(held) if reconciled else None
     if due is not None and inp.now_ms >= due[0]:
         changed = True
+    # Warm-up: a learner ready (promote it) or past its deadline (drop it) needs a new target, as a metadata
+    # change would; otherwise its deadline is when to look again.
+    candidates = {m: Candidate(learns=st.learns, leaving=st.leaving) for m, (_v, st) in inp.members.items()}
+    learners_due, learner_wake = (False, None)
+    if reconciled:
+        learners_due, learner_wake = handover.due_learners(
+            held.target, held.current, candidates, inp.warmup, inp.now_ms
+        )
+    changed = changed or learners_due
 
     epoch = held.epoch if held.epoch is not None else inp.generation - 1
     assignment_epoch = held.target.assignment_epoch if held.target is not None else -1
@@ -367,10 +388,16 @@ def coordinate(group: GroupState | None, inp: CoordinatorInput) -> Decision:
     wake: list[int] = []
     target = held.target
     target_ts = held.target_timestamp_ms if held.target_timestamp_ms is not None else inp.now_ms
+    plan: handover.HandOver | None = None
     if changed:
         epoch += 1
         alloc, delay, memory = compute_target(held, inp, epoch, reconciled=reconciled)
         unassigned_c, unassigned_t = memory.unassigned_connectors, memory.unassigned_tasks
+        # A group migrating from classic rounds has no reconciled history to hand over from: plain moves.
+        # A fresh leader does: the records say who runs what, and a live owner is an owner whoever leads.
+        warmup = inp.warmup if reconciled else WarmupSettings()
+        plan = handover.plan(alloc, held.target, held.current, candidates, warmup, inp.now_ms)
+        alloc = dict(plan.shares)
         for member_id, value in member_values.items():
             if value.group_epoch == 0 or held.members.get(member_id) is None:
                 value = replace(value, group_epoch=epoch)
@@ -401,6 +428,7 @@ def coordinate(group: GroupState | None, inp: CoordinatorInput) -> Decision:
                             reconcile=True,
                         )
                     ),
+                    plan.learners.get(member_id, frozenset()),
                 )
                 for member_id in sorted(alloc)
             ),
@@ -416,8 +444,13 @@ def coordinate(group: GroupState | None, inp: CoordinatorInput) -> Decision:
         target_ts = inp.now_ms
         if delay > 0:
             wake.append(inp.now_ms + delay)
-    elif due is not None:
-        wake.append(due[0])
+        if plan.wake_at_ms is not None:
+            wake.append(plan.wake_at_ms)
+    else:
+        if due is not None:
+            wake.append(due[0])
+        if learner_wake is not None:
+            wake.append(learner_wake)
 
     # -- member epochs: judge every acknowledgement against the (new) target ---------------------------
     verdicts: dict[str, tuple[Verdict, int]] = {}
@@ -446,4 +479,5 @@ def coordinate(group: GroupState | None, inp: CoordinatorInput) -> Decision:
         unassigned_connectors=unassigned_c,
         unassigned_tasks=unassigned_t,
         verdicts=verdicts,
+        handover=plan,
     )
