@@ -21,9 +21,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from kconnect.runtime.group import coordinator, group_records, protocol, reconciler
+from kconnect.runtime.group import coordinator, group_records, learner, protocol, reconciler
 from kconnect.runtime.group.coordinator import CoordinatorInput
 from kconnect.runtime.group.group_records import Assigned, CurrentMemberAssignmentValue, GroupState
+from kconnect.runtime.group.handover import WarmupSettings
+from kconnect.runtime.group.learner import ActivatePreparedTask, DiscardPreparedTask, PrepareTask
 from kconnect.runtime.group.protocol import ConnectAssignment, ProtocolName, WorkerState
 from kconnect.runtime.group.static_assignor import STATIC_UNASSIGNED_REASON
 from kconnect.runtime.ids import TaskId
@@ -194,6 +196,9 @@ Action = (
     | StopConnector
     | StartTask
     | StopTask
+    | PrepareTask
+    | ActivatePreparedTask
+    | DiscardPreparedTask
     | PublishTaskConfigs
     | RequestRejoin
     | CatchUpConfig
@@ -242,6 +247,8 @@ class CoordinatorSettings:
     max_delay_ms: int = 0
     rebalance_timeout_ms: int = 60000
     configuration: tuple[tuple[str, str], ...] = ()
+    #: Warm-up hand-over bounds (``max.warmup.tasks`` and the timeouts); the default is off.
+    warmup: WarmupSettings = field(default_factory=WarmupSettings)
 
 
 def with_overrides(
@@ -368,6 +375,12 @@ class Herder:
     #: instance stopped, replaced or abandoned is not here, so its late answers change nothing.
     connector_attempts: dict[str, int] = field(default_factory=dict)
     last_attempt: int = 0
+    #: Warm-up hand-over (issue 25): this worker honours the learner actions (PrepareTask,
+    #: ActivatePreparedTask, DiscardPreparedTask) and says so in its metadata (``WorkerState.learns``).
+    #: Off, it ignores any learner a target asks of it, and every task it gets starts cold, as before.
+    learns: bool = False
+    #: The tasks it learns (``learner``): their preparations, ready or not.
+    learning: learner.Learning = field(default_factory=learner.Learning)
 
     def __post_init__(self) -> None:
         self._mark_restarts_seen(self.snapshot)
@@ -521,6 +534,9 @@ class Herder:
         self.rebalances_completed += 1
         if not self.group.reconciling:
             self._reset_reconciliation()
+            # Learners exist only under reconciliation: back on classic rounds, nothing is handed over.
+            self.learning, discarded = learner.discard_all(self.learning)
+            actions += discarded
         if self.leaving and not self.group.reconciling:
             return actions + self._leave_step(version, assignment)
         if self.leaving and not self.leave_announced:
@@ -619,9 +635,12 @@ class Herder:
         if not self.group.known or not self.cooperative:
             return [*self._release(set(self.owned_connectors), set(self.owned_tasks)), ReadyToLeave()]
         self.leaving = True
+        # A leaving worker learns nothing: its preparations go (the coordinator gives it no learners).
+        self.learning, discarded = learner.discard_all(self.learning)
+        actions: list[Action] = [*discarded]
         if not self.owned_connectors and not self.owned_tasks:
-            return [ReadyToLeave()]
-        return [RequestRejoin("graceful hand-over")]
+            return [*actions, ReadyToLeave()]
+        return [*actions, RequestRejoin("graceful hand-over")]
 
     def join_leaving(self) -> bool:
         """The leaving flag for the JoinGroup being sent, remembered.
@@ -710,6 +729,21 @@ class Herder:
         actions += self._reconcile(group)
         return actions
 
+    def on_task_prepared(self, task: TaskId, attempt: int, group: GroupState | None) -> list[Action]:
+        """Preparation ``attempt`` of a learned task finished (``PrepareTask``): say the learner is ready in
+        this member's record, from ``group`` (the records as read now), so the coordinator may promote it.
+        A late answer for a preparation discarded since changes nothing."""
+        self.learning, ready = learner.on_prepared(self.learning, task, attempt)
+        if not ready or not self.group.reconciling or self.rebalancing:
+            return []  # after a round, the next on_group_records reports it
+        return self._reconcile(group)
+
+    def on_task_preparation_failed(self, task: TaskId, attempt: int) -> list[Action]:
+        """Preparation ``attempt`` of a learned task failed: release it. The learner stays unready, so the
+        coordinator drops it at its deadline and the task moves the plain way."""
+        self.learning, discarded = learner.on_preparation_failed(self.learning, task, attempt)
+        return [*discarded]
+
     def on_group_write_failed(self) -> None:
         """A group-records write failed: say it again at the next step (and let the leader recompute)."""
         self.written = None
@@ -745,6 +779,7 @@ class Herder:
             max_delay_ms=settings.max_delay_ms,
             rebalance_timeout_ms=settings.rebalance_timeout_ms,
             configuration=settings.configuration,
+            warmup=settings.warmup,
             fresh=self.prior_generation < 0 and self.coordinated_generation != self.group.generation,
         )
         decision = coordinator.coordinate(group, inp)
@@ -773,10 +808,24 @@ class Herder:
         mine = group.current.get(self.group.member_id) if group is not None else None
         if mine is not None and mine == self.written:
             self.acknowledged = True
-        step = reconciler.reconcile(
-            group, self.group.member_id, held, self.written, acknowledged=self.acknowledged
-        )
         actions: list[Action] = []
+        reporting: frozenset[group_records.Learner] = frozenset()
+        if self.learns and not self.leaving:
+            target = group.target if group is not None else None
+            asked = learner.targeted(target, self.group.member_id)
+            share = (coordinator.target_share(target, self.group.member_id) or Assigned()).tasks
+            configs = self._task_configs({x.task for x in asked} | set(share))
+            self.learning, prepared = learner.on_target(self.learning, asked, share, configs)
+            actions += prepared
+            reporting = learner.reported(self.learning, asked)
+        step = reconciler.reconcile(
+            group,
+            self.group.member_id,
+            held,
+            self.written,
+            acknowledged=self.acknowledged,
+            learners=reporting,
+        )
         if step.fenced:
             # FENCED_MEMBER_EPOCH: stop everything, then start over at epoch 0 from the same records.
             actions += self._release(set(self.owned_connectors), set(self.owned_tasks))
@@ -828,6 +877,18 @@ class Herder:
         still = set(self.running_connectors) | {t.connector for t in self.running_tasks}
         actions += [ResetActiveTopics(c) for c in sorted(stopped - still) if not self.snapshot.contains(c)]
         return actions
+
+    def _task_configs(self, tasks: set[TaskId]) -> dict[TaskId, Properties]:
+        """The committed configs of ``tasks`` (those the config topic has, consistent)."""
+        snap = self.snapshot
+        out: dict[TaskId, Properties] = {}
+        for task in tasks:
+            if not snap.contains(task.connector) or snap.is_inconsistent(task.connector):
+                continue
+            configs = snap.task_configs(task.connector)
+            if 0 <= task.task < len(configs):
+                out[task] = configs[task.task]
+        return out
 
     def _mark_restarts_seen(self, snapshot: ClusterConfigSnapshot) -> None:
         for name, pending in snapshot.restart_requests.items():
@@ -904,6 +965,13 @@ class Herder:
             if running_t is None:
                 self.running_tasks[task] = tconfig
                 self.task_targets[task] = task_target
+                # A task learned here starts from its preparation (a promotion); any other cold.
+                self.learning, prepared = learner.on_start(self.learning, task, tconfig, task_target)
+                if isinstance(prepared, ActivatePreparedTask):
+                    actions.append(prepared)
+                    continue
+                if prepared is not None:
+                    actions.append(prepared)
                 actions.append(StartTask(task, tconfig, task_target))
             elif self.task_targets.get(task) != task_target:
                 self.task_targets[task] = task_target

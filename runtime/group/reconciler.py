@@ -19,6 +19,11 @@ withdraws in a later record) and waits; so no job runs on two members, whatever 
 claims. The leader's fencing tombstone (``coordinator.judge``) is the one exception, as in the seed: a
 member that did not revoke within ``rebalance.timeout.ms`` loses its claim.
 
+Learners (warm-up hand-over, ``handover`` and ``learner``) ride along in the same record: the member lists
+the learners its target asks for, each ready or not, apart from what it runs and claims. They are never
+claimed and never started here, so they change nothing of the above; the record is just how a learner's
+readiness reaches the coordinator.
+
 Pure: the folded :class:`~kconnect.runtime.group.group_records.GroupState`, the member's id, what it runs
 and what it last wrote in; a :class:`Step` out.
 """
@@ -29,7 +34,7 @@ from dataclasses import dataclass, field
 
 from kconnect.runtime.group import protocol
 from kconnect.runtime.group.coordinator import target_member
-from kconnect.runtime.group.group_records import Assigned, CurrentMemberAssignmentValue, GroupState
+from kconnect.runtime.group.group_records import Assigned, CurrentMemberAssignmentValue, GroupState, Learner
 
 __all__ = ["Step", "reconcile"]
 
@@ -59,9 +64,16 @@ def _others(group: GroupState, member_id: str) -> Assigned:
     return others
 
 
-def _record(epoch: int, assigned: Assigned, version: int) -> CurrentMemberAssignmentValue:
+def _record(
+    epoch: int, assigned: Assigned, version: int, learners: frozenset[Learner] = frozenset()
+) -> CurrentMemberAssignmentValue:
     return CurrentMemberAssignmentValue(
-        member_epoch=epoch, error=protocol.NO_ERROR, assigned=assigned, version=version, metadata=b""
+        member_epoch=epoch,
+        error=protocol.NO_ERROR,
+        assigned=assigned,
+        version=version,
+        metadata=b"",
+        learners=learners,
     )
 
 
@@ -72,13 +84,15 @@ def reconcile(
     written: CurrentMemberAssignmentValue | None,
     *,
     acknowledged: bool,
+    learners: frozenset[Learner] = frozenset(),
 ) -> Step:
     """The member's next step toward its target share.
 
     ``held`` is what the member runs (or owns) now; ``written`` the last record it wrote (read back or
     not), so a record is not written twice; ``acknowledged`` whether its own record has been read back
     since it joined, so that a missing record means the leader deleted it (fenced), not that it was never
-    written.
+    written. ``learners`` are the target's learners for this member as it reports them (``learner.reported``:
+    each ready or not); only those the target still asks for are written.
     """
     if group is None:
         return Step()
@@ -97,7 +111,9 @@ def reconcile(
     if mine is not None and mine.member_epoch == epoch:
         start = (mine.assigned & share) - kept - others
     # The record lists what keeps running and everything of the share nobody else lists (claims).
-    desired = _record(epoch, kept | (share - others), entry.version)
+    asked = {x.task: x.since_ms for x in entry.learners}
+    reporting = frozenset(x for x in learners if asked.get(x.task) == x.since_ms)
+    desired = _record(epoch, kept | (share - others), entry.version, reporting)
     record = None if written == desired else desired
     pending = share - kept - start
     return Step(epoch=epoch, revoke=revoke, record=record, start=start, pending=pending)
