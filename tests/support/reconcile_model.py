@@ -23,6 +23,14 @@ Pure: no sockets, no threads, no clock of its own. What it models, as the worker
   what they ran stops with them). A graceful leave (``begin_leave``) asks for a round that carries the
   leaving flag; once the herder says ``ReadyToLeave`` the member may depart (a round without it).
 
+* **Warm-up** (issue 25; ``warmup`` on and ``learns`` members): ``PrepareTask`` starts a preparation, which
+  finishes when a step says so (``("prepare", member)``, or every pass of :meth:`ReconcileModel.settle` with
+  ``prepare_in_settle``); ``ActivatePreparedTask`` runs a task from its finished preparation and
+  ``DiscardPreparedTask`` drops one. :meth:`ReconcileModel.check_learners` (run with ``check_exclusive``)
+  asserts that no member prepares what it runs, an activation uses a finished preparation, and every
+  target keeps learners apart from owners: never in the learner's own share, always in exactly one other
+  member's share, at most ``max.warmup.tasks`` per member.
+
 Actions carried out: Start*/Stop* update what each member runs; ``WriteGroupRecords`` appends;
 ``RequestRejoin`` is recorded (a config change must never need a classic round while reconciling; only
 the graceful hand-over starts one) and otherwise ignored. After every step
@@ -40,11 +48,15 @@ from dataclasses import dataclass, field
 from kconnect.runtime.group import group_records as gr
 from kconnect.runtime.group import leader_memory, protocol
 from kconnect.runtime.group.assignor import CooperativeState, leader_assign
+from kconnect.runtime.group.handover import WarmupSettings
 from kconnect.runtime.group.herder import (
     Action,
+    ActivatePreparedTask,
     CoordinatorSettings,
+    DiscardPreparedTask,
     Herder,
     LeaderOutcome,
+    PrepareTask,
     ReadyToLeave,
     RequestRejoin,
     StartConnector,
@@ -57,7 +69,7 @@ from kconnect.runtime.group.protocol import ConnectAssignment, ProtocolName, Wor
 from kconnect.runtime.ids import TaskId
 from tests.support.group_model import ConfigTopic
 
-__all__ = ["GROUP", "DoubleRun", "ModelMember", "ReconcileModel", "Rejoin"]
+__all__ = ["GROUP", "DoubleRun", "LearnerBroken", "ModelMember", "ReconcileModel", "Rejoin"]
 
 GROUP = "connect-cluster"
 SESSIONED = ProtocolName.SESSIONED
@@ -66,6 +78,11 @@ Item = str | TaskId
 
 class DoubleRun(AssertionError):
     """A connector or task ran on two members at once."""
+
+
+class LearnerBroken(AssertionError):
+    """A learner ran its task, was activated without a finished preparation, or a target mixed learners
+    with owners."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +110,10 @@ class ModelMember:
     #: holds nothing any more (``ReadyToLeave``): it may send LeaveGroup.
     announced: bool = False
     ready_to_leave: bool = False
+    #: Warm-up: preparations under way and finished (task -> attempt), and how many tasks it activated.
+    preparing: dict[TaskId, int] = field(default_factory=dict)
+    prepared: dict[TaskId, int] = field(default_factory=dict)
+    activations: int = 0
 
     @property
     def url(self) -> str:
@@ -118,6 +139,9 @@ class ReconcileModel:
         max_delay_ms: int = 0,
         rebalance_timeout_ms: int = 600_000,
         from_classic: bool = False,
+        warmup: WarmupSettings | None = None,
+        learns: bool = False,
+        prepare_in_settle: bool = True,
     ) -> None:
         self.config = ConfigTopic()
         self.versions = 1
@@ -128,7 +152,12 @@ class ReconcileModel:
             max_delay_ms=max_delay_ms,
             rebalance_timeout_ms=rebalance_timeout_ms,
             configuration=(("scheduled.rebalance.max.delay.ms", str(max_delay_ms)),),
+            warmup=warmup or WarmupSettings(),
         )
+        self.learns = learns
+        self.prepare_in_settle = prepare_in_settle
+        self.activations = 0
+        self.learners_seen = 0
         #: The group-records partition: (key, value, timestamp).
         self.log: list[tuple[bytes, bytes | None, int]] = []
         self.members: dict[str, ModelMember] = {}
@@ -139,6 +168,8 @@ class ReconcileModel:
         self.starts = 0
         self.stops = 0
         self.max_epoch_seen = -1
+        #: The log offset ``check_learners`` has checked the targets up to.
+        self._checked = 0
         for m in members:
             self.members[m] = ModelMember(m, self._herder(m))
         if from_classic:
@@ -151,6 +182,7 @@ class ReconcileModel:
     def _herder(self, member_id: str) -> Herder:
         h = Herder(member_id, self.config.snapshot)
         h.coordinator_settings = self.settings
+        h.learns = self.learns
         return h
 
     def worker_state(self, member: ModelMember) -> WorkerState:
@@ -161,11 +193,14 @@ class ReconcileModel:
             leaving=member.herder.join_leaving(),
             worker_id=member.member_id,
             reconciles=True,
+            learns=member.herder.learns,
         )
 
     # -- the group-records topic -------------------------------------------------------------------
 
     def append(self, member: ModelMember, action: WriteGroupRecords) -> None:
+        if action.epoch >= 0:
+            self._check_nothing_dropped(member, action)
         for key, value in gr.changed_records(member.state, list(action.records)):
             self.log.append((key, value, self.now_ms))
         if action.epoch >= 0:
@@ -248,6 +283,8 @@ class ReconcileModel:
             self.begin_leave(str(op[1]))
         elif kind == "depart":
             self.depart(str(op[1]))
+        elif kind == "prepare":
+            self.prepare(str(op[1]))
         else:
             raise ValueError(f"unknown step {op!r}")
 
@@ -319,11 +356,27 @@ class ReconcileModel:
             return
         self.begin_round(self.leader if self.leader in rest else rest[0], rest)
 
+    def prepare(self, member_id: str) -> None:
+        """``member_id``'s data plane finishes every preparation under way and says so."""
+        m = self.members.get(member_id)
+        if m is None:
+            return
+        for task, attempt in sorted(m.preparing.items()):
+            if m.preparing.get(task) != attempt:
+                continue  # discarded by an earlier answer's reconciliation
+            del m.preparing[task]
+            m.prepared[task] = attempt
+            self.steps += 1
+            self.execute(m, m.herder.on_task_prepared(task, attempt, m.state))
+            self.check_exclusive(f"after {member_id} prepared {task}")
+
     def remove(self, member_id: str) -> None:
         """``member_id``'s process stops (everything it ran stops with it) and it leaves the group."""
         m = self.members.pop(member_id)
         m.connectors.clear()
         m.tasks.clear()
+        m.preparing.clear()
+        m.prepared.clear()
 
     def _classic_round(self, leader: str) -> None:
         """One classic cooperative round on a fresh group, recorded as ``leader_memory`` records it."""
@@ -381,6 +434,23 @@ class ReconcileModel:
             elif isinstance(action, StartTask):
                 m.tasks.add(action.task)
                 self.starts += 1
+            elif isinstance(action, PrepareTask):
+                if action.task in m.tasks:
+                    raise LearnerBroken(f"{m.member_id} prepares {action.task}, which it runs")
+                m.preparing[action.task] = action.attempt
+                self.learners_seen += 1
+            elif isinstance(action, DiscardPreparedTask):
+                for book in (m.preparing, m.prepared):
+                    if book.get(action.task) == action.attempt:
+                        del book[action.task]
+            elif isinstance(action, ActivatePreparedTask):
+                if m.prepared.get(action.task) != action.attempt:
+                    raise LearnerBroken(f"{m.member_id} activates {action.task} without its preparation")
+                del m.prepared[action.task]
+                m.tasks.add(action.task)
+                self.starts += 1
+                m.activations += 1
+                self.activations += 1
             elif isinstance(action, StopTask):
                 m.tasks.discard(action.task)
                 self.stops += 1
@@ -406,6 +476,56 @@ class ReconcileModel:
         twice = {str(item): mids for item, mids in self.owners().items() if len(mids) > 1}
         if twice:
             raise DoubleRun(f"{context}: running on two members: {twice}")
+        self.check_learners(context)
+
+    def check_learners(self, context: str = "") -> None:
+        """Learners never run their task, and every target written so far keeps them apart from owners."""
+        for m in self.members.values():
+            learning = (set(m.preparing) | set(m.prepared)) & m.tasks
+            if learning:
+                raise LearnerBroken(f"{context}: {m.member_id} runs {sorted(map(str, learning))} it learns")
+        folded = gr.GroupRecords()
+        for offset, (key, value, ts) in enumerate(self.log[self._checked :], start=self._checked):
+            folded = gr.apply(folded, key, value, offset=offset, timestamp_ms=ts)
+            target = folded.groups[GROUP].target if GROUP in folded.groups else None
+            if target is not None and gr.decode_key(key) == gr.TargetAssignmentKey(GROUP):
+                self._check_target(target, f"{context}: target of epoch {target.assignment_epoch}")
+        self._checked = len(self.log)
+
+    def _check_nothing_dropped(self, leader: ModelMember, action: WriteGroupRecords) -> None:
+        """A new target keeps in some share every configured task whose owner (in the target before it)
+        lives and stays: warm-up or not, no task is lost while its old owner lives."""
+        before = leader.state.target if leader.state is not None else None
+        after = next((v for _k, v in action.records if isinstance(v, gr.TargetAssignmentValue)), None)
+        if before is None or after is None:
+            return
+        # A leaving owner's work may have nowhere to go (the last member leaving): it does not count.
+        live = {m for m, (_v, state) in leader.herder.live_members.items() if not state.leaving}
+        snap = leader.herder.snapshot
+        configured = {TaskId(c, i) for c, n in snap.task_counts().items() for i in range(n)}
+        owned = {t for m in before.members if m.member_id in live for t in m.assigned.tasks} & configured
+        kept = {t for m in after.members for t in m.assigned.tasks}
+        if owned - kept:
+            lost = sorted(map(str, owned - kept))
+            raise LearnerBroken(f"target of epoch {after.assignment_epoch} drops {lost}, whose owners live")
+
+    def _check_target(self, target: gr.TargetAssignmentValue, context: str) -> None:
+        owners: dict[TaskId, list[str]] = {}
+        for member in target.members:
+            for task in member.assigned.tasks:
+                owners.setdefault(task, []).append(member.member_id)
+        twice = {str(t): o for t, o in owners.items() if len(o) > 1}
+        if twice:
+            raise DoubleRun(f"{context}: in two shares: {twice}")
+        for member in target.members:
+            if len(member.learners) > self.settings.warmup.max_warmup_tasks:
+                raise LearnerBroken(f"{context}: {member.member_id} learns {len(member.learners)} tasks")
+            for x in member.learners:
+                held_by = owners.get(x.task, [])
+                if member.member_id in held_by or len(held_by) != 1:
+                    raise LearnerBroken(
+                        f"{context}: learner {x.task} of {member.member_id}, owners {held_by}"
+                    )
 
     def expected(self) -> set[Item]:
         snap = self.config.snapshot
@@ -420,6 +540,9 @@ class ReconcileModel:
             self.complete(mid)
             self.read_config(mid)
             self.read(mid)
+        if self.prepare_in_settle:
+            for mid in sorted(self.members):
+                self.prepare(mid)
         for mid in sorted(self.members):
             if self.members[mid].ready_to_leave:
                 self.depart(mid)
