@@ -88,6 +88,8 @@ class WorkerConfig:
     connect_protocol: ConnectProtocol
     group_protocol: GroupProtocol
     scheduled_rebalance_max_delay_ms: int
+    max_warmup_tasks: int
+    task_warmup_timeout_ms: int
     exactly_once_source_support: ExactlyOnceSourceSupport
     inter_worker_key_generation_algorithm: str
     inter_worker_key_size: int | None

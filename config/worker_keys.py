@@ -279,6 +279,31 @@ DEFINITIONS: tuple[Definition, ...] = (
         IntRange(0, INT32_MAX),
     ),
     Definition(
+        "max.warmup.tasks",
+        ConfigType.INT,
+        "2",
+        "Warm-up hand-over under group.protocol=connect (the learner seed; as Kafka Streams' "
+        "max.warmup.replicas): how many tasks one worker may learn at once. A task the leader moves away "
+        "from a worker that runs it is first learned by its new worker (plugin loaded, Spark up, query "
+        "planned or producer connected; nothing consumed, produced or committed) while the old worker keeps "
+        "running it, and moves once the learner is ready; moves beyond this many wait their turn with their "
+        "old worker (a leaving worker's go at once). 0 turns warm-up off: every task moves as in Apache "
+        "Kafka Connect. Only workers whose group metadata says they can learn get learners, and classic "
+        "rounds never use them.",
+        _NON_NEGATIVE_INT,
+        kconnect=True,
+    ),
+    Definition(
+        "task.warmup.timeout.ms",
+        ConfigType.LONG,
+        "60000",
+        "How long a learner (see max.warmup.tasks) may take to get ready before it is dropped and its task "
+        "moves the plain way (stopped on its old worker, then started cold on the new one). A leaving "
+        "worker's tasks wait at most task.shutdown.graceful.timeout.ms for their learners.",
+        _POSITIVE_LONG,
+        kconnect=True,
+    ),
+    Definition(
         "exactly.once.source.support",
         ConfigType.STRING,
         "disabled",

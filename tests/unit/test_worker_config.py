@@ -177,6 +177,8 @@ DEFAULTS: list[tuple[str, Any]] = [
     ("connect_protocol", ConnectProtocol.STATIC),
     ("group_protocol", GroupProtocol.CONNECT),
     ("scheduled_rebalance_max_delay_ms", 300000),
+    ("max_warmup_tasks", 2),
+    ("task_warmup_timeout_ms", 60000),
     ("exactly_once_source_support", ExactlyOnceSourceSupport.DISABLED),
     ("inter_worker_key_generation_algorithm", "HmacSHA256"),
     ("inter_worker_key_size", None),
@@ -337,6 +339,8 @@ def test_required_keys_are_those_apache_requires() -> None:
         ("static.tasks", "my-connector-0, other-12", "static_tasks", ("my-connector-0", "other-12")),
         ("spark.master", "spark://host:7077", "spark_master", "spark://host:7077"),
         ("worker.id", "worker-a", "worker_id", "worker-a"),
+        ("max.warmup.tasks", "0", "max_warmup_tasks", 0),
+        ("task.warmup.timeout.ms", "120000", "task_warmup_timeout_ms", 120000),
         ("group.id", "  padded  ", "group_id", "padded"),
     ],
 )
@@ -358,6 +362,9 @@ INVALID = [
     ("session.timeout.ms", "", "must be an integer between 1 and 2147483647"),
     ("heartbeat.interval.ms", "1.5", "must be an integer between 1 and 2147483647"),
     ("scheduled.rebalance.max.delay.ms", "-1", "must be an integer between 0 and 2147483647"),
+    ("max.warmup.tasks", "-1", "must be an integer between 0 and 2147483647"),
+    ("max.warmup.tasks", "two", "must be an integer between 0 and 2147483647"),
+    ("task.warmup.timeout.ms", "0", "must be an integer between 1 and 9223372036854775807"),
     (
         "offset.flush.interval.ms",
         "9223372036854775808",
