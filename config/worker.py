@@ -39,6 +39,7 @@ from .worker_keys import (
     ExactlyOnceSourceSupport,
     GroupProtocol,
     Importance,
+    SinkTaskPlacement,
     SourceTaskPlacement,
     definitions,
     is_passthrough,
@@ -58,6 +59,7 @@ __all__ = [
     "GroupProtocol",
     "Importance",
     "RestListener",
+    "SinkTaskPlacement",
     "SourceTaskPlacement",
     "WorkerConfig",
     "definitions",
@@ -163,6 +165,7 @@ class WorkerConfig:
     # kconnect's own
     spark_master: str
     source_task_placement: SourceTaskPlacement
+    sink_task_placement: SinkTaskPlacement
     worker_id: str | None
     static_connectors: tuple[str, ...]
     static_tasks: tuple[str, ...]

@@ -79,6 +79,15 @@ class ExactlyOnceSourceSupport(StrEnum):
     ENABLED = "enabled"
 
 
+class SinkTaskPlacement(StrEnum):
+    """``sink.task.placement``: how a sink task reads (``auto``: a consumer loop on the worker with a local
+    master, a Structured Streaming query with a cluster master; see ``dataplane.sink_loop``)."""
+
+    AUTO = "auto"
+    WORKER = "worker"
+    QUERY = "query"
+
+
 class SourceTaskPlacement(StrEnum):
     """``source.task.placement``: where a source task's poll loop runs (``auto``: on an executor when
     ``spark.master`` is a cluster, on the worker with a local master)."""
@@ -774,6 +783,21 @@ DEFINITIONS: tuple[Definition, ...] = (
         "runs only their transforms), or auto: executor when spark.master is a cluster, worker with a "
         "local master. Tasks whose connector has transforms run on the worker either way.",
         Choice([p.value for p in SourceTaskPlacement], case_insensitive=True, convert=SourceTaskPlacement),
+        _M,
+        kconnect=True,
+    ),
+    Definition(
+        "sink.task.placement",
+        ConfigType.STRING,
+        "auto",
+        "How sink tasks read: worker (a consumer loop on a thread of this worker process that converts "
+        "records and calls put() as they arrive, as Java's WorkerSinkTask: no Spark job, its cost follows "
+        "its records), query (each task a Structured Streaming query whose micro-batches Spark reads and "
+        "converts on its executors, about a tenth of a second of CPU per micro-batch whatever its size), "
+        "or auto: worker with a local spark.master, query with a cluster one. Tasks whose connector has "
+        "transforms, a dead letter queue or a DataFrame writer (Parquet, JDBC) are queries either way. "
+        "/metrics says where each task runs (kconnect_task_placement).",
+        Choice([p.value for p in SinkTaskPlacement], case_insensitive=True, convert=SinkTaskPlacement),
         _M,
         kconnect=True,
     ),

@@ -38,6 +38,10 @@ class TaskCounters:
     records: int = 0
     offset_commits: int = 0
     offset_commit_ms_total: float = 0.0
+    #: Where the task's records are handled: ``worker`` (a thread of the worker: a source's poll loop, a
+    #: sink's consumer loop), ``query`` (a sink's Structured Streaming query) or ``executor`` (a source as a
+    #: long-running Spark job).
+    placement: str = "worker"
 
     @property
     def offset_commit_avg_ms(self) -> float:

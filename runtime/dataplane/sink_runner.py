@@ -502,11 +502,25 @@ class SinkTaskRunner(TaskRunner):
         """Failed rows (``failed``, the prepared frame's failed part): fail the task (tolerance none) or log
         and dead-letter them (tolerance all). Only the failed rows are fetched to the driver, with their
         failure columns; usually there are none."""
-        from kconnect.runtime.dataplane.errors_policy import Decision, dlq_rows
+        from kconnect.runtime.dataplane.errors_policy import dlq_rows
 
         rows = [row.asDict() for row in failed.select(*RECORD_COLUMNS, *FAILURE_COLUMNS).collect()]
         if not rows:
             return
+        policy = self._plan.policy
+        self._fail_or_log(rows)
+        if policy.dead_letter:
+            letters = dlq_rows(failed, policy, self.task_id.connector, self.task_id.task).collect()
+            self._dead_letter(letters)
+        self.log.warning(
+            "records skipped on errors", count=len(rows), dead_letter_topic=policy.dlq_topic or None
+        )
+
+    def _fail_or_log(self, rows: list[dict[str, Any]]) -> None:
+        """Failed rows (``RECORD_COLUMNS`` and ``FAILURE_COLUMNS``): fail the task with Java's message
+        (``errors.tolerance=none``), else log each one if ``errors.log.enable`` says so."""
+        from kconnect.runtime.dataplane.errors_policy import Decision
+
         policy = self._plan.policy
         if policy.decide(len(rows)) is Decision.FAIL_TASK:
             raise ConnectorError(tolerance_message(rows[0]))
@@ -520,12 +534,6 @@ class SinkTaskRunner(TaskRunner):
                     if isinstance(line.get(side), bytes | bytearray):
                         line[side] = bytes(line[side]).decode("utf-8", errors="replace")
                 self.log.error("error handling a record; skipped (errors.tolerance=all)", **line)
-        if policy.dead_letter:
-            letters = dlq_rows(failed, policy, self.task_id.connector, self.task_id.task).collect()
-            self._dead_letter(letters)
-        self.log.warning(
-            "records skipped on errors", count=len(rows), dead_letter_topic=policy.dlq_topic or None
-        )
 
     def _on_dlq_delivery(self, error: Any, message: Any) -> None:
         if error is not None and self._dlq_error is None:
@@ -620,10 +628,22 @@ class SinkTaskRunner(TaskRunner):
             finally:
                 shutil.rmtree(self._checkpoint, ignore_errors=True)
 
+    #: Where the task's records are read, converted and put (``kconnect_task_placement`` in /metrics):
+    #: here a Structured Streaming query's micro-batches; ``sink_loop.WorkerSinkTaskRunner`` says
+    #: ``worker`` (a consumer loop on the task's thread, no Spark job).
+    placement = "query"
+
     def run(self) -> None:
+        """The task's loop (:meth:`_loop`); on the way out close the partitions and the task's clients."""
+        try:
+            self._loop()
+        finally:
+            self._close()
+
+    def _loop(self) -> None:
         """Keep the query running while the task is started, stop it while paused, restart it after a
-        rewind or a failed Spark job; on the way out close the partitions and the task's clients. The task
-        is RUNNING once its first query is active (the SparkSession and the query take seconds to start)."""
+        rewind or a failed Spark job. The task is RUNNING once its first query is active (the SparkSession
+        and the query take seconds to start)."""
         try:
             while not self._stopping.is_set():
                 if not self._running.is_set():
@@ -657,12 +677,15 @@ class SinkTaskRunner(TaskRunner):
                     self._idle_pre_commit()
         finally:
             self._stop_query()
-            if self.assignment:
-                try:
-                    self.sink.close(sorted(self.assignment, key=str))
-                except Exception as exc:
-                    self.log.warning("closing partitions failed", error=str(exc))
-            if self._committer is not None:
-                self._committer.close()
-            if self._dlq_producer is not None:
-                self._dlq_producer.flush(5)
+
+    def _close(self) -> None:
+        """Close the partitions the task opened, then its own clients (committer, dead letter producer)."""
+        if self.assignment:
+            try:
+                self.sink.close(sorted(self.assignment, key=str))
+            except Exception as exc:
+                self.log.warning("closing partitions failed", error=str(exc))
+        if self._committer is not None:
+            self._committer.close()
+        if self._dlq_producer is not None:
+            self._dlq_producer.flush(5)

@@ -29,7 +29,12 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kconnect.config.worker import ExactlyOnceSourceSupport, SourceTaskPlacement, WorkerConfig
+from kconnect.config.worker import (
+    ExactlyOnceSourceSupport,
+    SinkTaskPlacement,
+    SourceTaskPlacement,
+    WorkerConfig,
+)
 from kconnect.runtime import logs
 from kconnect.runtime.client_config import Role
 from kconnect.runtime.dataplane.active_topics import ActiveTopics
@@ -37,6 +42,8 @@ from kconnect.runtime.dataplane.converters import converter_config
 from kconnect.runtime.dataplane.exactly_once import ExactlyOnce, exactly_once
 from kconnect.runtime.dataplane.executor import TaskCounters, TaskListener, TaskState
 from kconnect.runtime.dataplane.producer_pool import ProducerPool
+from kconnect.runtime.dataplane.sink_batch import sink_plan
+from kconnect.runtime.dataplane.sink_loop import WorkerSinkTaskRunner, sink_placement
 from kconnect.runtime.dataplane.sink_runner import SinkTaskRunner
 from kconnect.runtime.dataplane.source_runner import SourceTaskRunner
 from kconnect.runtime.dataplane.spark_home import ShadowSparkHome, shadows_spark_home
@@ -390,7 +397,8 @@ class SparkExecutor:
             count = self._task_count(task_id.connector) if self._task_count is not None else 0
             if count <= 0:
                 count = int(config.get("tasks.max", "1"))
-            return SinkTaskRunner(
+            runner_class = self._sink_runner_class(task_id, task, config, converters)
+            return runner_class(
                 task_id,
                 task,
                 config,
@@ -451,6 +459,17 @@ class SparkExecutor:
                 producers=self._producers if eos is None else None,
             )
         raise ConnectorError(f"{type(task).__name__} is neither a SourceTask nor a SinkTask")
+
+    def _sink_runner_class(
+        self, task_id: TaskId, task: SinkTask, config: Mapping[str, str], converters: Mapping[str, str]
+    ) -> type[SinkTaskRunner]:
+        """The runner of a sink task's placement (``sink.task.placement``, see ``sink_loop``)."""
+        plan = sink_plan(converters, config, task_id.connector, task_id.task)
+        local = is_local_master(self.config.spark_master)
+        placement, reason = sink_placement(self.config.sink_task_placement, local, task, plan)
+        say = log.info if self.config.sink_task_placement not in (placement, "auto") else log.debug
+        say("sink task placement", task=str(task_id), placement=placement.value, reason=reason)
+        return WorkerSinkTaskRunner if placement == SinkTaskPlacement.WORKER else SinkTaskRunner
 
     def _on_executor(self, task_id: TaskId, config: Mapping[str, str]) -> bool:
         configured = self.config.source_task_placement
@@ -553,6 +572,7 @@ class SparkExecutor:
                 r.counters.records,
                 r.counters.offset_commits,
                 r.counters.offset_commit_ms_total,
+                r.placement,
             )
             for task, r in runners.items()
         }

@@ -326,6 +326,8 @@ class SparkSourceRunner(TaskRunner, TaskHandler):
     makes and starts its own.
     """
 
+    placement = "executor"
+
     run_starts_task = True
 
     def __init__(

@@ -139,6 +139,10 @@ class TaskRunner:
     stopped, so a restarted task registers its metrics again without colliding with the old instance's.
     """
 
+    #: Where the task's records are handled (``TaskCounters.placement``): a thread of the worker unless a
+    #: runner says otherwise.
+    placement = "worker"
+
     def __init__(
         self,
         task_id: TaskId,

@@ -64,6 +64,8 @@ class TaskFigures:
     source_record_poll_total: int = 0
     sink_record_read_total: int = 0
     offset_commit_avg_time_ms: float = 0.0
+    #: Where its records are handled (``executor.TaskCounters.placement``); empty while not running here.
+    placement: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,6 +360,24 @@ def worker_families(f: WorkerFigures) -> list[Family]:
             "Average offset commit latency.",
             "offset_commit_avg_time_ms",
             "connect_worker_task_",
+        )
+    )
+    placed = tuple(
+        Sample(
+            "kconnect_task_placement",
+            1,
+            (*w, ("connector", t.connector), ("task", str(t.task)), ("placement", t.placement)),
+        )
+        for t in f.tasks
+        if t.placement
+    )
+    families.append(
+        Family(
+            "kconnect_task_placement",
+            "gauge",
+            "Where the task's records are handled: worker (a thread of this worker), query (a Structured "
+            "Streaming query) or executor (a long-running Spark job).",
+            placed,
         )
     )
     families.extend(plugin_families(f.worker, f.plugins))

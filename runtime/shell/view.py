@@ -250,6 +250,7 @@ def figures(
                 source_record_poll_total=counts.records if counts is not None and is_source else 0,
                 sink_record_read_total=counts.records if counts is not None and not is_source else 0,
                 offset_commit_avg_time_ms=counts.offset_commit_avg_ms if counts is not None else 0.0,
+                placement=counts.placement if counts is not None else "",
             )
         )
     since = None if m.last_rebalance_at is None else (time.monotonic() - m.last_rebalance_at) * 1000

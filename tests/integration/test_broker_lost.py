@@ -23,32 +23,13 @@ import pytest
 from kconnect.runtime.cli.broker import free_port
 from tests.support.apache_kafka import KafkaCluster, broker_kind
 from tests.support.cluster import WorkerProcess, stable_view, wait_until, worker_properties
+from tests.support.processes import descendants
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 WINDOW_S = 30.0
 MAX_CORE_SHARE = 0.05
 _TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _children(pid: int) -> list[int]:
-    """Every descendant of ``pid`` (a scan of /proc: no psutil in the test environment)."""
-    parents: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        parents.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        for child in parents.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
 
 
 def _cpu_seconds(pids: list[int]) -> float:
@@ -77,7 +58,7 @@ def test_worker_waits_quietly_while_its_broker_is_gone_and_rejoins(tmp_path: Pat
 
             kafka.kill(1)
             time.sleep(5)  # past the first reactions (failed requests, the member noticing)
-            pids = [pid, *_children(pid)]
+            pids = [pid, *descendants(pid)]
             before, started = _cpu_seconds(pids), time.monotonic()
             time.sleep(WINDOW_S)
             used, elapsed = _cpu_seconds(pids) - before, time.monotonic() - started

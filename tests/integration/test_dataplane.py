@@ -523,8 +523,9 @@ def test_a_sink_task_is_unassigned_until_its_start_returned_and_its_query_is_act
     pipeline: Pipeline,
 ) -> None:
     """Issue 15: RUNNING only once the task's loop runs. While the task's ``start`` waits (on the task's
-    own thread) the status is UNASSIGNED, as Java's is before its start returns; once it returned and the
-    streaming query is active it is RUNNING, without a record on the topic."""
+    own thread) the status is UNASSIGNED, as Java's is before its start returns; once it returned and its
+    loop runs (a consumer loop under this local master, ``sink.task.placement=auto``) it is RUNNING,
+    without a record on the topic."""
     p = pipeline
     topic = f"gate-topic-{uuid.uuid4().hex[:6]}"
     create_topic(p.bootstrap, topic)
@@ -553,7 +554,7 @@ def test_a_sink_task_is_unassigned_until_its_start_returned_and_its_query_is_act
     started = [
         line
         for line in p.worker.log_text().splitlines()
-        if "sink query started" in line and "gated-sink-0" in line
+        if "sink consumer loop started" in line and "gated-sink-0" in line
     ]
-    assert started, "RUNNING was reported before the task's streaming query started"
+    assert started, "RUNNING was reported before the task's consumer loop started"
     assert p.worker.request("DELETE", "/connectors/gated-sink").status_code == 204

@@ -6,6 +6,10 @@ so lines reach the file only if the router ran. A second sink applies InsertFiel
 the inserted field shows in what it writes. A topic holding a few malformed records is read with
 errors.tolerance=all and a dead letter queue: the good records reach the sink, the bad ones land in the
 DLQ with Java's __connect.errors.* headers, the task stays RUNNING; with tolerance none it FAILS.
+
+The worker runs every sink task as a Structured Streaming query (``sink.task.placement=query``): this file
+holds the query's conversion and error paths to Java's behaviour. Under a local master an untransformed
+sink would otherwise run as a consumer loop, whose own error paths ``test_sink_placement.py`` tests.
 """
 
 from __future__ import annotations
@@ -96,6 +100,7 @@ def bench(tmp_path_factory: pytest.TempPathFactory, broker: Broker) -> Iterator[
             "spark.ui.enabled": "false",
             "spark.sql.shuffle.partitions": "1",
             "offset.flush.interval.ms": "1000",
+            "sink.task.placement": "query",
         }
     )
     worker = WorkerProcess(workdir, props, name="dpe-w0", spark=True).start()

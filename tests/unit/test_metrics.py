@@ -34,8 +34,8 @@ FIGURES = WorkerFigures(
     time_since_last_rebalance_ms=1200.0,
     connectors={"sink": State.RUNNING},
     tasks=(
-        TaskFigures("sink", 0, State.RUNNING, sink_record_read_total=12),
-        TaskFigures("sink", 1, State.PAUSED),
+        TaskFigures("sink", 0, State.RUNNING, sink_record_read_total=12, placement="worker"),
+        TaskFigures("sink", 1, State.PAUSED, placement="query"),
         TaskFigures("src", 0, State.FAILED, source_record_poll_total=3, offset_commit_avg_time_ms=2.5),
     ),
     connector_startup_attempts=2,
@@ -77,6 +77,10 @@ def test_names_follow_apache_kafka_connect_and_values_are_the_figures() -> None:
     assert got[f'connect_sink_task_sink_record_read_total{{{w},connector="sink",task="0"}}'] == 12
     assert got[f'connect_source_task_source_record_poll_total{{{w},connector="src",task="0"}}'] == 3
     assert got[f'connect_worker_task_offset_commit_avg_time_ms{{{w},connector="src",task="0"}}'] == 2.5
+    # Where each task's records are handled (issue 22); a task not running here has no placement.
+    assert got[f'kconnect_task_placement{{{w},connector="sink",task="0",placement="worker"}}'] == 1
+    assert got[f'kconnect_task_placement{{{w},connector="sink",task="1",placement="query"}}'] == 1
+    assert not any(k.startswith("kconnect_task_placement") and 'connector="src"' in k for k in got)
 
 
 def test_every_family_has_help_and_type_once() -> None:

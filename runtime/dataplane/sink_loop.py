@@ -1,0 +1,295 @@
+"""A sink task as a consumer loop on its own thread: the ``worker`` placement (issue 22).
+
+Why a second way to run a sink task: a Structured Streaming query (``sink_runner``) pays about a tenth
+of a second of CPU for every micro-batch whatever its size (planning, scheduling, the checkpoint's files,
+the Python round trips), and a small connector makes one micro-batch per burst of records. Ten pipelines
+at 10 records a second saturated a 2-core worker that way, and a worker that runs only such tasks holds
+a Spark JVM and its Python workers (about a gigabyte) for nothing. A consumer loop costs what its records
+cost, as Java's WorkerSinkTask does: ``poll`` wakes for a record, converts it in Python with the
+converter's record-by-record ``to_connect`` (the reference the column path is tested against), hands
+``put`` at most ``MAX_PUT_RECORDS`` at a time and commits what ``pre_commit`` says is durable.
+
+Where it applies (:func:`sink_placement`): under a local ``spark.master``, where Spark's "executors" are
+this machine anyway, and only for tasks whose plan needs no Spark: no transforms (a chain is a Spark
+plan), not a ``FrameSinkTask`` (it writes a DataFrame), no dead letter queue (whose records are built as a
+frame). A cluster master keeps every sink task a query, so that its records move on executors.
+
+The loop reads the same partitions the query would (``kafka_reader.assigned_partitions``: each task of a
+connector its round-robin share, no group rebalances), starts from the group's committed offsets (else
+``consumer.auto.offset.reset``) and commits to the same group, so a task may move between placements and
+workers and resume where it stopped.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from kconnect.config.worker_keys import SinkTaskPlacement
+from kconnect.runtime.dataplane.errors_policy import (
+    ERROR_CLASS,
+    ERROR_MESSAGE,
+    ERROR_STAGE,
+    RAW_KEY,
+    RAW_VALUE,
+    Stage,
+)
+from kconnect.runtime.dataplane.kafka_reader import assigned_partitions, subscribed_topics
+from kconnect.runtime.dataplane.sink_batch import SinkPlan
+from kconnect.runtime.dataplane.sink_runner import MAX_PUT_RECORDS, SinkTaskRunner
+from kconnect.runtime.plugins.api import (
+    ConnectorError,
+    FrameSinkTask,
+    Header,
+    SinkRecord,
+    SinkTask,
+    TopicPartition,
+    frozen_record,
+)
+
+#: How long one ``poll`` waits for a record: an idle task's thread wakes this often, to see a stop or a
+#: pause; a record that arrives ends the wait at once.
+POLL_S = 1.0
+#: How often the task looks for its topics' partitions (new partitions, topics created later, a
+#: ``topics.regex`` match); every second while it has none (its topic not created yet).
+METADATA_S = 10.0
+METADATA_EMPTY_S = 1.0
+#: While records keep coming (a backlog), ``pre_commit`` and the commit run at most this often; once the
+#: task has caught up they run at once, so that a trickle's records are durable (and a file sink's lines
+#: visible) right after their ``put``.
+COMMIT_BUSY_S = 1.0
+
+#: librdkafka's ``auto.offset.reset`` for Java's values (``none``: fail when the group has no offset).
+_RESET = {"earliest": "earliest", "latest": "latest", "none": "error"}
+
+
+def sink_placement(
+    configured: SinkTaskPlacement, local_master: bool, task: SinkTask, plan: SinkPlan
+) -> tuple[SinkTaskPlacement, str]:
+    """Where a sink task runs (``worker`` or ``query``) and why, from ``sink.task.placement``.
+
+    ``auto`` is ``worker`` under a local master and ``query`` under a cluster master. A task whose plan
+    needs Spark (transforms, a frame sink, a dead letter queue) is a query whatever was asked.
+    """
+    needs_spark = (
+        "the connector has transforms (a Spark plan)"
+        if plan.chain.transforms
+        else "a frame sink task writes a DataFrame"
+        if isinstance(task, FrameSinkTask)
+        else "the dead letter queue's records are built as a Spark frame"
+        if plan.policy.dead_letter
+        else ""
+    )
+    if configured == SinkTaskPlacement.QUERY:
+        return SinkTaskPlacement.QUERY, "sink.task.placement=query"
+    if needs_spark:
+        return SinkTaskPlacement.QUERY, needs_spark
+    if configured == SinkTaskPlacement.WORKER:
+        return SinkTaskPlacement.WORKER, "sink.task.placement=worker"
+    if local_master:
+        return SinkTaskPlacement.WORKER, "auto, a local spark.master"
+    return SinkTaskPlacement.QUERY, "auto, a cluster spark.master: records move on executors"
+
+
+def records_of_messages(
+    messages: Sequence[Any], plan: SinkPlan
+) -> tuple[list[SinkRecord], list[dict[str, Any]], dict[TopicPartition, int]]:
+    """Consumed messages (error-free) as SinkRecords, the rows that failed conversion (with the columns
+    ``errors_policy`` reads: stage, class, message, raw key and value), and the next offset to read per
+    partition (every message counts as consumed, failed ones too)."""
+    records: list[SinkRecord] = []
+    failed: list[dict[str, Any]] = []
+    consumed: dict[TopicPartition, int] = {}
+    key_converter, value_converter = plan.key_converter, plan.value_converter
+    for m in messages:
+        topic, partition, offset = m.topic(), m.partition(), m.offset()
+        tp = TopicPartition(topic, partition)
+        consumed[tp] = max(consumed.get(tp, 0), offset + 1)
+        raw_key, raw_value = m.key(), m.value()
+        stamp_type, stamp = m.timestamp()
+        hs = m.headers()
+        stage, converter = Stage.KEY_CONVERTER, key_converter
+        try:
+            key = key_converter.to_connect(raw_key).value
+            stage, converter = Stage.VALUE_CONVERTER, value_converter
+            value = value_converter.to_connect(raw_value).value
+        except Exception as exc:
+            failed.append(
+                {
+                    "topic": topic,
+                    "partition": partition,
+                    "offset": offset,
+                    "timestamp": stamp if stamp_type else None,
+                    RAW_KEY: raw_key,
+                    RAW_VALUE: raw_value,
+                    ERROR_STAGE: stage.value,
+                    ERROR_CLASS: converter.java_class,
+                    ERROR_MESSAGE: str(exc),
+                }
+            )
+            continue
+        records.append(
+            frozen_record(
+                SinkRecord,
+                {
+                    "topic": topic,
+                    "partition": partition,
+                    "offset": offset,
+                    "key": key,
+                    "value": value,
+                    "headers": tuple(Header(k, v) for k, v in hs) if hs else (),
+                    # Timestamp type 0 is TIMESTAMP_NOT_AVAILABLE: the record has none.
+                    "timestamp": stamp if stamp_type and stamp >= 0 else None,
+                },
+            )
+        )
+    return records, failed, consumed
+
+
+class WorkerSinkTaskRunner(SinkTaskRunner):
+    """One sink task as a consumer loop on its own thread (see the module's docstring); everything after
+    a record is read (``open``, ``put`` with retries, ``pre_commit``, the commit, ``SinkTaskContext``
+    rewinds, closing) is the query runner's own."""
+
+    placement = SinkTaskPlacement.WORKER.value
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._pattern = re.compile(self.topics_regex) if self.topics_regex else None
+        #: The partitions assigned to the consumer now.
+        self._reading: set[TopicPartition] = set()
+
+    def _consumer(self) -> Any:
+        from confluent_kafka import Consumer
+
+        reset = self._consumer_settings.get("auto.offset.reset", "earliest").lower()
+        conf: dict[str, Any] = {
+            # Without it librdkafka pauses a partition's fetching for a second whenever its prefetch
+            # queue is full, which a backlog read 500 records at a time reaches.
+            "fetch.queue.backoff.ms": 10,
+            **self._client_conf(),
+            "group.id": self.group_id,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": _RESET.get(reset, reset),
+        }
+        return Consumer(conf)
+
+    def _mine(self, consumer: Any) -> set[TopicPartition]:
+        """This task's share of its topics' partitions, from fresh metadata."""
+        metadata = consumer.list_topics(timeout=30)
+        usable = [name for name, t in metadata.topics.items() if t.error is None]
+        found = [
+            (topic, p)
+            for topic in subscribed_topics(usable, self.topics, self._pattern)
+            for p in metadata.topics[topic].partitions
+        ]
+        share = assigned_partitions(found, self.task_id.task, max(1, self.task_count))
+        return {TopicPartition(t, p) for t, p in share}
+
+    def _assign(self, consumer: Any, partitions: set[TopicPartition]) -> None:
+        """Start reading ``partitions`` from the group's committed offsets (else the reset policy); stop
+        reading the ones no longer this task's."""
+        from confluent_kafka import OFFSET_STORED
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+        gone = self._reading - partitions
+        new = partitions - self._reading
+        if gone:
+            consumer.incremental_unassign([KafkaTopicPartition(tp.topic, tp.partition) for tp in gone])
+        if new:
+            consumer.incremental_assign(
+                [KafkaTopicPartition(tp.topic, tp.partition, OFFSET_STORED) for tp in sorted(new, key=str)]
+            )
+        self._reading = set(partitions)
+
+    def _reread_committed(self, consumer: Any) -> None:
+        """After a rewind (``SinkTaskContext.offset``, committed by ``_rewound``): read every partition
+        again from the group's committed offsets, as the query runner restarts its query."""
+        self._restart.clear()
+        reading, self._reading = self._reading, set()
+        if reading:
+            consumer.unassign()
+        self._assign(consumer, reading)
+
+    def _loop(self) -> None:
+        """Poll while started, wait while paused; deliver each poll's records, commit once caught up (or
+        every ``COMMIT_BUSY_S`` while a backlog lasts)."""
+        consumer = self._consumer()
+        self._committer = consumer  # commits go through the consumer of the task's group (closed by _close)
+        next_metadata = 0.0
+        pending = False  # records put since the last pre_commit
+        last_commit = time.monotonic()
+        while not self._stopping.is_set():
+            if not self._running.is_set():
+                if pending:
+                    self._pre_commit()
+                    pending = False
+                self._running.wait(0.5)
+                continue
+            now = time.monotonic()
+            if now >= next_metadata:
+                self._assign(consumer, self._mine(consumer))
+                next_metadata = now + (METADATA_S if self._reading else METADATA_EMPTY_S)
+                if not self._began.is_set():
+                    self.log.info(
+                        "sink consumer loop started", group=self.group_id, partitions=len(self._reading)
+                    )
+                self.loop_began()  # RUNNING once reading, as a query is once active: topics may be empty
+            if self._restart.is_set():
+                self._reread_committed(consumer)
+            messages = self._poll(consumer, 0.0 if pending else POLL_S)
+            if messages:
+                self._deliver(messages)
+                pending = True
+                if self._restart.is_set():
+                    continue
+            caught_up = len(messages) < MAX_PUT_RECORDS
+            if pending and (caught_up or time.monotonic() - last_commit >= COMMIT_BUSY_S):
+                self._pre_commit()
+                self._rewound()
+                pending = False
+                last_commit = time.monotonic()
+        if pending and self.failed is None and not self.fenced:
+            self._pre_commit()  # what was put is made durable and committed before the task closes
+
+    def _poll(self, consumer: Any, timeout_s: float) -> list[Any]:
+        """Up to ``MAX_PUT_RECORDS`` messages: one ``poll`` that returns as soon as a record is there (a
+        batch ``consume`` would wait for a full batch or its timeout), then what is already fetched."""
+        from confluent_kafka import KafkaError
+
+        first = consumer.poll(timeout_s)
+        if first is None:
+            return []
+        messages = [first, *consumer.consume(num_messages=MAX_PUT_RECORDS - 1, timeout=0)]
+        good = []
+        for m in messages:
+            error = m.error()
+            if error is None:
+                good.append(m)
+            elif error.fatal() or error.code() == KafkaError._AUTO_OFFSET_RESET:
+                raise ConnectorError(f"sink task {self.task_id} cannot read: {error.str()}")
+            else:  # transient (a broker restarting, leadership moving): the client retries by itself
+                self.log.warning("consumer error; the client retries", error=error.str())
+        return good
+
+    def _deliver(self, messages: Sequence[Any]) -> None:
+        """One poll's messages through the converters and the ``errors.*`` policy to ``put``."""
+        records, failed, consumed = records_of_messages(messages, self._plan)
+        if failed:
+            self._failed_rows(failed)
+        self.track_topics({tp.topic for tp in consumed})
+        if self._open_new(consumed) and self._rewound():
+            return  # open() moved the start (a task that keeps its own offsets): nothing delivered
+        if records:
+            self._put(records)
+        self.counters.records += len(records)
+        self._consumed.update(consumed)
+
+    def _failed_rows(self, rows: list[dict[str, Any]]) -> None:
+        """Records that failed conversion: fail the task (``errors.tolerance=none``) or log and skip them
+        (``all``; a dead letter queue makes the task a query, see :func:`sink_placement`)."""
+        self._fail_or_log(rows)
+        self.log.warning("records skipped on errors", count=len(rows))
