@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from kconnect.runtime.ids import TaskId
 
@@ -129,4 +129,37 @@ class Executor(Protocol):
 
     def task_figures(self) -> Mapping[TaskId, TaskCounters]:
         """Counters of the tasks running here (none for tasks that are only held)."""
+        ...
+
+
+@runtime_checkable
+class TaskPreparer(Protocol):
+    """An executor that can warm a task up before it owns it (the warm-up hand-over under
+    ``group.protocol=connect``, issue 25): the herder's ``PrepareTask``, ``ActivatePreparedTask`` and
+    ``DiscardPreparedTask``. Optional: a worker whose executor is no ``TaskPreparer`` never says it can
+    learn (``WorkerState.learns``), so the coordinator gives it no learners and its tasks start cold.
+
+    A preparation touches none of the task's records: it consumes, produces and commits nothing, and the
+    plugin task's ``start`` is not called (the task's active owner elsewhere still runs it). Each is
+    numbered (``attempt``, the herder's) so that a late call for one discarded since changes nothing.
+    """
+
+    def prepare_task(self, task: TaskId, config: Mapping[str, str], attempt: int) -> bool:
+        """Prepare ``task`` with ``config`` and hold the preparation; blocking (the caller runs it on a
+        thread of its own, never the herder's). True once held ready; False when preparation ``attempt``
+        was discarded (or replaced by a newer one) before it finished, and nothing is held for it. Raises
+        when the preparation fails; nothing is held then either."""
+        ...
+
+    def start_prepared(
+        self, task: TaskId, attempt: int, config: Mapping[str, str], target_state: str
+    ) -> TaskState | None:
+        """Start preparation ``attempt`` of ``task`` as ``start_task`` would start the task, and answer
+        the same way; None when no such preparation is held ready for this very ``config`` (any other
+        preparation of the task is released): the caller then starts the task cold."""
+        ...
+
+    def discard_prepared(self, task: TaskId, attempt: int) -> None:
+        """Release preparation ``attempt`` of ``task``: now if it is held, else as soon as
+        ``prepare_task`` for it returns. Quick: called on the herder's thread."""
         ...

@@ -160,6 +160,39 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
         self._pattern = re.compile(self.topics_regex) if self.topics_regex else None
         #: The partitions assigned to the consumer now.
         self._reading: set[TopicPartition] = set()
+        #: The consumer a preparation made (:meth:`prepare`), until the loop takes it.
+        self._warm_consumer: Any = None
+
+    def prepare(self) -> None:
+        """A learner's preparation: the task's consumer made and connected, its share of the partitions
+        found (metadata) and the group's committed positions fetched (which finds the group's coordinator),
+        so that the loop's first assignment and fetch go out on warm connections. Nothing is assigned, so
+        nothing is fetched; nothing is committed. The positions themselves are read again when the loop
+        assigns the partitions (``OFFSET_STORED``): the task's owner commits until it stops."""
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+        consumer = self._consumer()
+        try:
+            mine = self._mine(consumer)
+            if mine:
+                positions = consumer.committed(
+                    [KafkaTopicPartition(tp.topic, tp.partition) for tp in sorted(mine, key=str)], timeout=30
+                )
+                self.log.info(
+                    "sink task prepared",
+                    group=self.group_id,
+                    committed={f"{p.topic}-{p.partition}": p.offset for p in positions},
+                )
+        except BaseException:
+            consumer.close()
+            raise
+        self._warm_consumer = consumer
+
+    def _release_warm(self) -> None:
+        super()._release_warm()
+        consumer, self._warm_consumer = self._warm_consumer, None
+        if consumer is not None:
+            consumer.close()
 
     def _consumer(self) -> Any:
         from confluent_kafka import Consumer
@@ -217,7 +250,9 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
     def _loop(self) -> None:
         """Poll while started, wait while paused; deliver each poll's records, commit once caught up (or
         every ``COMMIT_BUSY_S`` while a backlog lasts)."""
-        consumer = self._consumer()
+        consumer, self._warm_consumer = self._warm_consumer, None
+        if consumer is None:
+            consumer = self._consumer()
         self._committer = consumer  # commits go through the consumer of the task's group (closed by _close)
         next_metadata = 0.0
         pending = False  # records put since the last pre_commit

@@ -206,6 +206,8 @@ class SinkTaskRunner(TaskRunner):
         self._consumed: dict[TopicPartition, int] = {}
         self._committed: dict[TopicPartition, int] = {}
         self._committer: Any = None
+        #: The committer a preparation made (:meth:`prepare`), until ``run`` takes it.
+        self._warm_committer: Any = None
         self._query: Any = None
         self._lock = threading.Lock()
         # Serialises a frame sink's batches with the idle pre_commit calls made from the runner thread.
@@ -228,14 +230,35 @@ class SinkTaskRunner(TaskRunner):
     def _client_conf(self) -> dict[str, str]:
         return {"bootstrap.servers": self._bootstrap, **self._consumer_settings}
 
-    def _commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+    def _new_committer(self) -> Any:
         from confluent_kafka import Consumer
+
+        return Consumer({**self._client_conf(), "group.id": self.group_id, "enable.auto.commit": False})
+
+    def prepare(self) -> None:
+        """A learner's preparation: the worker's SparkSession started (seconds on a worker that has none
+        yet: the JVM, Spark's context) and the committer made and connected. The query itself starts with
+        the task: a started query reads records."""
+        self._spark()
+        committer = self._new_committer()
+        try:
+            committer.list_topics(timeout=30)
+        except BaseException:
+            committer.close()
+            raise
+        self._warm_committer = committer
+        self.log.info("sink task prepared", group=self.group_id, placement=self.placement)
+
+    def _release_warm(self) -> None:
+        committer, self._warm_committer = self._warm_committer, None
+        if committer is not None:
+            committer.close()
+
+    def _commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         from confluent_kafka import TopicPartition as KafkaTopicPartition
 
         if self._committer is None:
-            self._committer = Consumer(
-                {**self._client_conf(), "group.id": self.group_id, "enable.auto.commit": False}
-            )
+            self._committer = self._new_committer()
         started = time.monotonic()
         self._committer.commit(
             offsets=[KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()],
@@ -635,6 +658,8 @@ class SinkTaskRunner(TaskRunner):
 
     def run(self) -> None:
         """The task's loop (:meth:`_loop`); on the way out close the partitions and the task's clients."""
+        if self._committer is None and self._warm_committer is not None:
+            self._committer, self._warm_committer = self._warm_committer, None
         try:
             self._loop()
         finally:

@@ -35,7 +35,7 @@ from kconnect.runtime.dataplane.exactly_once import (
     connector_boundaries,
     producer_settings,
 )
-from kconnect.runtime.dataplane.producer_pool import ProducerPool
+from kconnect.runtime.dataplane.producer_pool import ProducerPool, TaskProducer
 from kconnect.runtime.dataplane.sink_batch import tolerance_message
 from kconnect.runtime.dataplane.source_batch import raw_row, source_plan, transform_batch
 from kconnect.runtime.dataplane.source_encoding import source_encoder
@@ -248,6 +248,8 @@ class SourceTaskRunner(TaskRunner):
         self._write_offsets = write_offsets
         self._flush_interval_s = flush_interval_ms / 1000
         self._flush_timeout_s = flush_timeout_ms / 1000
+        #: The shared producer's handle a preparation took (:meth:`prepare`), until ``run`` takes it.
+        self._warm_producer: TaskProducer | None = None
         #: Each poll's records in poll order, with how many are still unacknowledged.
         self._submitted: deque[_Submitted] = deque()
         #: The committer thread (non-transactional tasks, while running) and its write under way.
@@ -396,19 +398,51 @@ class SourceTaskRunner(TaskRunner):
             flush_ms=round((time.monotonic() - started) * 1000),
         )
 
+    def _settings(self) -> dict[str, Any]:
+        """The non-transactional producer's settings (the shared pool's key)."""
+        return {"bootstrap.servers": self._bootstrap, **self._producer_settings, "enable.idempotence": True}
+
+    def prepare(self) -> None:
+        """A learner's preparation: the SparkSession started when the connector has transforms (a Spark
+        plan), and the producer connected: a handle on the worker's shared producer for the task's settings,
+        made now if no task here uses one yet (an idempotent producer gets its producer id meanwhile).
+        Nothing is polled or produced. An exactly-once task prepares no producer: initialising its
+        transactional producer would fence the instance its owner runs."""
+        if self._plan is not None:
+            self._spark()
+        if self.eos is None and self._producers is not None:
+            handle = self._producers.acquire(self._settings())
+            self._warm_producer = handle
+            handle.shared.producer.list_topics(timeout=30)
+        self.log.info("source task prepared", producer=self._warm_producer is not None)
+
+    def _release_warm(self) -> None:
+        handle, self._warm_producer = self._warm_producer, None
+        if handle is not None and self._producers is not None:
+            self._producers.release(handle, self._flush_timeout_s)
+
+    def _before_start(self) -> None:
+        """A task handed over from another worker reads the offsets topic to its end before its ``start``:
+        the old owner wrote its last offsets as it stopped, and the task must resume after them (Java's
+        offset reader reads to the end before it answers)."""
+        if not self.handed_over or self._sync_offsets is None:
+            return
+        try:
+            self._sync_offsets()
+        except Exception as exc:  # the offsets as read so far, as a cold start uses
+            self.log.warning("offsets topic not read to its end before start", error=str(exc))
+
     def run(self) -> None:
         """Poll, produce and flush offsets on the ``offset.flush.interval.ms`` timer while started; flush
         while paused; a final flush on a clean stop. Transactional when exactly-once is on."""
         if self.eos is not None:
             self._run_transactional(self.eos)
             return
-        settings = {
-            "bootstrap.servers": self._bootstrap,
-            **self._producer_settings,
-            "enable.idempotence": True,
-        }
+        settings = self._settings()
         if self._producers is not None:
-            shared = self._producers.acquire(settings)
+            shared, self._warm_producer = self._warm_producer, None
+            if shared is None:
+                shared = self._producers.acquire(settings)
             try:
                 self._run_producing(shared)
             finally:

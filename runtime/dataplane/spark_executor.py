@@ -27,6 +27,7 @@ import threading
 import traceback
 from collections import Counter
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kconnect.config.worker import (
@@ -240,6 +241,16 @@ class SparkSessionHolder:
             home.close()
 
 
+@dataclass
+class _Preparation:
+    """One learner's preparation (``SparkExecutor.prepare_task``): its runner once made and warmed."""
+
+    attempt: int
+    config: dict[str, str]
+    runner: TaskRunner | None = None
+    version: str | None = None
+
+
 def _state_of(runner: TaskRunner, version: str | None) -> TaskState:
     """A runner's state as a status to write, the trace with FAILED only (read after the state, since a
     runner's failure is set once, on its own thread, and never cleared)."""
@@ -301,6 +312,11 @@ class SparkExecutor:
         #: a producer per task would hit the process's ~1,000 client limit (``producer_pool``).
         self._producers = ProducerPool()
         self._runners: dict[TaskId, TaskRunner] = {}
+        #: Learners' preparations (``TaskPreparer``): task -> the latest, held until started or discarded;
+        #: and per task the highest attempt discarded, so that a preparation discarded before its thread
+        #: began never begins.
+        self._prepared: dict[TaskId, _Preparation] = {}
+        self._discarded: dict[TaskId, int] = {}
         #: The plugin version each held task runs (KIP-891), for the statuses its transitions report.
         self._versions: dict[TaskId, str | None] = {}
         self._listener: TaskListener | None = None
@@ -351,17 +367,27 @@ class SparkExecutor:
             previous = self._runners.pop(task, None)
         if previous is not None:  # a restart without a stop: never run one task twice
             previous.stop(self.config.task_shutdown_graceful_timeout_ms / 1000)
-        paused = target_state != "STARTED"
         try:
-            runner = self._runner(task, config)
-            runner.bound_calls(self.plugin_calls, self.config.task_method_timeout_ms / 1000)
-            if self._topic_status is not None:
-                runner.active_topics = ActiveTopics(task, *self._topic_status)
+            runner = self._made_runner(task, config)
         except Exception:
             trace = traceback.format_exc()
             log.error("task failed to start", task=str(task), trace=trace)
             return TaskState("FAILED", trace)
-        version = plugin_version(self.registry, config)
+        return self._hold_and_start(task, runner, plugin_version(self.registry, config), target_state)
+
+    def _made_runner(self, task: TaskId, config: Mapping[str, str]) -> TaskRunner:
+        """The task's runner, its plugin calls bounded and its topics tracked."""
+        runner = self._runner(task, config)
+        runner.bound_calls(self.plugin_calls, self.config.task_method_timeout_ms / 1000)
+        if self._topic_status is not None:
+            runner.active_topics = ActiveTopics(task, *self._topic_status)
+        return runner
+
+    def _hold_and_start(
+        self, task: TaskId, runner: TaskRunner, version: str | None, target_state: str
+    ) -> TaskState:
+        """Hold ``runner`` as ``task``'s, then start its thread (a cold start's and an activation's end)."""
+        paused = target_state != "STARTED"
         with self._lock:
             self._runners[task] = runner
             self._versions[task] = version
@@ -377,6 +403,95 @@ class SparkExecutor:
             runner.close_plugin_metrics()
             return TaskState("FAILED", trace)
         return _state_of(runner, version)
+
+    # ------------------------------------------------------------------------- TaskPreparer protocol
+
+    def prepare_task(self, task: TaskId, config: Mapping[str, str], attempt: int) -> bool:
+        """Make the task's runner and warm it up (``TaskRunner.prepare``: its clients connected, the
+        SparkSession up where it needs one), on the caller's thread; hold it for :meth:`start_prepared`.
+        Nothing of the task runs: its thread is not started and the plugin task's ``start`` not called.
+
+        False when this attempt was discarded before or while it was prepared (whatever it made is
+        released); raises when the preparation fails.
+        """
+        entry = _Preparation(attempt, dict(config))
+        with self._lock:
+            if attempt <= self._discarded.get(task, 0):
+                return False  # discarded before its thread got here
+            replaced = self._prepared.get(task)
+            self._prepared[task] = entry
+        if replaced is not None and replaced.runner is not None:
+            replaced.runner.release_prepared()
+        runner: TaskRunner | None = None
+        try:
+            runner = self._made_runner(task, config)
+            runner.prepare()
+        except BaseException:
+            if runner is not None:
+                runner.release_prepared()
+            with self._lock:
+                if self._prepared.get(task) is entry:
+                    del self._prepared[task]
+            raise
+        with self._lock:
+            current = self._prepared.get(task) is entry
+            if current:
+                entry.runner = runner
+                entry.version = plugin_version(self.registry, config)
+        if not current:
+            runner.release_prepared()
+            log.info("task preparation discarded while it ran", task=str(task), attempt=attempt)
+        return current
+
+    def start_prepared(
+        self, task: TaskId, attempt: int, config: Mapping[str, str], target_state: str
+    ) -> TaskState | None:
+        """Start the runner preparation ``attempt`` made, as :meth:`start_task` starts a new one (its
+        thread starts the plugin task; RUNNING comes from there); None when no ready preparation of this
+        attempt and config is held, after releasing any other preparation of the task."""
+        previous: TaskRunner | None = None
+        with self._lock:
+            entry = self._prepared.pop(task, None)
+            usable = (
+                entry is not None
+                and entry.runner is not None
+                and entry.attempt == attempt
+                and entry.config == dict(config)
+            )
+            if entry is not None and entry.runner is None:
+                self._prepared[task] = entry  # still being prepared: discard_prepared releases it
+            if usable:
+                self.starts[task] += 1
+                previous = self._runners.pop(task, None)
+        if not usable:
+            if entry is not None and entry.runner is not None:
+                entry.runner.release_prepared()
+            return None
+        assert entry is not None and entry.runner is not None
+        if previous is not None:  # never run one task twice
+            previous.stop(self.config.task_shutdown_graceful_timeout_ms / 1000)
+        runner = entry.runner
+        runner.handed_over = True
+        log.info("prepared task started", task=str(task), attempt=attempt)
+        return self._hold_and_start(task, runner, entry.version, target_state)
+
+    def discard_prepared(self, task: TaskId, attempt: int) -> None:
+        """Release preparation ``attempt`` of ``task`` if held; one still being prepared is released by
+        its own thread when it finishes, and one not begun yet never begins."""
+        with self._lock:
+            self._discarded[task] = max(attempt, self._discarded.get(task, 0))
+            entry = self._prepared.get(task)
+            if entry is None or entry.attempt > attempt:
+                return
+            del self._prepared[task]
+        if entry.runner is not None:
+            entry.runner.release_prepared()
+            log.info("task preparation discarded", task=str(task), attempt=attempt)
+
+    def prepared(self) -> set[TaskId]:
+        """The tasks whose preparation is held ready here (none of them runs)."""
+        with self._lock:
+            return {task for task, entry in self._prepared.items() if entry.runner is not None}
 
     def _client_settings(self, kind: Role, config: Mapping[str, str]) -> dict[str, str]:
         return client_settings(kind, self.config.security_protocol, self.config.passthrough, config)
@@ -578,9 +693,13 @@ class SparkExecutor:
         }
 
     def close(self, timeout_s: float) -> None:
-        """Stop every held task, in a stable order, then the SparkSession, which goes last because the sink
-        tasks' queries run in it."""
+        """Stop every held task, in a stable order, and release every preparation, then the SparkSession,
+        which goes last because the sink tasks' queries run in it."""
         for task in sorted(self.held()):
             self.stop_task(task, timeout_s)
+        with self._lock:
+            preparations = list(self._prepared.items())
+        for task, entry in preparations:
+            self.discard_prepared(task, entry.attempt)
         self.channel.close()
         self.spark.stop()

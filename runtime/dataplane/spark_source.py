@@ -366,6 +366,12 @@ class SparkSourceRunner(TaskRunner, TaskHandler):
         self._earlier = [0.0, 0.0, 0.0]
         self._current = [0.0, 0.0, 0.0]
 
+    def prepare(self) -> None:
+        """A learner's preparation: the worker's SparkSession started (the job is submitted when the task
+        starts; a submitted job runs the task)."""
+        self._spark()
+        self.log.info("source task prepared", placement=self.placement)
+
     # --- the channel (TaskHandler)
 
     def attached(self, connection: Connection) -> None:

@@ -258,6 +258,35 @@ class TaskRunner:
     #: exactly-once source task must first fence older instances and read offsets to the end.
     run_starts_task = False
 
+    #: Set by the executor when this runner starts from a preparation (the warm-up hand-over): the task
+    #: was active on another worker until just now (see :meth:`_before_start`).
+    handed_over = False
+
+    def prepare(self) -> None:
+        """Warm the task up before it is this worker's (a learner's preparation, issue 25), on the
+        caller's thread: make the clients and connections its loop will need, so that starting it later
+        repeats none of that. Never touches the task's records: nothing is consumed, produced or committed,
+        and the plugin task's ``start`` is not called, since the task's owner elsewhere still runs it
+        (``start`` is where a task takes its resources and reads where to resume). Runners that have
+        nothing to warm keep this default: the plugin task was made and initialized with the runner."""
+
+    def release_prepared(self) -> None:
+        """Release a preparation that will never start (discarded): what :meth:`prepare` made and the
+        metrics registered. The plugin task never started, so its ``stop`` is not called."""
+        try:
+            self._release_warm()
+        except Exception as exc:  # releasing must not fail the caller (the herder's thread)
+            self.log.warning("releasing a discarded preparation failed", error=str(exc))
+        finally:
+            self.close_plugin_metrics()
+
+    def _release_warm(self) -> None:
+        """Close what :meth:`prepare` made and the loop has not taken over (subclasses that warm something
+        override; idempotent: called again when the task's thread ends)."""
+
+    def _before_start(self) -> None:
+        """On the task's thread, just before the plugin task's ``start`` (subclasses override)."""
+
     def start(self, paused: bool) -> None:
         """Start the task's thread, which starts the plugin task and then its loop.
 
@@ -328,10 +357,11 @@ class TaskRunner:
     def _main(self) -> None:
         logs.bind(task=str(self.task_id))
         if self._stopping.is_set():  # stopped before its thread ran: the plugin task never started
-            self.close_plugin_metrics()
+            self.release_prepared()
             return
         try:
             if not self.run_starts_task:
+                self._before_start()
                 self.task.start(dict(self.config))
             self.run()
         except TaskFenced as exc:
@@ -351,7 +381,7 @@ class TaskRunner:
                 self.task.stop()
             except Exception as exc:
                 self.log.warning("task stop failed", error=str(exc))
-            self.close_plugin_metrics()
+            self.release_prepared()  # what a preparation warmed and the loop never took (a failed start)
 
     def fail(self, trace: str) -> None:
         """The task failed with ``trace``: keep it (its status is FAILED from now on), tell the worker.

@@ -115,6 +115,7 @@ class LeaderRound:
                 allocation=self.herder.current_allocation(),
                 leaving=self.herder.join_leaving(),
                 reconciles=reconciles(self.config),
+                learns=self.herder.learns,
                 worker_id=self.worker_id,
                 static_connectors=tuple(self.config.static_connectors),
                 static_tasks=static_tasks,

@@ -16,19 +16,35 @@ the two threads came in.
 from __future__ import annotations
 
 import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from kconnect.config.config_providers import ConfigProviders
 from kconnect.config.worker import WorkerConfig
 from kconnect.runtime import logs
-from kconnect.runtime.dataplane.executor import Executor, TaskState
+from kconnect.runtime.dataplane.executor import Executor, TaskPreparer, TaskState
 from kconnect.runtime.group import herder as hd
+from kconnect.runtime.group.learner import ActivatePreparedTask, DiscardPreparedTask, PrepareTask
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.shell.connectors import strings
 from kconnect.runtime.shell.stores import InternalTopics
 from kconnect.runtime.shell.view import WorkerMetrics
 from kconnect.runtime.storage import status_log
+from kconnect.runtime.storage.config_log import Properties
 
 State = status_log.State
+
+
+@dataclass(frozen=True, slots=True)
+class TaskPrepared:
+    """How preparation ``attempt`` of a learned task ended: ``trace`` says why it failed (None: held
+    ready). Posted from the preparation's thread to the herder's."""
+
+    task: TaskId
+    attempt: int
+    trace: str | None = None
 
 
 class Tasks:
@@ -71,26 +87,97 @@ class Tasks:
         """Start a task and report the state the executor answers (UNASSIGNED until its loop runs, PAUSED
         or FAILED); its thread may have reported meanwhile, so what is written is its state by then."""
         self.metrics.task_startup_attempts += 1
-        resolution = self.config_providers.resolve(strings(action.config))
-        problem = resolution.first_problem()
-        if problem is not None:
-            # Fails like a task whose start raised: FAILED with the reason, which names key and path only.
-            self.metrics.task_startup_failures += 1
-            trace = f"a config provider reference cannot be resolved: {problem}"
-            with self._lock:
-                self._report(
-                    status_log.TaskStatus(action.task, State.FAILED, trace, self.worker_id, generation)
-                )
-            self.log.error("task failed to start", task=str(action.task), error=trace)
+        resolved = self._resolved(action.task, action.config, generation)
+        if resolved is None:
             return
-        state = self.executor.start_task(action.task, resolution.values, action.target_state)
+        state = self.executor.start_task(action.task, resolved, action.target_state)
+        self._started(action.task, state, generation, prepared=False)
+
+    def _resolved(self, task: TaskId, config: Properties, generation: int) -> dict[str, str] | None:
+        """The task's config with its ``config.providers`` references resolved; None (the task reported
+        FAILED) when one cannot be."""
+        resolution = self.config_providers.resolve(strings(config))
+        problem = resolution.first_problem()
+        if problem is None:
+            return resolution.values
+        # Fails like a task whose start raised: FAILED with the reason, which names key and path only.
+        self.metrics.task_startup_failures += 1
+        trace = f"a config provider reference cannot be resolved: {problem}"
+        with self._lock:
+            self._report(status_log.TaskStatus(task, State.FAILED, trace, self.worker_id, generation))
+        self.log.error("task failed to start", task=str(task), error=trace)
+        return None
+
+    def _started(self, task: TaskId, state: TaskState, generation: int, *, prepared: bool) -> None:
         if state.state == "FAILED":
             self.metrics.task_startup_failures += 1
         else:
             self.metrics.task_startup_successes += 1
         with self._lock:
-            self._report_current(action.task, state, generation)
-        self.log.info("task started", connector=action.task.connector, task=action.task.task)
+            self._report_current(task, state, generation)
+        self.log.info("task started", connector=task.connector, task=task.task, prepared=prepared)
+
+    # -- the warm-up hand-over (issue 25): a learner's preparation, its activation, its release --------
+
+    def prepare(self, action: PrepareTask, done: Callable[[TaskPrepared], None]) -> None:
+        """Prepare a task this worker learns (``TaskPreparer.prepare_task``) on a thread of its own, since
+        connecting clients and starting Spark take long and the herder's thread must keep heartbeating;
+        ``done`` hears how it ended (on that thread). Nothing is reported in the status topic: the task's
+        owner elsewhere runs it, and its status is that owner's."""
+        thread = threading.Thread(
+            target=self._prepare, args=(action, done), name=f"prepare-{action.task}", daemon=True
+        )
+        thread.start()
+
+    def _prepare(self, action: PrepareTask, done: Callable[[TaskPrepared], None]) -> None:
+        logs.bind(task=str(action.task))
+        task, attempt = action.task, action.attempt
+        started = time.monotonic()
+        executor = self.executor
+        if not isinstance(executor, TaskPreparer):
+            done(TaskPrepared(task, attempt, "this worker's executor cannot prepare tasks"))
+            return
+        resolution = self.config_providers.resolve(strings(action.config))
+        problem = resolution.first_problem()
+        if problem is not None:
+            done(TaskPrepared(task, attempt, f"a config provider reference cannot be resolved: {problem}"))
+            return
+        try:
+            held = executor.prepare_task(task, resolution.values, attempt)
+        except Exception:
+            trace = traceback.format_exc()
+            self.log.warning("task preparation failed", task=str(task), attempt=attempt, trace=trace)
+            done(TaskPrepared(task, attempt, trace))
+            return
+        if held:
+            seconds = round(time.monotonic() - started, 3)
+            self.log.info("task prepared", task=str(task), attempt=attempt, seconds=seconds)
+            done(TaskPrepared(task, attempt))
+
+    def activate(self, action: ActivatePreparedTask, generation: int) -> None:
+        """Start a task from its preparation (the learner was promoted: the task is this worker's now),
+        reporting as :meth:`start` does; cold, as a ``StartTask``, when the executor holds no preparation
+        for it with this config (its references resolved now, as a cold start resolves them)."""
+        self.metrics.task_startup_attempts += 1
+        resolved = self._resolved(action.task, action.config, generation)
+        executor = self.executor
+        if resolved is None:
+            if isinstance(executor, TaskPreparer):
+                executor.discard_prepared(action.task, action.attempt)
+            return
+        state = None
+        if isinstance(executor, TaskPreparer):
+            state = executor.start_prepared(action.task, action.attempt, resolved, action.target_state)
+        if state is None:
+            self.log.warning("no preparation held for the task; it starts cold", task=str(action.task))
+            state = executor.start_task(action.task, resolved, action.target_state)
+        self._started(action.task, state, generation, prepared=True)
+
+    def discard(self, action: DiscardPreparedTask) -> None:
+        """Release a preparation (the learner was dropped, or the task starts cold after all)."""
+        executor = self.executor
+        if isinstance(executor, TaskPreparer):
+            executor.discard_prepared(action.task, action.attempt)
 
     def stop(self, action: hd.StopTask, generation: int) -> None:
         """Stop a task, then report it UNASSIGNED unless its connector was deleted (whose statuses stay

@@ -24,10 +24,12 @@ from kconnect.config.masking import masked_repr
 from kconnect.config.worker import WorkerConfig
 from kconnect.runtime import logs
 from kconnect.runtime.client_config import WorkerClients
-from kconnect.runtime.dataplane.executor import Executor, TaskListener
+from kconnect.runtime.dataplane.executor import Executor, TaskListener, TaskPreparer
 from kconnect.runtime.group import group_records, protocol
 from kconnect.runtime.group import herder as hd
+from kconnect.runtime.group.handover import WarmupSettings
 from kconnect.runtime.group.herder import Action, Herder
+from kconnect.runtime.group.learner import ActivatePreparedTask, DiscardPreparedTask, PrepareTask
 from kconnect.runtime.group.member import GroupDescription, Joined, MemberError, WorkerMember
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.plugin_calls import PluginCalls
@@ -41,10 +43,10 @@ from kconnect.runtime.shell.connectors import (
     Connectors,
     ConnectorTaskConfigs,
 )
-from kconnect.runtime.shell.leader import LeaderRound, group_configuration, new_member
+from kconnect.runtime.shell.leader import LeaderRound, group_configuration, new_member, reconciles
 from kconnect.runtime.shell.stores import InternalTopics, connect, startup_timeout_s
 from kconnect.runtime.shell.stores import StartupError as StartupError  # raised here; the CLI imports it
-from kconnect.runtime.shell.tasks import Tasks
+from kconnect.runtime.shell.tasks import TaskPrepared, Tasks
 from kconnect.runtime.shell.view import WorkerMetrics, WorkerView
 from kconnect.runtime.shell.writes import ClusterWrites, Forwarder
 from kconnect.runtime.storage.config_log import TargetState
@@ -117,6 +119,11 @@ class Worker:
             max_delay_ms=config.scheduled_rebalance_max_delay_ms,
             rebalance_timeout_ms=config.rebalance_timeout_ms,
             configuration=tuple(group_configuration(config)),
+            warmup=WarmupSettings(
+                config.max_warmup_tasks,
+                config.task_warmup_timeout_ms,
+                config.task_shutdown_graceful_timeout_ms,
+            ),
         )
         self.leader = LeaderRound(config, wid, self.stores, self.herder, lock, self._member_generation)
         self.writes = ClusterWrites(
@@ -141,6 +148,11 @@ class Worker:
             method_timeout_s=config.connector_method_timeout_ms / 1000,
         )
         self.executor: Executor = executor or self._spark_executor()
+        # Warm-up hand-over (issue 25): this worker learns the tasks moving to it, and says so in its
+        # metadata, when the group reconciles, warm-up is on, and its executor can prepare a task.
+        self.herder.learns = (
+            reconciles(config) and config.max_warmup_tasks > 0 and isinstance(self.executor, TaskPreparer)
+        )
         self.tasks = Tasks(config, wid, self.executor, self.stores, self.metrics, providers)
         self.session_keys = session_keys.KeyRotation(self.stores, config)
         #: Self-healing (``auto.restart.*``): told of every status this worker reports.
@@ -251,6 +263,7 @@ class Worker:
     def _drain_events(self) -> None:
         config_moved = group_moved = False
         reconfigure: set[str] = set()
+        prepared: list[TaskPrepared] = []
         while True:
             try:
                 event = self._events.get_nowait()
@@ -273,6 +286,8 @@ class Worker:
                 self._execute(actions)
             elif isinstance(event, ConnectorCallDone | ConnectorTaskConfigs | ConnectorCallTimedOut):
                 self._on_connector_answer(event)
+            elif isinstance(event, TaskPrepared):
+                prepared.append(event)
         if config_moved:
             with self._lock:
                 snapshot = self.stores.snapshot()
@@ -282,6 +297,8 @@ class Worker:
         wake = self.herder.wake_at_ms
         if config_moved or group_moved or (wake is not None and _now_ms() >= wake):
             self._reconcile()
+        for done in prepared:
+            self._on_task_prepared(done)
         for name in sorted(reconfigure):
             self.connectors.request_task_configs(name)  # answered as a ConnectorTaskConfigs event
 
@@ -317,6 +334,21 @@ class Worker:
             if not self.herder.group.reconciling:
                 return
             actions = self.herder.on_group_records(self.stores.group_state(self.config.group_id), _now_ms())
+        self._execute(actions)
+
+    def _on_task_prepared(self, event: TaskPrepared) -> None:
+        """A learner's preparation ended (on its own thread): tell the herder, which says the learner is
+        ready in this member's record (from the records read to their end: a ready learner is written into
+        the current record, never an older one) or releases a failed preparation."""
+        if event.trace is None and self._records_behind and not self._catch_up_group_records():
+            self._events.put(event)  # the next tick tries again
+            return
+        with self._lock:
+            if event.trace is None:
+                group = self.stores.group_state(self.config.group_id)
+                actions = self.herder.on_task_prepared(event.task, event.attempt, group)
+            else:
+                actions = self.herder.on_task_preparation_failed(event.task, event.attempt)
         self._execute(actions)
 
     def _on_joined(self, joined: Joined) -> None:
@@ -428,6 +460,12 @@ class Worker:
             self.connectors.stop(action.name, gen)
         elif isinstance(action, hd.StartTask):
             self.tasks.start(action, gen)
+        elif isinstance(action, PrepareTask):
+            self.tasks.prepare(action, self._events.put)
+        elif isinstance(action, ActivatePreparedTask):
+            self.tasks.activate(action, gen)
+        elif isinstance(action, DiscardPreparedTask):
+            self.tasks.discard(action)
         elif isinstance(action, hd.StopTask):
             self.tasks.stop(action, gen)
         elif isinstance(action, hd.TransitionConnector):
