@@ -171,6 +171,14 @@ class Decision:
     verdict: Verdict
 
 
+def at_rest(entry: Entry) -> bool:
+    """Whether :func:`decide` has nothing to do for an entry still run here, whatever its policy: never
+    failed since its count last started and never restarted. Most entries are, so the shell skips them
+    instead of reading their connector's policy on every tick (200 tasks made that a tenth of the worker's
+    Python time in ``bench/density.py``)."""
+    return not entry.failed and entry.attempts == 0
+
+
 def decide(entry: Entry, policy: Policy, target_state: TargetState, runs_here: bool, now_ms: int) -> Decision:
     """When to restart what: one entry's next step, given what was seen of it, its policy and the time."""
     if not runs_here:

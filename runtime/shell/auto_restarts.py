@@ -87,13 +87,17 @@ class AutoRestarts:
         ``running_*`` is what the herder runs here: only those are restarted.
         """
         restarts: list[Key] = []
+
+        def runs(key: Key) -> bool:
+            return key in running_connectors if isinstance(key, str) else key in running_tasks
+
         with self._lock:
-            for key in sorted(self._entries, key=str):
+            busy = [k for k, e in self._entries.items() if not (auto_restart.at_rest(e) and runs(k))]
+            for key in sorted(busy, key=str):
                 connector = key if isinstance(key, str) else key.connector
-                runs = key in running_connectors if isinstance(key, str) else key in running_tasks
                 policy = auto_restart.policy_for(self.policy, snapshot.connector_config(connector))
                 target = snapshot.target_state(connector) or TargetState.STARTED
-                decision = auto_restart.decide(self._entries[key], policy, target, runs, now_ms)
+                decision = auto_restart.decide(self._entries[key], policy, target, runs(key), now_ms)
                 if decision.entry is None:
                     del self._entries[key]
                     self._failed.pop(key, None)

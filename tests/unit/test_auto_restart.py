@@ -6,10 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kconnect.runtime.group import auto_restart
 from kconnect.runtime.group import herder as hd
-from kconnect.runtime.group.auto_restart import Entry, Policy, Verdict, decide, observe
+from kconnect.runtime.group.auto_restart import Decision, Entry, Policy, Verdict, at_rest, decide, observe
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.shell.auto_restarts import AutoRestarts
 from kconnect.runtime.storage import config_log, status_log
@@ -249,3 +251,30 @@ def test_tracker_never_restarts_a_paused_connectors_task_and_forgets_what_moved(
     assert tracker.step(herder.running_connectors, herder.running_tasks, paused, 10**9) == []
     assert tracker.step(herder.running_connectors, set(), herder.snapshot, 10**9) == []
     assert tracker.entry(task) is None
+
+
+@given(
+    entry=st.builds(
+        Entry,
+        attempts=st.integers(0, 5),
+        failed=st.booleans(),
+        next_attempt_ms=st.none() | st.integers(0, 10**6),
+        running_since_ms=st.none() | st.integers(0, 10**6),
+        restarting=st.booleans(),
+        gave_up=st.booleans(),
+    ),
+    enabled=st.booleans(),
+    max_attempts=st.integers(0, 5),
+    backoff_max_ms=st.integers(0, 10**6),
+    target=st.sampled_from(list(TargetState)),
+    now_ms=st.integers(0, 2 * 10**6),
+)
+def test_an_entry_at_rest_needs_no_decision_whatever_its_policy(
+    entry: Entry, enabled: bool, max_attempts: int, backoff_max_ms: int, target: TargetState, now_ms: int
+) -> None:
+    """The shell skips entries at rest that still run here (``at_rest``): ``decide`` must have nothing to
+    do for them under any policy, target state or time."""
+    policy = Policy(enabled, max_attempts, min(1000, backoff_max_ms), backoff_max_ms)
+    decision = decide(entry, policy, target, True, now_ms)
+    if at_rest(entry):
+        assert decision == Decision(entry, Verdict.NONE)
