@@ -208,6 +208,9 @@ class SinkTaskRunner(TaskRunner):
         self._committer: Any = None
         #: The committer a preparation made (:meth:`prepare`), until ``run`` takes it.
         self._warm_committer: Any = None
+        #: The query a preparation planned (a ``DataStreamWriter`` not started), until the loop starts it.
+        self._planned: Any = None
+        self._checkpoint = ""
         self._query: Any = None
         self._lock = threading.Lock()
         # Serialises a frame sink's batches with the idle pre_commit calls made from the runner thread.
@@ -237,9 +240,10 @@ class SinkTaskRunner(TaskRunner):
 
     def prepare(self) -> None:
         """A learner's preparation: the worker's SparkSession started (seconds on a worker that has none
-        yet: the JVM, Spark's context) and the committer made and connected. The query itself starts with
-        the task: a started query reads records."""
+        yet: the JVM, Spark's context), the query planned up to its start (:meth:`_plan_query`) and the
+        committer made and connected. The query itself starts with the task: a started query reads."""
         self._spark()
+        self._planned = self._plan_query()
         committer = self._new_committer()
         try:
             committer.list_topics(timeout=30)
@@ -253,6 +257,9 @@ class SinkTaskRunner(TaskRunner):
         committer, self._warm_committer = self._warm_committer, None
         if committer is not None:
             committer.close()
+        if self._planned is not None:  # planned, never started: its checkpoint directory goes too
+            self._planned = None
+            shutil.rmtree(self._checkpoint, ignore_errors=True)
 
     def _commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         from confluent_kafka import TopicPartition as KafkaTopicPartition
@@ -614,9 +621,18 @@ class SinkTaskRunner(TaskRunner):
     def _start_query(self) -> Any:
         self._restart.clear()  # a new query reads from the committed offsets, rewinds included
         spark = self._spark()
+        # The task's pool and job group are the starting thread's (the query's thread inherits them).
         sc = spark.sparkContext
         sc.setLocalProperty("spark.scheduler.pool", self.pool)
         sc.setJobGroup(f"kconnect-{self.pool}", f"kconnect sink task {self.task_id}", True)
+        writer, self._planned = self._planned, None
+        return (writer or self._plan_query()).start()
+
+    def _plan_query(self) -> Any:
+        """The task's query up to its start: its data source registered, the stream loaded (its schema
+        only: Spark asks the source for a reader when the query starts), converted and transformed where
+        the plan allows, the writer set up. Nothing is read until ``start``."""
+        spark = self._spark()
         options = {
             **({"topics": ",".join(self.topics)} if self.topics else {"topics.regex": self.topics_regex}),
             "group.id": self.group_id,
@@ -639,7 +655,6 @@ class SinkTaskRunner(TaskRunner):
             .foreachBatch(self._batch)
             .option("checkpointLocation", self._checkpoint)
             .trigger(processingTime=SINK_TRIGGER)
-            .start()
         )
 
     def _stop_query(self) -> None:

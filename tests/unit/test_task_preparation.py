@@ -8,6 +8,7 @@ preparation must never do (assign, poll, produce, commit, call the plugin task's
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -435,3 +436,50 @@ def test_a_worker_learns_only_under_reconciliation_with_warm_up_on_and_a_prepari
     assert worker.herder.coordinator_settings.warmup == WarmupSettings(
         config.max_warmup_tasks, config.task_warmup_timeout_ms, config.task_shutdown_graceful_timeout_ms
     )
+
+
+# --- a sink query: the SparkSession up and the query planned, nothing started
+
+
+class FakeCommitter:
+    def __init__(self) -> None:
+        self.closed = False
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> object:
+        return object()
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_sink_query_is_planned_but_not_started_and_a_discard_removes_its_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kconnect.runtime.dataplane.sink_runner import SinkTaskRunner
+    from tests.support.spark import local_spark
+
+    spark = local_spark()
+    # Loading the stream makes a Python worker instantiate the data source: it must import kconnect, as
+    # the worker's own SparkSession sees to (PYSPARK_PYTHON); the shared test session may predate that.
+    monkeypatch.setattr(spark.sparkContext, "pythonExec", sys.executable)
+    committer = FakeCommitter()
+    runner = SinkTaskRunner(
+        TaskId("planned", 0),
+        FileStreamSinkTask(),
+        {"topics": "lines", "file": str(tmp_path / "out.txt")},
+        lambda _t, trace: None,
+        spark=lambda: spark,
+        task_count=1,
+        bootstrap="unused:9092",
+        converters={"key.converter": BASE["key.converter"], "value.converter": BASE["value.converter"]},
+        consumer_settings={},
+    )
+    runner._new_committer = lambda: committer  # type: ignore[method-assign]
+    runner.prepare()
+    assert runner._planned is not None and runner._warm_committer is committer
+    assert Path(runner._checkpoint).is_dir()
+    assert not [q for q in spark.streams.active if q.name == f"kconnect-{runner.pool}"]  # nothing reads
+    assert not (tmp_path / "out.txt").exists()  # the task's start() was not called
+    runner.release_prepared()
+    assert runner._planned is None and committer.closed
+    assert not Path(runner._checkpoint).exists()
