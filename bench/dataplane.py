@@ -36,6 +36,8 @@ half, records/s at least 2x).
     .venv/bin/python bench/dataplane.py --only reference,kconnect,transforms   # the side-by-side rows
     .venv/bin/python bench/dataplane.py --only reference,kconnect --group-protocol connect \
         --source-placement worker,executor    # the source task on the worker's thread, then as a Spark job
+    .venv/bin/python bench/dataplane.py --only reference,kconnect --group-protocol connect \
+        --sink-placement auto,query    # the sink as a consumer loop (issue 22), then as a streaming query
 """
 
 from __future__ import annotations
@@ -475,7 +477,11 @@ def wait_for_lines(
 
 
 def kconnect_worker(
-    bootstrap: str, work: Path, group_protocol: str, source_placement: str = "auto"
+    bootstrap: str,
+    work: Path,
+    group_protocol: str,
+    source_placement: str = "auto",
+    sink_placement: str = "auto",
 ) -> WorkerProcess:
     group = f"kc-{group_protocol}-{uuid.uuid4().hex[:6]}"
     props = worker_properties(bootstrap, group, free_port())
@@ -483,6 +489,7 @@ def kconnect_worker(
         {
             "group.protocol": group_protocol,
             "source.task.placement": source_placement,
+            "sink.task.placement": sink_placement,
             "key.converter": STRING_CONVERTER,
             "value.converter": STRING_CONVERTER,
             "offset.flush.interval.ms": FLUSH_INTERVAL_MS,
@@ -734,15 +741,18 @@ def run_kconnect_rows(
     broker_pid: int | None = None,
     pipelines: list[int] | None = None,
     source_placement: str = "auto",
+    sink_placement: str = "auto",
 ) -> list[Result]:
     """The kconnect rows on one fresh kconnect worker with ``group.protocol=group_protocol``: FileStream
     plain and with two transforms, Parquet, and ``pipelines`` (counts of concurrent FileStream pipelines).
     With ``source_placement=executor`` the FileStream source task runs as a Spark job (a Python worker of
     the local master) instead of on the worker's thread; the transforms row's source has no transforms,
-    so it moves too."""
+    so it moves too. ``sink_placement`` is the worker's ``sink.task.placement``: ``auto`` runs the
+    untransformed sink as a consumer loop on this local master, ``query`` as a Structured Streaming query."""
     results: list[Result] = []
-    worker = kconnect_worker(bootstrap, work, group_protocol, source_placement)
+    worker = kconnect_worker(bootstrap, work, group_protocol, source_placement, sink_placement)
     placed = " src on executor" if source_placement == "executor" else ""
+    placed += " sink query" if sink_placement == "query" else ""
     try:
         wait_until(lambda: (worker.workers() or {}).get("generation", -1) >= 0, 120, "the join")
         assert worker.proc is not None
@@ -912,6 +922,12 @@ def main(argv: list[str] | None = None) -> int:
         "(auto: on the worker with this local master; executor: the source task as a Spark job); "
         "pipelines and parquet run with the first only",
     )
+    parser.add_argument(
+        "--sink-placement",
+        default="auto",
+        help="sink.task.placement of the kconnect workers, comma-separated: a fresh worker for each (auto: "
+        "an untransformed sink as a consumer loop on this local master; query: a streaming query)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, outputs)")
     args = parser.parse_args(argv)
     only = {s.strip() for s in args.only.split(",")}
@@ -919,6 +935,9 @@ def main(argv: list[str] | None = None) -> int:
     placements = [p.strip() for p in args.source_placement.split(",") if p.strip()]
     if not placements or set(placements) - {"auto", "worker", "executor"}:
         parser.error(f"--source-placement takes auto, worker and/or executor, not {args.source_placement!r}")
+    sink_placements = [p.strip() for p in args.sink_placement.split(",") if p.strip()]
+    if not sink_placements or set(sink_placements) - {"auto", "worker", "query"}:
+        parser.error(f"--sink-placement takes auto, worker and/or query, not {args.sink_placement!r}")
     pipelines = [int(n) for n in args.pipelines.split(",") if n.strip()] if "pipelines" in only else []
     unknown = set(group_protocols) - {"connect", "classic"}
     if unknown or not group_protocols:
@@ -955,19 +974,21 @@ def main(argv: list[str] | None = None) -> int:
                 print("reference: Apache Kafka Connect 3.9, clients batching like librdkafka ...", flush=True)
                 out = work / "out-reference-tuned.txt"
                 results.append(run_reference(broker.bootstrap, work, source, out, args.records, tuned=True))
-            runs = [(g, p) for g in group_protocols for p in placements]
-            for i, (group_protocol, placement) in enumerate(runs if only & {"kconnect", "parquet"} else []):
+            runs = [(g, p, s) for g in group_protocols for p in placements for s in sink_placements]
+            kconnect_runs = runs if only & {"kconnect", "parquet"} else []
+            for i, (group_protocol, placement, sink_placement) in enumerate(kconnect_runs):
                 results.extend(
                     run_kconnect_rows(
                         broker.bootstrap,
                         work,
                         source,
                         args.records,
-                        only if placement == placements[0] else only - {"parquet"},
+                        only if i == 0 else only - {"parquet"},
                         group_protocol,
                         pid,
                         pipelines if i == 0 else [],
                         placement,
+                        sink_placement,
                     )
                 )
         except (httpx.HTTPError, RuntimeError, TimeoutError, AssertionError) as exc:

@@ -14,7 +14,9 @@ this machine anyway, and only for tasks whose plan needs no Spark: no transforms
 plan), not a ``FrameSinkTask`` (it writes a DataFrame), no dead letter queue (whose records are built as a
 frame). A cluster master keeps every sink task a query, so that its records move on executors.
 
-The loop reads the same partitions the query would (``kafka_reader.assigned_partitions``: each task of a
+The records come from the worker's shared reader (``sink_reader``: one consumer for every such task with
+the same client settings, so that an idle task costs no fetches and no librdkafka threads of its own). The
+loop reads the same partitions the query would (``kafka_reader.assigned_partitions``: each task of a
 connector its round-robin share, no group rebalances), starts from the group's committed offsets (else
 ``consumer.auto.offset.reset``) and commits to the same group, so a task may move between placements and
 workers and resume where it stopped.
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kconnect.config.worker_keys import SinkTaskPlacement
@@ -38,6 +40,7 @@ from kconnect.runtime.dataplane.errors_policy import (
 )
 from kconnect.runtime.dataplane.kafka_reader import assigned_partitions, subscribed_topics
 from kconnect.runtime.dataplane.sink_batch import SinkPlan
+from kconnect.runtime.dataplane.sink_reader import Inbox, ReadError, Rewound, SinkReader, SinkReaders
 from kconnect.runtime.dataplane.sink_runner import MAX_PUT_RECORDS, SinkTaskRunner
 from kconnect.runtime.plugins.api import (
     ConnectorError,
@@ -49,9 +52,11 @@ from kconnect.runtime.plugins.api import (
     frozen_record,
 )
 
-#: How long one ``poll`` waits for a record: an idle task's thread wakes this often, to see a stop or a
-#: pause; a record that arrives ends the wait at once.
+#: How long a task's thread waits for a record: an idle task's thread wakes this often, to see a stop or
+#: a pause; a record that arrives ends the wait at once.
 POLL_S = 1.0
+#: The bound of the reader's metadata, offset and commit requests (Java's ``default.api.timeout.ms``).
+READ_TIMEOUT_S = 60.0
 #: How often the task looks for its topics' partitions (new partitions, topics created later, a
 #: ``topics.regex`` match); every second while it has none (its topic not created yet).
 METADATA_S = 10.0
@@ -60,9 +65,6 @@ METADATA_EMPTY_S = 1.0
 #: task has caught up they run at once, so that a trickle's records are durable (and a file sink's lines
 #: visible) right after their ``put``.
 COMMIT_BUSY_S = 1.0
-
-#: librdkafka's ``auto.offset.reset`` for Java's values (``none``: fail when the group has no offset).
-_RESET = {"earliest": "earliest", "latest": "latest", "none": "error"}
 
 
 def sink_placement(
@@ -149,70 +151,61 @@ def records_of_messages(
 
 
 class WorkerSinkTaskRunner(SinkTaskRunner):
-    """One sink task as a consumer loop on its own thread (see the module's docstring); everything after
-    a record is read (``open``, ``put`` with retries, ``pre_commit``, the commit, ``SinkTaskContext``
-    rewinds, closing) is the query runner's own."""
+    """One sink task as a loop on its own thread over what the worker's shared reader
+    (``sink_reader.SinkReader``) reads for it (see the module's docstring); everything after a record is
+    read (``open``, ``put`` with retries, ``pre_commit``, ``SinkTaskContext`` rewinds, closing) is the query
+    runner's own."""
 
     placement = SinkTaskPlacement.WORKER.value
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, readers: SinkReaders, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._readers = readers
+        self._reader: SinkReader | None = None
+        self._inbox = Inbox(str(self.task_id))
         self._pattern = re.compile(self.topics_regex) if self.topics_regex else None
-        #: The partitions assigned to the consumer now.
+        #: The partitions the reader reads for this task now.
         self._reading: set[TopicPartition] = set()
-        #: The consumer a preparation made (:meth:`prepare`), until the loop takes it.
-        self._warm_consumer: Any = None
+        #: Partitions rewound and not yet marked (``Rewound``): their messages read before are dropped.
+        self._skipping: set[TopicPartition] = set()
+        #: The reader a preparation acquired (:meth:`prepare`), until the loop takes it.
+        self._warm_reader: SinkReader | None = None
+
+    def _acquire(self) -> SinkReader:
+        topics = None if self._pattern is not None else self.topics
+        return self._readers.acquire(self._client_conf(), self.task_id.connector, topics)
 
     def prepare(self) -> None:
-        """A learner's preparation: the task's consumer made and connected, its share of the partitions
-        found (metadata) and the group's committed positions fetched (which finds the group's coordinator),
-        so that the loop's first assignment and fetch go out on warm connections. Nothing is assigned, so
-        nothing is fetched; nothing is committed. The positions themselves are read again when the loop
-        assigns the partitions (``OFFSET_STORED``): the task's owner commits until it stops."""
-        from confluent_kafka import TopicPartition as KafkaTopicPartition
-
-        consumer = self._consumer()
+        """A learner's preparation: the worker's shared reader acquired (made and connected if this is its
+        first task), the task's share of the partitions found (metadata) and the group's committed
+        positions fetched (which finds the group's coordinator), so that the loop's first assignment goes
+        out on warm connections. Nothing is assigned, so nothing is read for it; nothing is committed. The
+        positions are read again when the loop assigns the partitions: the task's owner commits until it
+        stops."""
+        reader = self._acquire()
         try:
-            mine = self._mine(consumer)
-            if mine:
-                positions = consumer.committed(
-                    [KafkaTopicPartition(tp.topic, tp.partition) for tp in sorted(mine, key=str)], timeout=30
-                )
-                self.log.info(
-                    "sink task prepared",
-                    group=self.group_id,
-                    committed={f"{p.topic}-{p.partition}": p.offset for p in positions},
-                )
+            mine = self._mine(reader)
+            committed = reader.committed(self.group_id, mine, READ_TIMEOUT_S)
         except BaseException:
-            consumer.close()
+            self._readers.release(reader, self.task_id.connector)
             raise
-        self._warm_consumer = consumer
+        self._warm_reader = reader
+        self.log.info(
+            "sink task prepared",
+            group=self.group_id,
+            reader=reader.name,
+            committed={str(tp): offset for tp, offset in sorted(committed.items(), key=lambda i: str(i[0]))},
+        )
 
     def _release_warm(self) -> None:
         super()._release_warm()
-        consumer, self._warm_consumer = self._warm_consumer, None
-        if consumer is not None:
-            consumer.close()
+        reader, self._warm_reader = self._warm_reader, None
+        if reader is not None:
+            self._readers.release(reader, self.task_id.connector)
 
-    def _consumer(self) -> Any:
-        from confluent_kafka import Consumer
-
-        reset = self._consumer_settings.get("auto.offset.reset", "earliest").lower()
-        conf: dict[str, Any] = {
-            # Without it librdkafka pauses a partition's fetching for a second whenever its prefetch
-            # queue is full, which a backlog read 500 records at a time reaches.
-            "fetch.queue.backoff.ms": 10,
-            **self._client_conf(),
-            "group.id": self.group_id,
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "auto.offset.reset": _RESET.get(reset, reset),
-        }
-        return Consumer(conf)
-
-    def _mine(self, consumer: Any) -> set[TopicPartition]:
+    def _mine(self, reader: SinkReader) -> set[TopicPartition]:
         """This task's share of its topics' partitions, from fresh metadata."""
-        metadata = consumer.list_topics(timeout=30)
+        metadata = reader.list_topics(READ_TIMEOUT_S)
         usable = [name for name, t in metadata.topics.items() if t.error is None]
         found = [
             (topic, p)
@@ -222,38 +215,67 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
         share = assigned_partitions(found, self.task_id.task, max(1, self.task_count))
         return {TopicPartition(t, p) for t, p in share}
 
-    def _assign(self, consumer: Any, partitions: set[TopicPartition]) -> None:
-        """Start reading ``partitions`` from the group's committed offsets (else the reset policy); stop
-        reading the ones no longer this task's."""
-        from confluent_kafka import OFFSET_STORED
-        from confluent_kafka import TopicPartition as KafkaTopicPartition
+    def _starts(self, reader: SinkReader, partitions: set[TopicPartition]) -> dict[TopicPartition, int]:
+        """Where each partition is read from: the group's committed offset, else the reset policy."""
+        from confluent_kafka import OFFSET_BEGINNING, OFFSET_END
 
-        gone = self._reading - partitions
-        new = partitions - self._reading
+        committed = reader.committed(self.group_id, partitions, READ_TIMEOUT_S)
+        reset = self._consumer_settings.get("auto.offset.reset", "earliest").lower()
+        starts: dict[TopicPartition, int] = {}
+        for tp in partitions:
+            if tp in committed:
+                starts[tp] = committed[tp]
+            elif reset in ("none", "error"):
+                raise ConnectorError(
+                    f"no committed offset for {tp.topic}-{tp.partition} in group {self.group_id} and "
+                    "consumer.auto.offset.reset=none"
+                )
+            else:
+                starts[tp] = OFFSET_END if reset in ("latest", "largest", "end") else OFFSET_BEGINNING
+        return starts
+
+    def _assign(self, reader: SinkReader, partitions: set[TopicPartition]) -> None:
+        """Start reading the partitions new to this task; stop reading those no longer its own."""
+        gone, new = self._reading - partitions, partitions - self._reading
         if gone:
-            consumer.incremental_unassign([KafkaTopicPartition(tp.topic, tp.partition) for tp in gone])
+            reader.unassign(self._inbox, gone)
         if new:
-            consumer.incremental_assign(
-                [KafkaTopicPartition(tp.topic, tp.partition, OFFSET_STORED) for tp in sorted(new, key=str)]
-            )
+            reader.assign(self._inbox, self._starts(reader, new))
         self._reading = set(partitions)
 
-    def _reread_committed(self, consumer: Any) -> None:
+    def _reread_committed(self, reader: SinkReader) -> None:
         """After a rewind (``SinkTaskContext.offset``, committed by ``_rewound``): read every partition
         again from the group's committed offsets, as the query runner restarts its query."""
         self._restart.clear()
-        reading, self._reading = self._reading, set()
-        if reading:
-            consumer.unassign()
-        self._assign(consumer, reading)
+        if self._reading:
+            self._skipping |= self._reading
+            reader.assign(self._inbox, self._starts(reader, self._reading), rewind=True)
+
+    def _commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        assert self._reader is not None
+        started = time.monotonic()
+        self._reader.commit(self.group_id, offsets, READ_TIMEOUT_S)
+        self.counters.count_offset_commit(started)
+        self._committed.update(offsets)
+
+    def _wake(self) -> None:
+        super()._wake()
+        self._inbox.wake()
 
     def _loop(self) -> None:
-        """Poll while started, wait while paused; deliver each poll's records, commit once caught up (or
+        """Take what the reader read while started, wait while paused; deliver, commit once caught up (or
         every ``COMMIT_BUSY_S`` while a backlog lasts)."""
-        consumer, self._warm_consumer = self._warm_consumer, None
-        if consumer is None:
-            consumer = self._consumer()
-        self._committer = consumer  # commits go through the consumer of the task's group (closed by _close)
+        connector = self.task_id.connector
+        reader, self._warm_reader = self._warm_reader, None  # a learner's preparation, taken over
+        reader = self._reader = reader or self._acquire()
+        try:
+            self._read(reader)
+        finally:
+            if self._reading:
+                reader.unassign(self._inbox, self._reading).wait(READ_TIMEOUT_S)
+            self._readers.release(reader, connector)
+
+    def _read(self, reader: SinkReader) -> None:
         next_metadata = 0.0
         pending = False  # records put since the last pre_commit
         last_commit = time.monotonic()
@@ -266,22 +288,27 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
                 continue
             now = time.monotonic()
             if now >= next_metadata:
-                self._assign(consumer, self._mine(consumer))
+                self._assign(reader, self._mine(reader))
                 next_metadata = now + (METADATA_S if self._reading else METADATA_EMPTY_S)
                 if not self._began.is_set():
                     self.log.info(
-                        "sink consumer loop started", group=self.group_id, partitions=len(self._reading)
+                        "sink consumer loop started",
+                        reader=reader.name,
+                        group=self.group_id,
+                        partitions=len(self._reading),
                     )
                 self.loop_began()  # RUNNING once reading, as a query is once active: topics may be empty
             if self._restart.is_set():
-                self._reread_committed(consumer)
-            messages = self._poll(consumer, 0.0 if pending else POLL_S)
+                self._reread_committed(reader)
+            taken = self._inbox.take(MAX_PUT_RECORDS, 0.0 if pending else POLL_S)
+            reader.drained(self._inbox)
+            messages = self._usable(taken)
             if messages:
                 self._deliver(messages)
                 pending = True
                 if self._restart.is_set():
                     continue
-            caught_up = len(messages) < MAX_PUT_RECORDS
+            caught_up = len(taken) < MAX_PUT_RECORDS
             if pending and (caught_up or time.monotonic() - last_commit >= COMMIT_BUSY_S):
                 self._pre_commit()
                 self._rewound()
@@ -290,25 +317,24 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
         if pending and self.failed is None and not self.fenced:
             self._pre_commit()  # what was put is made durable and committed before the task closes
 
-    def _poll(self, consumer: Any, timeout_s: float) -> list[Any]:
-        """Up to ``MAX_PUT_RECORDS`` messages: one ``poll`` that returns as soon as a record is there (a
-        batch ``consume`` would wait for a full batch or its timeout), then what is already fetched."""
-        from confluent_kafka import KafkaError
-
-        first = consumer.poll(timeout_s)
-        if first is None:
-            return []
-        messages = [first, *consumer.consume(num_messages=MAX_PUT_RECORDS - 1, timeout=0)]
-        good = []
-        for m in messages:
-            error = m.error()
-            if error is None:
-                good.append(m)
-            elif error.fatal() or error.code() == KafkaError._AUTO_OFFSET_RESET:
-                raise ConnectorError(f"sink task {self.task_id} cannot read: {error.str()}")
-            else:  # transient (a broker restarting, leadership moving): the client retries by itself
-                self.log.warning("consumer error; the client retries", error=error.str())
-        return good
+    def _usable(self, taken: list[Any]) -> list[Any]:
+        """The messages to deliver of what was taken: markers and errors handled, the messages of a
+        rewound partition read before its marker dropped."""
+        out = []
+        for item in taken:
+            if isinstance(item, Rewound):
+                self._skipping.discard(item.tp)
+            elif isinstance(item, ReadError):
+                if item.fatal:
+                    raise ConnectorError(f"sink task {self.task_id} cannot read {item.tp}: {item.message}")
+                self.log.warning(
+                    "consumer error; the client retries", partition=str(item.tp), error=item.message
+                )
+            elif self._skipping and TopicPartition(item.topic(), item.partition()) in self._skipping:
+                continue
+            else:
+                out.append(item)
+        return out
 
     def _deliver(self, messages: Sequence[Any]) -> None:
         """One poll's messages through the converters and the ``errors.*`` policy to ``put``."""

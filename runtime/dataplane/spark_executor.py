@@ -45,6 +45,7 @@ from kconnect.runtime.dataplane.executor import TaskCounters, TaskListener, Task
 from kconnect.runtime.dataplane.producer_pool import ProducerPool
 from kconnect.runtime.dataplane.sink_batch import sink_plan
 from kconnect.runtime.dataplane.sink_loop import WorkerSinkTaskRunner, sink_placement
+from kconnect.runtime.dataplane.sink_reader import SinkReaders
 from kconnect.runtime.dataplane.sink_runner import SinkTaskRunner
 from kconnect.runtime.dataplane.source_runner import SourceTaskRunner
 from kconnect.runtime.dataplane.spark_home import ShadowSparkHome, shadows_spark_home
@@ -311,6 +312,8 @@ class SparkExecutor:
         #: The producers the driver-run, non-transactional source tasks share, one per distinct settings:
         #: a producer per task would hit the process's ~1,000 client limit (``producer_pool``).
         self._producers = ProducerPool()
+        #: The shared consumers of worker-placed sink tasks (``sink_reader``).
+        self._readers = SinkReaders()
         self._runners: dict[TaskId, TaskRunner] = {}
         #: Learners' preparations (``TaskPreparer``): task -> the latest, held until started or discarded;
         #: and per task the highest attempt discarded, so that a preparation discarded before its thread
@@ -512,7 +515,9 @@ class SparkExecutor:
             count = self._task_count(task_id.connector) if self._task_count is not None else 0
             if count <= 0:
                 count = int(config.get("tasks.max", "1"))
-            runner_class = self._sink_runner_class(task_id, task, config, converters)
+            on_worker = self._sink_placement(task_id, task, config, converters) == SinkTaskPlacement.WORKER
+            extra: dict[str, Any] = {"readers": self._readers} if on_worker else {}
+            runner_class = WorkerSinkTaskRunner if on_worker else SinkTaskRunner
             return runner_class(
                 task_id,
                 task,
@@ -527,6 +532,7 @@ class SparkExecutor:
                 admin_settings=self._client_settings("admin", config),
                 plugin_metrics=self.plugin_metrics,
                 on_running=self._loop_began,
+                **extra,
             )
         if isinstance(task, SourceTask):
             eos = None
@@ -575,16 +581,16 @@ class SparkExecutor:
             )
         raise ConnectorError(f"{type(task).__name__} is neither a SourceTask nor a SinkTask")
 
-    def _sink_runner_class(
+    def _sink_placement(
         self, task_id: TaskId, task: SinkTask, config: Mapping[str, str], converters: Mapping[str, str]
-    ) -> type[SinkTaskRunner]:
-        """The runner of a sink task's placement (``sink.task.placement``, see ``sink_loop``)."""
+    ) -> SinkTaskPlacement:
+        """A sink task's placement (``sink.task.placement``, see ``sink_loop``)."""
         plan = sink_plan(converters, config, task_id.connector, task_id.task)
         local = is_local_master(self.config.spark_master)
         placement, reason = sink_placement(self.config.sink_task_placement, local, task, plan)
         say = log.info if self.config.sink_task_placement not in (placement, "auto") else log.debug
         say("sink task placement", task=str(task_id), placement=placement.value, reason=reason)
-        return WorkerSinkTaskRunner if placement == SinkTaskPlacement.WORKER else SinkTaskRunner
+        return placement
 
     def _on_executor(self, task_id: TaskId, config: Mapping[str, str]) -> bool:
         configured = self.config.source_task_placement

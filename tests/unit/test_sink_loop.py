@@ -21,6 +21,7 @@ from kconnect.runtime.dataplane.sink_batch import (
     sink_plan,
 )
 from kconnect.runtime.dataplane.sink_loop import records_of_messages, sink_placement
+from kconnect.runtime.dataplane.sink_reader import Claims, Inbox, admin_settings
 from kconnect.runtime.plugins.api import Header, SinkRecord, TopicPartition
 from tests.support.spark import local_spark
 
@@ -161,3 +162,50 @@ def test_a_record_that_fails_conversion_is_reported_with_its_stage_and_still_con
     [row] = failed
     assert (row["offset"], row[ERROR_STAGE], row[RAW_VALUE]) == (4, "VALUE_CONVERTER", b"{not json")
     assert row[ERROR_CLASS] == JSON and "Converting byte[] to Kafka Connect data failed" in row[ERROR_MESSAGE]
+
+
+def test_a_topic_is_read_on_a_reader_for_one_connector_only() -> None:
+    claims = Claims()
+    assert claims.fits("a", {"t1", "t2"})
+    claims.claim("a", {"t1", "t2"})
+    claims.claim("a", {"t1", "t2"})  # a second task of the same connector shares its topics' partitions
+    assert claims.fits("b", {"t3"}) and not claims.fits("b", {"t2", "t3"})
+    assert not claims.fits("c", None)  # a pattern connector needs a reader of its own
+    claims.claim("b", {"t3"})
+    claims.unclaim("a")
+    assert not claims.fits("c", {"t1"})  # a's other task still reads t1
+    claims.unclaim("a")
+    assert claims.fits("c", {"t1"}) and claims.users == 1
+    claims.unclaim("b")
+    assert claims.users == 0 and claims.fits("c", None)
+    claims.claim("c", None)
+    assert not claims.fits("d", {"x"}) and claims.fits("c", None)
+    claims.unclaim("c")
+    assert claims.exclusive is None and claims.fits("d", {"x"})
+
+
+def test_an_admin_client_gets_the_connection_settings_of_the_consumer_not_its_own() -> None:
+    consumer = {
+        "bootstrap.servers": "b:9092",
+        "security.protocol": "SASL_SSL",
+        "sasl.password": "s",
+        "fetch.wait.max.ms": "100",
+        "auto.offset.reset": "earliest",
+        "isolation.level": "read_committed",
+        "group.instance.id": "x",
+    }
+    assert admin_settings(consumer) == {
+        "bootstrap.servers": "b:9092",
+        "security.protocol": "SASL_SSL",
+        "sasl.password": "s",
+    }
+
+
+def test_an_inbox_hands_out_in_order_and_a_take_waits_only_for_the_first() -> None:
+    inbox = Inbox("t")
+    assert inbox.take(10, 0.0) == []
+    for n in range(5):
+        inbox.put(n)
+    assert inbox.take(3, 0.0) == [0, 1, 2]
+    assert inbox.take(10, 5.0) == [3, 4]  # returns at once: items were there
+    assert len(inbox) == 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -232,38 +232,57 @@ def test_close_releases_every_preparation(executor: Any) -> None:
 # --- a sink task's consumer loop: the consumer made, found its share and positions, nothing assigned
 
 
-class FakeConsumer:
-    """The consumer calls a sink loop makes, recorded."""
+class FakeReader:
+    """The shared reader calls a sink loop makes, recorded."""
+
+    name = "fake-reader"
 
     def __init__(self) -> None:
         self.calls: list[str] = []
-        self.closed = False
 
-    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+    def list_topics(self, timeout_s: float) -> Any:
         self.calls.append("list_topics")
         meta = type("T", (), {"error": None, "partitions": {0: None, 1: None}})()
         return type("M", (), {"topics": {"lines": meta}})()
 
-    def committed(self, partitions: list[Any], timeout: float = -1) -> list[Any]:
+    def committed(self, group: str, partitions: Any, timeout_s: float) -> dict[Any, int]:
         self.calls.append("committed")
-        return partitions
+        return {}
 
-    def incremental_assign(self, partitions: list[Any]) -> None:
+    def assign(self, inbox: Any, offsets: Any, rewind: bool = False) -> None:
         self.calls.append("assign")
 
-    def poll(self, timeout: float = -1) -> None:
-        self.calls.append("poll")
-        threading.Event().wait(min(timeout, 0.05))
+    def unassign(self, inbox: Any, partitions: Any) -> threading.Event:
+        self.calls.append("unassign")
+        done = threading.Event()
+        done.set()
+        return done
 
-    def commit(self, *args: Any, **kwargs: Any) -> None:
+    def drained(self, inbox: Any) -> None:
+        self.calls.append("take")
+
+    def commit(self, group: str, offsets: Any, timeout_s: float) -> None:
         self.calls.append("commit")
 
-    def close(self) -> None:
-        self.closed = True
+
+class FakeReaders:
+    """The worker's pool of shared readers: hands out one reader and counts its users."""
+
+    def __init__(self) -> None:
+        self.reader = FakeReader()
+        self.acquired = 0
+        self.released = 0
+
+    def acquire(self, settings: Any, connector: str, topics: Any) -> FakeReader:
+        self.acquired += 1
+        return self.reader
+
+    def release(self, reader: Any, connector: str) -> None:
+        self.released += 1
 
 
-def _sink_runner(tmp_path: Path, make: Callable[[], FakeConsumer]) -> WorkerSinkTaskRunner:
-    runner = WorkerSinkTaskRunner(
+def _sink_runner(tmp_path: Path, readers: FakeReaders) -> WorkerSinkTaskRunner:
+    return WorkerSinkTaskRunner(
         TASK,
         FileStreamSinkTask(),
         {"topics": "lines", "file": str(tmp_path / "out.txt")},
@@ -273,40 +292,34 @@ def _sink_runner(tmp_path: Path, make: Callable[[], FakeConsumer]) -> WorkerSink
         bootstrap="unused:9092",
         converters={"key.converter": BASE["key.converter"], "value.converter": BASE["value.converter"]},
         consumer_settings={},
+        readers=readers,  # type: ignore[arg-type]
     )
-    runner._consumer = make  # type: ignore[method-assign]
-    return runner
 
 
-def test_a_sink_loop_prepares_its_consumer_and_its_loop_takes_it(tmp_path: Path) -> None:
-    made: list[FakeConsumer] = []
-
-    def make() -> FakeConsumer:
-        made.append(FakeConsumer())
-        return made[-1]
-
-    runner = _sink_runner(tmp_path, make)
+def test_a_sink_loop_prepares_its_reader_and_its_loop_takes_it(tmp_path: Path) -> None:
+    readers = FakeReaders()
+    runner = _sink_runner(tmp_path, readers)
     runner.prepare()
-    [consumer] = made
-    assert consumer.calls == ["list_topics", "committed"]  # nothing assigned: nothing fetched
+    assert readers.reader.calls == ["list_topics", "committed"]  # nothing assigned: nothing read for it
     assert not (tmp_path / "out.txt").exists()  # the plugin task's start() opens the file: not called
     runner.start(paused=False)
     deadline = threading.Event()
     for _ in range(200):
-        if "poll" in consumer.calls:
+        if "take" in readers.reader.calls:
             break
         deadline.wait(0.05)
     assert runner.stop(WAIT_S)
-    assert len(made) == 1, "the loop made a second consumer instead of taking the prepared one"
-    assert "assign" in consumer.calls and "poll" in consumer.calls and consumer.closed
+    assert readers.acquired == 1, "the loop acquired a second reader instead of taking the prepared one"
+    assert "assign" in readers.reader.calls and "take" in readers.reader.calls
+    assert readers.released == 1
 
 
-def test_a_discarded_sink_preparation_closes_its_consumer(tmp_path: Path) -> None:
-    consumer = FakeConsumer()
-    runner = _sink_runner(tmp_path, lambda: consumer)
+def test_a_discarded_sink_preparation_releases_its_reader(tmp_path: Path) -> None:
+    readers = FakeReaders()
+    runner = _sink_runner(tmp_path, readers)
     runner.prepare()
     runner.release_prepared()
-    assert consumer.closed and runner._warm_consumer is None
+    assert (readers.acquired, readers.released) == (1, 1) and runner._warm_reader is None
 
 
 # --- the worker's task actions

@@ -1,0 +1,419 @@
+"""One Kafka consumer that reads for every worker-placed sink task with the same client settings.
+
+Why shared: a consumer is a librdkafka client with threads of its own that wake on timers and send a fetch
+every ``fetch.wait.max.ms`` even when nothing arrives; a hundred idle sink tasks with a consumer each
+spent about 0.04 cores doing nothing (measured: 50 idle consumers 0.019 cores). confluent-kafka also
+takes a pthread TSS key per client and glibc allows 1,024 per process, so a consumer per task would cap a
+worker near a thousand sink tasks (``producer_pool`` met that limit for source producers). One consumer
+fetches for all of them and costs the same whether it reads one partition or a thousand.
+
+How the tasks stay apart:
+
+- Each task has an :class:`Inbox`; the reader's thread polls the consumer and appends each message to the
+  inbox of the task its partition is assigned to. A task's thread waits on its own inbox only, so an
+  idle task's thread sleeps until a record (or a stop) arrives.
+- Every change to the consumer (assign, unassign, pause, resume) is a request run on the reader's thread
+  between polls: librdkafka's consumer is not shared across threads here.
+- A task whose inbox holds more than ``INBOX_HIGH`` messages has its partitions paused until it has taken
+  them below ``INBOX_LOW``: a slow task never fills the worker's memory nor holds up the others.
+- A rewind (``SinkTaskContext.offset``) re-assigns the partition at the new offset; the reader then puts a
+  marker in the inbox, and the task drops that partition's messages until it sees the marker, so nothing
+  read before the rewind is delivered after it.
+- Offsets are committed to each connector's own group (``connect-<connector>``) through the reader's admin
+  client (the OffsetCommit a consumer that only assigns partitions sends), and read from it when a task
+  starts; the shared consumer's own group never commits anything.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kconnect.runtime import logs
+from kconnect.runtime.plugins.api import ConnectorError, TopicPartition
+
+log = logs.get(__name__)
+
+#: Messages a task's inbox may hold before its partitions are paused, and the level that resumes them.
+INBOX_HIGH = 5000
+INBOX_LOW = 1000
+#: How long one ``poll`` of the reader waits: the most a request (an assignment, a pause) waits for it.
+POLL_S = 0.2
+#: Messages taken from the consumer in one go after the first.
+CONSUME_BATCH = 1000
+#: The shared consumer's own group id: only to satisfy librdkafka, nothing is committed to it.
+READER_GROUP = "kconnect-sink-reader"
+#: Consumer-only librdkafka keys an admin client made from consumer settings leaves out (it would warn).
+_CONSUMER_ONLY_PREFIXES = (
+    "fetch.",
+    "auto.",
+    "enable.auto.",
+    "enable.partition.eof",
+    "isolation.level",
+    "queued.",
+    "max.poll.interval.ms",
+    "session.timeout.ms",
+    "heartbeat.interval.ms",
+    "partition.assignment.strategy",
+    "group.",
+    "check.crcs",
+    "consume.callback.max.messages",
+    "max.partition.fetch.bytes",
+    "offset.store.method",
+    "enable.auto.offset.store",
+)
+
+
+def reader_key(settings: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """Equal settings, whatever their order, share a reader."""
+    return tuple(sorted(settings.items()))
+
+
+def admin_settings(consumer: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of a consumer (connection, security) without the keys only consumers take."""
+    return {k: v for k, v in consumer.items() if not k.startswith(_CONSUMER_ONLY_PREFIXES)}
+
+
+@dataclass(frozen=True)
+class Rewound:
+    """Put in an inbox after its partition was re-assigned at ``offset``: what follows comes from there."""
+
+    tp: TopicPartition
+    offset: int
+
+
+@dataclass(frozen=True)
+class ReadError:
+    """An error the consumer reported for one of the inbox's partitions."""
+
+    tp: TopicPartition
+    fatal: bool
+    message: str
+
+
+#: Group coordinator errors a consumer's own offset requests retry by themselves; an admin request does not.
+_COORDINATOR_RETRIABLE = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR")
+
+
+def _retried(call: Callable[[], Any], timeout_s: float) -> Any:
+    """``call`` again while the group's coordinator is loading or moving (a fresh broker answers
+    COORDINATOR_LOAD_IN_PROGRESS for a while), as Java's consumer retries its offset requests, until
+    ``timeout_s``."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return call()
+        except KafkaException as exc:
+            retriable = any(name in str(exc) for name in _COORDINATOR_RETRIABLE)
+            if not retriable or time.monotonic() + 0.2 >= deadline:
+                raise
+            time.sleep(0.2)
+
+
+class Claims:
+    """Which connectors' tasks a reader serves, and which topics each reads there: a consumer reads a
+    partition at one position, so a topic is read on a reader for one connector only (its tasks share the
+    topic's partitions between them); a ``topics.regex`` connector, whose topics are known only later,
+    has a reader to itself."""
+
+    def __init__(self) -> None:
+        self.topics: dict[str, str] = {}
+        self.tasks: dict[str, int] = {}
+        self.exclusive: str | None = None
+
+    @property
+    def users(self) -> int:
+        return sum(self.tasks.values())
+
+    def fits(self, connector: str, topics: set[str] | None) -> bool:
+        """Whether a task of ``connector`` reading ``topics`` (None: a pattern) may read here."""
+        if self.exclusive is not None:
+            return self.exclusive == connector
+        if topics is None:
+            return not self.tasks or set(self.tasks) == {connector}
+        return all(self.topics.get(t, connector) == connector for t in topics)
+
+    def claim(self, connector: str, topics: set[str] | None) -> None:
+        self.tasks[connector] = self.tasks.get(connector, 0) + 1
+        if topics is None:
+            self.exclusive = connector
+        else:
+            self.topics.update(dict.fromkeys(topics, connector))
+
+    def unclaim(self, connector: str) -> None:
+        self.tasks[connector] -= 1
+        if self.tasks[connector] == 0:
+            del self.tasks[connector]
+            self.topics = {t: c for t, c in self.topics.items() if c != connector}
+            if self.exclusive == connector:
+                self.exclusive = None
+
+
+class Inbox:
+    """One task's share of the reader: the messages read for its partitions, in order per partition."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.cond = threading.Condition()
+        self.items: deque[Any] = deque()
+        #: Set by the reader when it paused this inbox's partitions (touched on the reader's thread only).
+        self.paused = False
+        self.partitions: set[TopicPartition] = set()
+        self.closed = False
+
+    def put(self, item: Any) -> None:
+        with self.cond:
+            self.items.append(item)
+            self.cond.notify()
+
+    def take(self, limit: int, timeout_s: float) -> list[Any]:
+        """Up to ``limit`` items, waiting at most ``timeout_s`` for the first."""
+        with self.cond:
+            if not self.items:
+                self.cond.wait(timeout_s)
+            n = min(limit, len(self.items))
+            return [self.items.popleft() for _ in range(n)]
+
+    def wake(self) -> None:
+        """Cut a ``take`` short (a stop, a pause)."""
+        with self.cond:
+            self.cond.notify_all()
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+class SinkReader:
+    """A consumer and an admin client shared by the sink tasks whose consumer settings are equal."""
+
+    def __init__(self, settings: Mapping[str, Any], name: str) -> None:
+        from confluent_kafka import Consumer
+        from confluent_kafka.admin import AdminClient
+
+        self.name = name
+        self.key = reader_key(settings)
+        #: Which connectors' tasks read here (the pool's bookkeeping, under its lock).
+        self.claims = Claims()
+        self._requests: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._owners: dict[TopicPartition, Inbox] = {}
+        self._stop = threading.Event()
+        conf: dict[str, Any] = {
+            # Without it librdkafka pauses a partition's fetching for a second whenever its prefetch queue
+            # is full, which a backlog read in batches reaches.
+            "fetch.queue.backoff.ms": 10,
+            **settings,
+            "client.id": name,
+            "group.id": READER_GROUP,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+        }
+        self._consumer = Consumer(conf)
+        self._admin = AdminClient({**admin_settings(settings), "client.id": f"{name}-admin"})
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    # --- called from task threads
+
+    def request(self, change: Callable[[], None]) -> threading.Event:
+        """Run ``change`` on the reader's thread; the event is set once it ran."""
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                change()
+            finally:
+                done.set()
+
+        self._requests.put(run)
+        return done
+
+    def assign(self, inbox: Inbox, offsets: Mapping[TopicPartition, int], rewind: bool = False) -> None:
+        """Read ``offsets``' partitions for ``inbox`` from those offsets (librdkafka's logical offsets
+        ``OFFSET_BEGINNING``/``OFFSET_END`` included); with ``rewind``, partitions it reads already are
+        re-assigned and a :class:`Rewound` marker follows in the inbox."""
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+        def change() -> None:
+            again = [tp for tp in offsets if self._owners.get(tp) is inbox]
+            if again:
+                self._consumer.incremental_unassign(
+                    [KafkaTopicPartition(t.topic, t.partition) for t in again]
+                )
+            self._consumer.incremental_assign(
+                [KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()]
+            )
+            for tp in offsets:
+                self._owners[tp] = inbox
+                inbox.partitions.add(tp)
+                if inbox.paused:
+                    self._consumer.pause([KafkaTopicPartition(tp.topic, tp.partition)])
+            if rewind:
+                for tp, offset in offsets.items():
+                    inbox.put(Rewound(tp, offset))
+
+        self.request(change)
+
+    def unassign(self, inbox: Inbox, partitions: Iterable[TopicPartition]) -> threading.Event:
+        """Stop reading ``partitions`` for ``inbox``."""
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+        gone = list(partitions)
+
+        def change() -> None:
+            mine = [tp for tp in gone if self._owners.get(tp) is inbox]
+            for tp in mine:
+                del self._owners[tp]
+                inbox.partitions.discard(tp)
+            if mine:
+                self._consumer.incremental_unassign([KafkaTopicPartition(t.topic, t.partition) for t in mine])
+
+        return self.request(change)
+
+    def drained(self, inbox: Inbox) -> None:
+        """The task took its inbox below ``INBOX_LOW``: resume its partitions if they were paused."""
+        if inbox.paused and len(inbox) <= INBOX_LOW:
+            self.request(lambda: self._pause(inbox, False))
+
+    def committed(
+        self, group: str, partitions: Iterable[TopicPartition], timeout_s: float
+    ) -> dict[TopicPartition, int]:
+        """The group's committed offsets of ``partitions`` (partitions without one are left out)."""
+        from confluent_kafka import ConsumerGroupTopicPartitions
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+        tps = [KafkaTopicPartition(tp.topic, tp.partition) for tp in partitions]
+        if not tps:
+            return {}
+        request = [ConsumerGroupTopicPartitions(group, tps)]
+        answer = _retried(
+            lambda: self._admin.list_consumer_group_offsets(request)[group].result(timeout_s), timeout_s
+        )
+        found = answer.topic_partitions or []
+        return {TopicPartition(tp.topic, tp.partition): tp.offset for tp in found if tp.offset >= 0}
+
+    def commit(self, group: str, offsets: Mapping[TopicPartition, int], timeout_s: float) -> None:
+        """Commit ``offsets`` to the group, as a consumer that only assigns partitions does."""
+        from confluent_kafka import ConsumerGroupTopicPartitions
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+        tps = [KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()]
+        request = [ConsumerGroupTopicPartitions(group, tps)]
+        answer = _retried(
+            lambda: self._admin.alter_consumer_group_offsets(request)[group].result(timeout_s), timeout_s
+        )
+        for tp in answer.topic_partitions or []:
+            if tp.error is not None:
+                raise ConnectorError(f"committing {tp.topic}-{tp.partition} to group {group}: {tp.error}")
+
+    def list_topics(self, timeout_s: float) -> Any:
+        """Cluster metadata, from the admin client: only the reader's own thread calls the consumer (a
+        ``list_topics`` from another thread waited behind its polls for good)."""
+        return self._admin.list_topics(timeout=timeout_s)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self._consumer.close()
+
+    # --- the reader's thread
+
+    def _pause(self, inbox: Inbox, paused: bool) -> None:
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+        if inbox.paused == paused:
+            return
+        inbox.paused = paused
+        tps = [KafkaTopicPartition(tp.topic, tp.partition) for tp in inbox.partitions]
+        if tps:
+            (self._consumer.pause if paused else self._consumer.resume)(tps)
+
+    def _run(self) -> None:
+        from confluent_kafka import KafkaError
+
+        while not self._stop.is_set():
+            try:
+                while True:
+                    self._requests.get_nowait()()
+            except queue.Empty:
+                pass
+            except Exception as exc:  # a request the consumer refused: its task sees nothing arrive
+                log.warning("sink reader request failed", reader=self.name, error=str(exc))
+                continue
+            first = self._consumer.poll(POLL_S)
+            if first is None:
+                continue
+            messages = [first, *self._consumer.consume(num_messages=CONSUME_BATCH, timeout=0)]
+            read: dict[Inbox, list[Any]] = {}
+            for m in messages:
+                error = m.error()
+                topic, partition = m.topic(), m.partition()
+                tp = TopicPartition(topic, partition) if topic is not None and partition is not None else None
+                inbox = self._owners.get(tp) if tp is not None else None
+                if error is not None:
+                    fatal = error.fatal() or error.code() == KafkaError._AUTO_OFFSET_RESET
+                    if inbox is not None and tp is not None:
+                        inbox.put(ReadError(tp, fatal, error.str()))
+                    else:
+                        log.warning("sink reader: consumer error; the client retries", error=error.str())
+                    continue
+                if inbox is None:
+                    continue  # a partition given up since it was fetched
+                read.setdefault(inbox, []).append(m)
+            for inbox, batch in read.items():
+                with inbox.cond:
+                    inbox.items.extend(batch)
+                    inbox.cond.notify()
+                if not inbox.paused and len(inbox) > INBOX_HIGH:
+                    self._pause(inbox, True)
+
+
+class SinkReaders:
+    """The worker's sink readers, reference-counted: made by the first task that needs one, closed when
+    the last one lets it go. Tasks share a reader when their consumer settings are equal and their topics
+    fit (:class:`Claims`); a connector that sinks a topic another one reads on every reader gets a new one.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._readers: dict[tuple[tuple[str, Any], ...], list[SinkReader]] = {}
+        self._count = 0
+
+    def acquire(
+        self, settings: Mapping[str, Any], connector: str, topics: Iterable[str] | None
+    ) -> SinkReader:
+        """A reader for a task of ``connector`` reading ``topics`` (None: a pattern)."""
+        key = reader_key(settings)
+        wanted = None if topics is None else set(topics)
+        with self._lock:
+            readers = self._readers.setdefault(key, [])
+            reader = next((r for r in readers if r.claims.fits(connector, wanted)), None)
+            if reader is None:
+                self._count += 1
+                reader = SinkReader(settings, f"kconnect-sink-reader-{self._count}")
+                readers.append(reader)
+                log.info("shared sink reader created", reader=reader.name, readers=len(self))
+            reader.claims.claim(connector, wanted)
+            return reader
+
+    def release(self, reader: SinkReader, connector: str) -> None:
+        with self._lock:
+            reader.claims.unclaim(connector)
+            last = reader.claims.users == 0
+            readers = self._readers.get(reader.key, [])
+            if last and reader in readers:
+                readers.remove(reader)
+                if not readers:
+                    del self._readers[reader.key]
+        if last:
+            reader.close()
+            log.info("shared sink reader closed", reader=reader.name)
+
+    def __len__(self) -> int:
+        return sum(len(r) for r in self._readers.values())
