@@ -46,6 +46,8 @@ INBOX_LOW = 1000
 POLL_S = 0.2
 #: Messages taken from the consumer in one go after the first.
 CONSUME_BATCH = 1000
+#: How old cluster metadata may be when a task asks for its partitions (``list_topics``).
+METADATA_MAX_AGE_S = 5.0
 #: The shared consumer's own group id: only to satisfy librdkafka, nothing is committed to it.
 READER_GROUP = "kconnect-sink-reader"
 #: Consumer-only librdkafka keys an admin client made from consumer settings leaves out (it would warn).
@@ -201,6 +203,8 @@ class SinkReader:
         self.key = reader_key(settings)
         #: Which connectors' tasks read here (the pool's bookkeeping, under its lock).
         self.claims = Claims()
+        self._metadata_lock = threading.Lock()
+        self._metadata: tuple[float, Any] = (0.0, None)
         self._requests: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._owners: dict[TopicPartition, Inbox] = {}
         self._stop = threading.Event()
@@ -314,8 +318,15 @@ class SinkReader:
 
     def list_topics(self, timeout_s: float) -> Any:
         """Cluster metadata, from the admin client: only the reader's own thread calls the consumer (a
-        ``list_topics`` from another thread waited behind its polls for good)."""
-        return self._admin.list_topics(timeout=timeout_s)
+        ``list_topics`` from another thread waited behind its polls for good). An answer younger than
+        ``METADATA_MAX_AGE_S`` serves every task of the reader: a hundred tasks each looking for new
+        partitions every ten seconds would otherwise ask ten times a second."""
+        with self._metadata_lock:
+            taken_at, metadata = self._metadata
+            if metadata is None or time.monotonic() - taken_at > METADATA_MAX_AGE_S:
+                metadata = self._admin.list_topics(timeout=timeout_s)
+                self._metadata = (time.monotonic(), metadata)
+            return metadata
 
     def close(self) -> None:
         self._stop.set()
