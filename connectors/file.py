@@ -171,9 +171,13 @@ class FileStreamSinkConnector(UniformTasks, SinkConnector):
 class FileStreamSourceTask(SourceTask):
     """Turns each line of the file into a record; resumes from the committed byte position."""
 
-    #: How long ``poll`` waits when there is nothing to read, so an idle task does not spin. ``stop``
-    #: cuts the wait short.
+    #: How long ``poll`` waits when there is nothing to read, so an idle task does not spin (Java's
+    #: FileStreamSourceTask waits a second). ``stop`` cuts the wait short.
     idle_wait_s: ClassVar[float] = 1.0
+    #: The first wait after lines were read: a file being written is looked at again soon, the wait
+    #: doubling up to ``idle_wait_s`` while nothing comes. A line written to a busy file waits about
+    #: this long instead of up to a second; an idle file is still looked at once a second.
+    busy_wait_s: ClassVar[float] = 0.1
     read_size: ClassVar[int] = 64 * 1024
 
     def __init__(self) -> None:
@@ -187,6 +191,8 @@ class FileStreamSourceTask(SourceTask):
         self._partition: dict[str, str | None] = {FILENAME_FIELD: None}
         self._stopping = threading.Event()
         self._lock = threading.Lock()
+        #: The next idle wait (see ``busy_wait_s``).
+        self._wait_s: float | None = None
 
     def version(self) -> str:
         """kconnect's version: the task ships with the runtime."""
@@ -234,6 +240,7 @@ class FileStreamSourceTask(SourceTask):
         if not records:
             self._idle()
             return None
+        self._wait_s = min(self.busy_wait_s, self.idle_wait_s)
         return records
 
     def stop(self) -> None:
@@ -368,7 +375,9 @@ class FileStreamSourceTask(SourceTask):
         ]
 
     def _idle(self) -> None:
-        self._stopping.wait(self.idle_wait_s)
+        wait = self.idle_wait_s if self._wait_s is None else min(self._wait_s, self.idle_wait_s)
+        self._wait_s = min(wait * 2, self.idle_wait_s)
+        self._stopping.wait(wait)
 
 
 def _java_string_of(value: Any) -> str:

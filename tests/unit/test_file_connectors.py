@@ -464,3 +464,23 @@ def test_source_to_sink_round_trip(
         offset += len(batch)
     sink.flush({TopicPartition("t", 0): offset})
     assert sink_path.read_bytes() == source_path.read_bytes()
+
+
+def test_a_busy_file_is_looked_at_again_soon_and_an_idle_one_once_a_second(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(FileStreamSourceTask, "idle_wait_s", 1.0)
+    path = tmp_path / "in.txt"
+    path.write_text("a\nb\n")
+    task = _source_task(path)
+    waits: list[float] = []
+    monkeypatch.setattr(task._stopping, "wait", waits.append)
+    assert [r.value for r in task.poll() or []] == ["a", "b"]
+    for _ in range(6):
+        assert task.poll() is None
+    assert waits == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
+    fresh = _source_task(tmp_path / "missing.txt")  # nothing ever read: a whole second each time
+    monkeypatch.setattr(fresh._stopping, "wait", waits.append)
+    waits.clear()
+    assert fresh.poll() is None and fresh.poll() is None
+    assert waits == [1.0, 1.0]
