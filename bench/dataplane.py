@@ -66,6 +66,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kconnect.runtime.cli import broker as embedded
 from kconnect.runtime.cli.broker import free_port
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
+from tests.support.processes import command_name, descendants
 from tests.support.reference import ReferenceWorker, reference_available
 
 STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
@@ -94,31 +95,9 @@ def _rss_kib(pid: int) -> int:
     return 0
 
 
-def _comm(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return ""
-
-
-def _descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
-    out: list[int] = []
-    todo = list(children.get(root, []))
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(children.get(pid, []))
-    return out
+#: The process tree read from /proc (one implementation for the benches and the tests).
+_comm = command_name
+_descendants = descendants
 
 
 _TICK = os.sysconf("SC_CLK_TCK")
