@@ -43,9 +43,11 @@ log = logs.get(__name__)
 INBOX_HIGH = 5000
 INBOX_LOW = 1000
 #: How long one ``poll`` of the reader waits: the most a request (an assignment, a pause) waits for it.
-POLL_S = 0.2
+POLL_S = 0.05
 #: Messages taken from the consumer in one go after the first.
 CONSUME_BATCH = 1000
+#: The bound of the metadata request that tells the consumer of a topic new to it.
+READ_METADATA_S = 10.0
 #: How old cluster metadata may be when a task asks for its partitions (``list_topics``).
 METADATA_MAX_AGE_S = 5.0
 #: The shared consumer's own group id: only to satisfy librdkafka, nothing is committed to it.
@@ -212,6 +214,11 @@ class SinkReader:
             # Without it librdkafka pauses a partition's fetching for a second whenever its prefetch queue
             # is full, which a backlog read in batches reaches.
             "fetch.queue.backoff.ms": 10,
+            # A partition assigned while a fetch to its broker waits for data is fetched only once that
+            # fetch returns: with the default 500 ms long poll a task moved here waited about a second for
+            # its first record (bench/handover.py). One consumer polling a broker ten times a second when
+            # idle costs next to nothing; a task's own setting (consumer.fetch.max.wait.ms) still wins.
+            "fetch.wait.max.ms": 100,
             **settings,
             "client.id": name,
             "group.id": READER_GROUP,
@@ -245,6 +252,11 @@ class SinkReader:
         from confluent_kafka import TopicPartition as KafkaTopicPartition
 
         def change() -> None:
+            # librdkafka learns a topic new to this consumer from a metadata request it schedules itself,
+            # half a second or more after the assignment (measured); asking for it here saves that wait.
+            known = {tp.topic for tp in self._owners}
+            for topic in sorted({tp.topic for tp in offsets} - known):
+                self._consumer.list_topics(topic=topic, timeout=READ_METADATA_S)
             again = [tp for tp in offsets if self._owners.get(tp) is inbox]
             if again:
                 self._consumer.incremental_unassign(
