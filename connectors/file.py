@@ -174,10 +174,10 @@ class FileStreamSourceTask(SourceTask):
     #: How long ``poll`` waits when there is nothing to read, so an idle task does not spin (Java's
     #: FileStreamSourceTask waits a second). ``stop`` cuts the wait short.
     idle_wait_s: ClassVar[float] = 1.0
-    #: The first wait after lines were read: a file being written is looked at again soon, the wait
+    #: The first wait after lines were read: a file being written is looked at again sooner, the wait
     #: doubling up to ``idle_wait_s`` while nothing comes. A line written to a busy file waits about
     #: this long instead of up to a second; an idle file is still looked at once a second.
-    busy_wait_s: ClassVar[float] = 0.1
+    busy_wait_s: ClassVar[float] = 0.5
     read_size: ClassVar[int] = 64 * 1024
 
     def __init__(self) -> None:

@@ -478,7 +478,7 @@ def test_a_busy_file_is_looked_at_again_soon_and_an_idle_one_once_a_second(
     assert [r.value for r in task.poll() or []] == ["a", "b"]
     for _ in range(6):
         assert task.poll() is None
-    assert waits == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
+    assert waits == [0.5, 1.0, 1.0, 1.0, 1.0, 1.0]
     fresh = _source_task(tmp_path / "missing.txt")  # nothing ever read: a whole second each time
     monkeypatch.setattr(fresh._stopping, "wait", waits.append)
     waits.clear()
