@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from kconnect.config.worker_keys import SinkTaskPlacement
@@ -40,7 +41,14 @@ from kconnect.runtime.dataplane.errors_policy import (
 )
 from kconnect.runtime.dataplane.kafka_reader import assigned_partitions, subscribed_topics
 from kconnect.runtime.dataplane.sink_batch import SinkPlan
-from kconnect.runtime.dataplane.sink_reader import Inbox, ReadError, Rewound, SinkReader, SinkReaders
+from kconnect.runtime.dataplane.sink_reader import (
+    CommitFailed,
+    Inbox,
+    ReadError,
+    Rewound,
+    SinkReader,
+    SinkReaders,
+)
 from kconnect.runtime.dataplane.sink_runner import MAX_PUT_RECORDS, SinkTaskRunner
 from kconnect.runtime.plugins.api import (
     ConnectorError,
@@ -55,8 +63,12 @@ from kconnect.runtime.plugins.api import (
 #: How long a task's thread waits for a record: an idle task's thread wakes this often, to see a stop or
 #: a pause; a record that arrives ends the wait at once.
 POLL_S = 1.0
-#: The bound of the reader's metadata, offset and commit requests (Java's ``default.api.timeout.ms``).
+#: The bound of the reader's metadata and offset requests (Java's ``default.api.timeout.ms``).
 READ_TIMEOUT_S = 60.0
+#: The bound of one offset commit: past it the commit is left to the next one (``_commit_durable``).
+COMMIT_TIMEOUT_S = 10.0
+#: How long the loop waits before asking again for its partitions when the cluster did not answer.
+RETRY_S = 1.0
 #: How often the task looks for its topics' partitions (new partitions, topics created later, a
 #: ``topics.regex`` match); every second while it has none (its topic not created yet).
 METADATA_S = 10.0
@@ -254,9 +266,20 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
     def _commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         assert self._reader is not None
         started = time.monotonic()
-        self._reader.commit(self.group_id, offsets, READ_TIMEOUT_S)
+        self._reader.commit(self.group_id, offsets, COMMIT_TIMEOUT_S)
         self.counters.count_offset_commit(started)
         self._committed.update(offsets)
+
+    def _commit_durable(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """A commit of durable offsets that fails (a broker down, the coordinator moving for longer than
+        ``COMMIT_TIMEOUT_S``) is logged and made again by the next one, as Java's WorkerSinkTask does:
+        the records stay delivered, and a restart would only deliver them again (at-least-once)."""
+        from confluent_kafka import KafkaException
+
+        try:
+            self._commit(offsets)
+        except (KafkaException, CommitFailed, FutureTimeout) as exc:
+            self.log.warning("offset commit failed; the next commit tries again", error=str(exc))
 
     def _wake(self) -> None:
         super()._wake()
@@ -276,6 +299,8 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
             self._readers.release(reader, connector)
 
     def _read(self, reader: SinkReader) -> None:
+        from confluent_kafka import KafkaException
+
         next_metadata = 0.0
         pending = False  # records put since the last pre_commit
         last_commit = time.monotonic()
@@ -288,7 +313,13 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
                 continue
             now = time.monotonic()
             if now >= next_metadata:
-                self._assign(reader, self._mine(reader))
+                try:
+                    self._assign(reader, self._mine(reader))
+                except (KafkaException, FutureTimeout) as exc:
+                    # A broker down or a coordinator moving: asked again, as Java's consumer retries.
+                    self.log.warning("finding the task's partitions failed; trying again", error=str(exc))
+                    self._stopping.wait(RETRY_S)
+                    continue
                 next_metadata = now + (METADATA_S if self._reading else METADATA_EMPTY_S)
                 if not self._began.is_set():
                     self.log.info(

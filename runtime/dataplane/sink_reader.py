@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kconnect.runtime import logs
-from kconnect.runtime.plugins.api import ConnectorError, TopicPartition
+from kconnect.runtime.plugins.api import TopicPartition
 
 log = logs.get(__name__)
 
@@ -101,7 +101,21 @@ class ReadError:
 
 
 #: Group coordinator errors a consumer's own offset requests retry by themselves; an admin request does not.
-_COORDINATOR_RETRIABLE = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR")
+_COORDINATOR_RETRIABLE = (
+    "COORDINATOR_LOAD_IN_PROGRESS",
+    "COORDINATOR_NOT_AVAILABLE",
+    "NOT_COORDINATOR",
+    "REQUEST_TIMED_OUT",
+)
+
+
+class CommitFailed(Exception):
+    """A partition of an offset commit answered with an error (``retriable``: the coordinator moved or is
+    loading, as while a broker restarts or leadership moves)."""
+
+    def __init__(self, message: str, retriable: bool) -> None:
+        super().__init__(message)
+        self.retriable = retriable
 
 
 def _retried(call: Callable[[], Any], timeout_s: float) -> Any:
@@ -114,7 +128,7 @@ def _retried(call: Callable[[], Any], timeout_s: float) -> Any:
     while True:
         try:
             return call()
-        except KafkaException as exc:
+        except (KafkaException, CommitFailed) as exc:
             retriable = any(name in str(exc) for name in _COORDINATOR_RETRIABLE)
             if not retriable or time.monotonic() + 0.2 >= deadline:
                 raise
@@ -315,18 +329,23 @@ class SinkReader:
         return {TopicPartition(tp.topic, tp.partition): tp.offset for tp in found if tp.offset >= 0}
 
     def commit(self, group: str, offsets: Mapping[TopicPartition, int], timeout_s: float) -> None:
-        """Commit ``offsets`` to the group, as a consumer that only assigns partitions does."""
+        """Commit ``offsets`` to the group, as a consumer that only assigns partitions does; asked again
+        while the group's coordinator moves or loads, until ``timeout_s``; raises :class:`CommitFailed` or
+        the client's error past that."""
         from confluent_kafka import ConsumerGroupTopicPartitions
         from confluent_kafka import TopicPartition as KafkaTopicPartition
 
         tps = [KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()]
         request = [ConsumerGroupTopicPartitions(group, tps)]
-        answer = _retried(
-            lambda: self._admin.alter_consumer_group_offsets(request)[group].result(timeout_s), timeout_s
-        )
-        for tp in answer.topic_partitions or []:
-            if tp.error is not None:
-                raise ConnectorError(f"committing {tp.topic}-{tp.partition} to group {group}: {tp.error}")
+
+        def once() -> None:
+            answer = self._admin.alter_consumer_group_offsets(request)[group].result(timeout_s)
+            for tp in answer.topic_partitions or []:
+                if tp.error is not None:
+                    text = f"committing {tp.topic}-{tp.partition} to group {group}: {tp.error}"
+                    raise CommitFailed(text, any(n in str(tp.error) for n in _COORDINATOR_RETRIABLE))
+
+        _retried(once, timeout_s)
 
     def list_topics(self, timeout_s: float) -> Any:
         """Cluster metadata, from the admin client: only the reader's own thread calls the consumer (a

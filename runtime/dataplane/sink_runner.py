@@ -386,7 +386,11 @@ class SinkTaskRunner(TaskRunner):
         answer = self.sink.pre_commit(dict(self._consumed))
         to_commit = offsets_to_commit(self._consumed, answer, self._committed)
         if to_commit:
-            self._commit(to_commit)
+            self._commit_durable(to_commit)
+
+    def _commit_durable(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Commit what ``pre_commit`` says is durable (a runner may keep a failed commit for the next)."""
+        self._commit(offsets)
 
     def _open_new(self, partitions: Iterable[TopicPartition]) -> bool:
         """``open`` the partitions this task reads for the first time (Java opens them on assignment); True

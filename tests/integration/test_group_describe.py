@@ -194,7 +194,14 @@ def test_describe_json_shows_the_group_its_records_describe(broker: Broker, writ
         "m3": ["source-0"],
     }
     assert view["current"] == [
-        {"member_id": "m1", "member_epoch": 5, "connectors": ["sink"], "tasks": ["sink-0"], "error": 0}
+        {
+            "member_id": "m1",
+            "member_epoch": 5,
+            "connectors": ["sink"],
+            "tasks": ["sink-0"],
+            "learners": [],  # the tasks it is warming up (issue 25): none
+            "error": 0,
+        }
     ]
     assert view["vanished"] == ["m3"]
     assert view["configuration"] == {"scheduled.rebalance.max.delay.ms": "120000"}
