@@ -183,7 +183,13 @@ def test_a_task_that_always_fails_stops_after_the_maximum_with_its_last_trace(se
 
 
 def test_a_paused_connectors_failed_task_is_not_restarted(setup: Setup) -> None:
-    counter = setup.flaky("paused", failures=-1, **{"auto.restart.backoff.initial.ms": "10000"})
+    # The restart is due 10 s after the failure: the cap is raised too, or the worker's 1 s would win
+    # (the wait is min(max, initial * 2**n)) and a slow first look could see the restart already made.
+    counter = setup.flaky(
+        "paused",
+        failures=-1,
+        **{"auto.restart.backoff.initial.ms": "10000", "auto.restart.backoff.max.ms": "30000"},
+    )
 
     def scheduled() -> Any:
         auto = (setup.task("paused") or {}).get("auto_restart") or {}
