@@ -154,8 +154,29 @@ def _epochs(rec: dict[str, Any]) -> list[str]:
     return out
 
 
+def _learners(view: dict[str, Any]) -> list[str]:
+    """The warm-up section: each task being learned, by whom, as the coordinator's target names it and as
+    the learner's own current record reports it (the two differ until the learner reports ready and the
+    coordinator reads that back), and since when."""
+    seen: dict[tuple[str, str], dict[str, Any]] = {}
+    for side in ("target", "current"):
+        members = (view["target"] or {}).get("members", []) if side == "target" else view["current"]
+        for m in members:
+            for learner in m.get("learners", []):
+                row = seen.setdefault((m["member_id"], learner["task"]), {"since_ms": learner["since_ms"]})
+                row[side] = "ready" if learner["is_ready"] else "learning"
+    if not seen:
+        return ["learners: none"]
+    rows = [
+        [member, task, row.get("target", "-"), row.get("current", "-"), _when(row["since_ms"])]
+        for (member, task), row in sorted(seen.items())
+    ]
+    return [f"learners ({len(rows)}):", *_table(["MEMBER", "TASK", "TARGET", "REPORTED", "SINCE"], rows)]
+
+
 def render_text(view: dict[str, Any]) -> str:
-    """``describe``'s view as a few readable sections (group, members, target vs current, epochs, delay)."""
+    """``describe``'s view as a few readable sections (group, members, target vs current, learners, epochs,
+    delay)."""
     out = [f"group {view['group']}   epoch {view['epoch'] if view['epoch'] is not None else '-'}"]
     ct = view["connectors_tasks"]
     if ct is not None:
@@ -212,6 +233,8 @@ def render_text(view: dict[str, Any]) -> str:
         out += _table(["MEMBER", "TARGET", "CURRENT", "MEMBER EPOCH", "NOTE"], rows)
     else:
         out.append("  (none)")
+    out.append("")
+    out += _learners(view)
     out.append("")
     out += _epochs(view["reconciliation"])
     scheduled = view["scheduled_rebalance"]

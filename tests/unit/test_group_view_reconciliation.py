@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from kconnect.runtime.group.group_records import (
     GroupMetadataValue,
     GroupRecords,
     GroupState,
+    Learner,
     MemberMetadataKey,
     MemberMetadataValue,
     RecordKey,
@@ -321,3 +323,28 @@ def test_the_table_has_an_epochs_section() -> None:
     classic = render_text(describe(fold([target(3, {W1: work("c")}, reconcile=False)]), now_ms=0))
     assert "epochs: group -, assignment 3, not reconciled (classic rounds):" in classic
     assert "epochs: group -, assignment -, no target:" in render_text(describe(GroupState(G), now_ms=0))
+
+
+def test_the_table_has_a_learners_section() -> None:
+    # The target names w2 the learner of c-1 (not ready yet); w2's own record already reports it ready.
+    since = 1_795_000_000_000
+    key, value = target(7, {W1: work("c", "c-0", "c-1"), W2: work("d")})
+    assert isinstance(value, TargetAssignmentValue)
+    learning = frozenset({Learner(TaskId("c", 1), False, since)})
+    members = tuple(m if m.member_id != W2 else replace(m, learners=learning) for m in value.members)
+    ready = CurrentMemberAssignmentValue(
+        7, 0, work("d"), V2, b"", frozenset({Learner(TaskId("c", 1), True, since)})
+    )
+    records: list[Record] = [
+        member(W1, 7),
+        member(W2, 7),
+        current(W1, 7, work("c", "c-0", "c-1")),
+        (CurrentMemberAssignmentKey(G, W2), ready),
+        (key, TargetAssignmentValue(7, members)),
+        epoch(7),
+    ]
+    lines = render_text(describe(fold(records), now_ms=20_000)).splitlines()
+    head = lines.index("learners (1):")
+    assert lines[head + 1].split() == ["MEMBER", "TASK", "TARGET", "REPORTED", "SINCE"]
+    assert lines[head + 2].split() == [W2, "c-1", "learning", "ready", "2026-11-18T11:06:40.000Z"]
+    assert "learners: none" in render_text(describe(fold(MOVING), now_ms=20_000)).splitlines()
