@@ -1,4 +1,7 @@
-"""GET /health as Apache Kafka Connect 3.9 has it (KIP-1017): 503 while starting, 200 once joined."""
+"""GET /health as Apache Kafka Connect has it since 3.9 (KIP-1017): 503 while starting, 200 once joined.
+
+The healthy body is compared with the parity reference, Connect 4.x (``REFERENCE_4X``).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ import pytest
 from kconnect.runtime.cli.broker import free_port
 from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
-from tests.support.reference import ReferenceWorker, reference_available
+from tests.support.reference import REFERENCE_4X, ReferenceWorker, reference_available
 
 pytestmark = pytest.mark.integration
 
@@ -46,13 +49,13 @@ def test_health_is_503_until_the_worker_has_joined_then_200(tmp_path: Path, brok
         worker.stop()
 
 
-_REFERENCE, _WHY = reference_available()
+_REFERENCE, _WHY = reference_available(REFERENCE_4X)
 
 
 @pytest.mark.interop
 @pytest.mark.skipif(not _REFERENCE, reason=f"reference worker unavailable: {_WHY}")
 def test_the_healthy_body_is_the_java_workers(tmp_path: Path, broker: Broker) -> None:
-    """The body kconnect answers once healthy (the test above), key for key, is the Java worker's."""
+    """The body kconnect answers once healthy (the test above), key for key, is the Java worker's (4.x)."""
     group = f"health-{uuid.uuid4().hex[:6]}"
     with ReferenceWorker(
         broker.bootstrap,
@@ -61,6 +64,7 @@ def test_the_healthy_body_is_the_java_workers(tmp_path: Path, broker: Broker) ->
         offset_topic=f"{group}-java-offsets",
         status_topic=f"{group}-java-status",
         log_path=tmp_path / "java.log",
+        version=REFERENCE_4X,
     ) as java:
         java_health = wait_until(
             lambda: (r := java.rest("GET", "/health")).status_code == 200 and r.json(),
