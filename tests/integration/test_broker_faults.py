@@ -35,7 +35,7 @@ from typing import Any
 import httpx
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
 from kconnect.connectors.verifiable import Verification, expected_from_last, seen_in_lines, verify
 from kconnect.runtime.cli.broker import free_port
@@ -147,6 +147,22 @@ class Pipeline:
         for name, config in (("src", src), ("sink", sink)):
             resp = self.workers[0].request("POST", "/connectors", json={"name": name, "config": config})
             assert resp.status_code == 201, resp.text
+
+    def check_replication(self) -> None:
+        """The four internal topics and the data topic have three replicas per partition and an effective
+        ``min.insync.replicas`` of 2 (the workers set no topic override, so it is the brokers'): the faults
+        below mean something only if one node down still leaves an in-sync quorum for ``acks=all``."""
+        topics = [*self.internal_topics, self.topic]
+        layout = partition_replicas(self.bootstrap, topics)
+        assert {topic for topic, _p in layout} == set(topics), sorted(layout)
+        replicas = {f"{t}-{p}": r for (t, p), (_leader, r, _isr) in layout.items() if len(r) != 3}
+        assert not replicas, f"partitions without three replicas: {replicas}"
+        resources = [ConfigResource(ResourceType.TOPIC, topic) for topic in topics]
+        min_isr: dict[str, str | None] = {}
+        for resource, future in self.admin.describe_configs(resources, request_timeout=30).items():
+            entry = future.result(30).get("min.insync.replicas")
+            min_isr[resource.name] = None if entry is None else entry.value
+        assert min_isr == dict.fromkeys(topics, "2"), min_isr
 
     def states(self) -> dict[str, str] | None:
         """``src-0`` -> RUNNING ..., for both connectors' tasks, from any worker that answers."""
@@ -265,6 +281,17 @@ class StateWatch:
             if state != "RUNNING":
                 self.not_running.setdefault(task, set()).add(state)
 
+    def poll_for(self, seconds: float, interval: float = 0.5) -> None:
+        """Poll through ``seconds``, the last poll at their end: a task out of RUNNING for longer than
+        ``interval`` (plus a status request) in that window is recorded."""
+        end = time.monotonic() + seconds
+        while True:
+            self.poll()
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(interval, left))
+
 
 def wait_delivering(
     pipeline: Pipeline, ends: dict[int, int], since: float, watch: StateWatch, timeout: float
@@ -321,6 +348,7 @@ def test_broker_killed_and_restarted_while_the_pipeline_runs(tmp_path: Path, clu
         wait_until(stable_view(pipeline.workers, 1), 90, "the worker in its group")
         pipeline.start_connectors()
         wait_until(pipeline.all_running, 120, "both tasks RUNNING")
+        pipeline.check_replication()
         wait_until(lambda: pipeline.verification().seen > 2 * THROUGHPUT, 240, "the sink delivering")
         pipeline.wait_caught_up("before the fault", 60)
 
@@ -377,6 +405,7 @@ def test_leadership_moved_while_data_flows(tmp_path: Path, cluster: KafkaCluster
         wait_until(stable_view(pipeline.workers, 1), 90, "the worker in its group")
         pipeline.start_connectors()
         wait_until(pipeline.all_running, 120, "both tasks RUNNING")
+        pipeline.check_replication()
         wait_until(lambda: pipeline.verification().seen > 2 * THROUGHPUT, 240, "the sink delivering")
         pipeline.wait_caught_up("before the moves", 60)
 
@@ -390,7 +419,7 @@ def test_leadership_moved_while_data_flows(tmp_path: Path, cluster: KafkaCluster
             moves = move_leadership(cluster.bootstrap, topics)
             moved += sum(1 for old, new in moves.values() if old != new)
             recover.append(wait_delivering(pipeline, ends, at, watch, 120))
-            time.sleep(3)
+            watch.poll_for(3)  # delivering again; a task that leaves RUNNING soon after must show too
         wait_until(pipeline.all_running, 30, "both tasks RUNNING after the moves")
         final = pipeline.stop_source_and_drain()
         figures(
@@ -504,6 +533,7 @@ def test_group_coordinator_killed_under_connect_protocol(tmp_path: Path, cluster
         wait_until(stable_view(pipeline.workers, 2), 120, "two workers in one group")
         pipeline.start_connectors()
         wait_until(pipeline.all_running, 150, "both tasks RUNNING")
+        pipeline.check_replication()
         wait_until(lambda: pipeline.verification().seen > 2 * THROUGHPUT, 240, "the sink delivering")
         pipeline.wait_caught_up("before the fault", 90)
         generation_before = wait_until(stable_view(pipeline.workers, 2), 30, "a stable view")["generation"]
