@@ -5,7 +5,9 @@ validate answer's echo of a refused ``*.override.*`` key) the key often has no C
 PASSWORD (client overrides, a plugin's undeclared keys), and a ``sasl.jaas.config`` carries a password
 in its text. So a key is treated as a credential when its last dotted part names one (``password``,
 ``secret``, ``token``, ``credentials``, an API key) or it is one of Kafka's credential-bearing client
-settings, whatever prefix it carries (``producer.override.sasl.jaas.config``).
+settings, whatever prefix it carries (``producer.override.sasl.jaas.config``). Where the connector's
+ConfigDefs are known, the keys they declare PASSWORD are masked too, whatever their names (``extra``, from
+``runtime/plugins/password_keys.py``), as Java masks them.
 """
 
 from __future__ import annotations
@@ -54,17 +56,20 @@ def masked(config: Mapping[str, Any], extra: Iterable[str] = ()) -> dict[str, An
     return {k: HIDDEN if v is not None and is_sensitive(k, names) else v for k, v in config.items()}
 
 
-def masked_repr(obj: object) -> str:
+def masked_repr(obj: object, extra: Iterable[str] = ()) -> str:
     """``repr`` of a dataclass (a herder action) with its configs masked: a mapping field, or a sequence
-    of mappings (task configs), shows credentials as ``[hidden]``."""
+    of mappings (task configs), shows credentials as ``[hidden]``. ``extra`` names the keys the
+    connector's ConfigDefs declare PASSWORD (``runtime/plugins/password_keys.py``): this module cannot
+    know them, and a name such as ``aws.secret.access.key`` passes the rule by name."""
     if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
         return repr(obj)
+    names = frozenset(extra)
     parts = []
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
         if isinstance(value, Mapping):
-            value = masked(value)
+            value = masked(value, names)
         elif isinstance(value, list | tuple) and value and all(isinstance(v, Mapping) for v in value):
-            value = [masked(v) for v in value]
+            value = [masked(v, names) for v in value]
         parts.append(f"{f.name}={value!r}")
     return f"{type(obj).__name__}({', '.join(parts)})"

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kconnect.runtime.plugins.config_def import ConfigKey, ConfigValue, Type, convert_to_string
+from kconnect.runtime.plugins.config_def import ConfigKey, ConfigValue, Password, Type, convert_to_string
 from kconnect.runtime.plugins.connector_config import base_config_def, plugin_config_def
 from kconnect.runtime.plugins.registry import PluginRegistry
 
@@ -97,12 +97,14 @@ class ConfigValueInfo:
     @classmethod
     def of(cls, value: ConfigValue, type_: Type | None) -> ConfigValueInfo:
         """A validated value rendered with its key's type (``type_``, None for undefined keys), as Java
-        renders it."""
+        renders it. A PASSWORD key's value is ``[hidden]`` even when a plugin's ``validate`` answers the
+        raw string and not a parsed ``Password``: Java would echo that string, a secret."""
         recommended_type = Type.STRING if type_ is Type.LIST else type_
         recommended = [convert_to_string(v, recommended_type) for v in value.recommended_values]
+        shown = convert_to_string(value.value, type_)
         return cls(
             name=value.name,
-            value=convert_to_string(value.value, type_),
+            value=Password.HIDDEN if type_ is Type.PASSWORD and shown is not None else shown,
             recommended_values=[r for r in recommended if r is not None],
             errors=list(value.errors),
             visible=value.visible,

@@ -32,6 +32,7 @@ from kconnect.runtime.group.herder import Action, Herder
 from kconnect.runtime.group.learner import ActivatePreparedTask, DiscardPreparedTask, PrepareTask
 from kconnect.runtime.group.member import GroupDescription, Joined, MemberError, WorkerMember
 from kconnect.runtime.ids import TaskId
+from kconnect.runtime.plugins.password_keys import config_password_keys
 from kconnect.runtime.plugins.plugin_calls import PluginCalls
 from kconnect.runtime.plugins.plugin_metrics import PluginMetricsRegistry
 from kconnect.runtime.plugins.registry import PluginRegistry
@@ -443,7 +444,19 @@ class Worker:
             try:
                 self._execute_one(action)
             except Exception as exc:
-                self.log.error("action failed", action=masked_repr(action), error=str(exc))
+                self.log.error("action failed", action=self._printable(action), error=str(exc))
+
+    def _printable(self, action: Action) -> str:
+        """The action as its log line shows it: configs masked by key name and by the PASSWORD keys of
+        the connector's ConfigDefs, which a name such as ``aws.secret.access.key`` does not reveal. A
+        task's config is masked with its connector's keys: a connector hands its secrets to its tasks."""
+        name = _config_owner(action)
+        if name is None:
+            return masked_repr(action)
+        config = action.config if isinstance(action, hd.StartConnector) else None
+        if config is None:
+            config = self.herder.snapshot.connector_config(name)
+        return masked_repr(action, config_password_keys(self.registry, config or {}))
 
     def _execute_one(self, action: Action) -> None:
         gen = self.herder.group.generation
@@ -625,3 +638,14 @@ def _now_ms() -> int:
 def _host_port(url: str) -> str:
     rest = url.split("://", 1)[-1]
     return rest.rstrip("/")
+
+
+def _config_owner(action: Action) -> str | None:
+    """The connector whose config (or task configs) ``action`` carries; None for an action with none."""
+    if isinstance(action, hd.StartConnector):
+        return action.name
+    if isinstance(action, hd.PublishTaskConfigs):
+        return action.connector
+    if isinstance(action, hd.StartTask | PrepareTask | ActivatePreparedTask):
+        return action.task.connector
+    return None
