@@ -412,7 +412,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             time.sleep(1)
         print(
             f"kconnect demo: {arrived} of 100 lines went {source.name} -> topic demo-lines -> {output.name}"
-            f" (Spark sink task) in {time.monotonic() - started:.0f} s"
+            f" (FileStream source and sink tasks) in {time.monotonic() - started:.0f} s"
         )
         print(_next_steps(urls[0], args.keep_running))
         if args.keep_running:
