@@ -41,7 +41,8 @@ window's gap is about 1 s on every system, and a hand-over shorter than that hid
 ``--source-idle-ms`` (kconnect only; a bench-only lever, run through a wrapper as ``density.py``'s
 trigger) shortens that wait, so that the gaps show what a hand-over itself costs. ``--worker-prop k=v``
 adds a kconnect worker property (``sink.task.placement=query``: sink tasks as Structured Streaming queries,
-where a cold worker must start Spark before its first sink runs).
+where a cold worker must start Spark before its first sink runs; on Apache Kafka only: with ``--broker
+embedded`` the bench refuses it, ``density.query_sinks_on_embedded``).
 
 Nothing is asserted; it prints one table and exits 0 (1 if a system failed).
 
@@ -474,6 +475,8 @@ def main(argv: list[str] | None = None) -> int:
     systems = [s.strip() for s in args.only.split(",") if s.strip()]
     if not systems or set(systems) - {"off", "on", "reference"}:
         parser.error(f"--only takes off, on and/or reference, not {args.only!r}")
+    if refused := dn.query_sinks_on_embedded(args.broker, args.worker_prop):
+        parser.error(refused)
     signal.signal(signal.SIGTERM, _terminate)
     print(
         f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; {platform.platform()}, nproc "

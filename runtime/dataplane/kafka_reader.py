@@ -31,7 +31,6 @@ from kconnect.runtime.dataplane.zip_imports import keep_zip_directories
 
 __all__ = [
     "FORMAT",
-    "REPROBE_S",
     "KafkaDataSource",
     "PartitionRange",
     "TopicPartitionKey",
@@ -39,7 +38,6 @@ __all__ = [
     "assigned_partitions",
     "decode_offsets",
     "encode_offsets",
-    "idle_partitions",
     "plan_ranges",
     "raw_batch",
     "subscribed_topics",
@@ -150,34 +148,6 @@ def advance(
     return merged
 
 
-def idle_partitions(
-    planned: Mapping[TopicPartitionKey, int],
-    highs: Mapping[TopicPartitionKey, int],
-    probed: Mapping[TopicPartitionKey, tuple[int, float]],
-    now: float,
-) -> list[TopicPartitionKey]:
-    """The partitions to ask for records past their reported end: those whose high watermark says nothing
-    is left past what is already planned, and that were not asked at that position in the last
-    ``REPROBE_S`` seconds (``probed``: position and time of the last answered probe).
-
-    Why ask at all: a broker may hold records past the high watermark it reports (the embedded test
-    broker reports the base offset of a partition's last batch + 1, so the rest of that batch would wait
-    for the next one to arrive). Apache Kafka serves no record past its high watermark (nor, to a
-    read_committed reader, past the last stable offset), so there the answer is always "nothing" and
-    the planned end stays the high watermark. Why again after a while at the same position: once a
-    producer stops, nothing moves the watermark again, so a position asked once too early (or whose
-    answer was lost) would never be asked again and the tail of its last batch never read (CI saw it);
-    asking an idle partition every few seconds costs one short fetch, as an idle consumer's fetches do.
-    """
-    return sorted(
-        tp
-        for tp, high in highs.items()
-        if tp in planned
-        and high <= planned[tp]
-        and (tp not in probed or probed[tp][0] != planned[tp] or now - probed[tp][1] >= REPROBE_S)
-    )
-
-
 def client_config(options: Mapping[str, str]) -> dict[str, str]:
     """The ``kafka.*`` options without their prefix: the stream reader's options are the one channel Spark
     gives from the task runner to the reader, so the client settings travel inside them."""
@@ -193,11 +163,6 @@ def client_config(options: Mapping[str, str]) -> dict[str, str]:
 DEFAULT_MAX_RECORDS = 400000
 #: Records per ``consume`` call, and so per Arrow batch, when reading a range.
 READ_CHUNK = 10000
-#: The longest a planner waits for a fetch answer when asking for records past a reported end: the
-#: answer comes at once either way (records, or the end of the partition).
-PROBE_S = 5.0
-#: How often an idle partition is asked again at the same position (``idle_partitions``).
-REPROBE_S = 5.0
 
 
 def raw_batch(messages: Sequence[Any], topic: str, partition: int) -> Any:
@@ -381,10 +346,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         self._last: dict[TopicPartitionKey, int] = {}
         #: Where the query starts, once worked out (``initialOffset``).
         self._start: dict[TopicPartitionKey, int] | None = None
-        #: The planned end each partition was last asked for records past, and when (``idle_partitions``).
-        self._probed: dict[TopicPartitionKey, tuple[int, float]] = {}
         self._consumer: Any = None
-        self._prober: Any = None
 
     def _client(self) -> Any:
         from confluent_kafka import Consumer
@@ -430,57 +392,6 @@ class KafkaStreamReader(DataSourceStreamReader):
                     time.sleep(0.2)
         return found
 
-    def _served_end(self, tp: TopicPartitionKey, position: int) -> tuple[int, bool]:
-        """The offset after the last record the broker serves from ``position`` on (or ``position``), and
-        whether the broker answered: the fetch answer reported the partition's end (librdkafka's
-        partition EOF) before the probe's deadline.
-
-        Read with the task's own client settings (its ``isolation.level`` included), so a read_committed
-        task is told of committed records only: the broker decides what may be read, this only counts
-        it. Why the answer matters: a probe that timed out (a new client still connecting, a loaded
-        machine) has not seen the end, so the position must be asked again; marked as asked, a partition
-        whose producer has stopped would never deliver its last records.
-        """
-        from confluent_kafka import Consumer, KafkaError, TopicPartition
-
-        if self._prober is None:
-            conf: dict[str, Any] = {
-                **client_config(self.options),
-                "group.id": f"{self.group_id}-reader",
-                "enable.auto.commit": False,
-                "enable.partition.eof": True,
-                "auto.offset.reset": "latest",
-                # A fetch with nothing to return otherwise waits fetch.wait.max.ms (500 ms by default) for
-                # data before the answer that carries the partition's end: half a second per idle
-                # partition and position, on the planner's thread, measured.
-                "fetch.wait.max.ms": 10,
-            }
-            self._prober = Consumer(conf)
-        self._prober.assign([TopicPartition(tp[0], tp[1], position)])
-        end = position
-        eof = False
-        deadline = time.monotonic() + min(self.timeout_s, PROBE_S)
-        try:
-            while time.monotonic() < deadline:
-                messages = self._prober.consume(num_messages=READ_CHUNK, timeout=0.05)
-                for msg in messages:
-                    # Only this partition's answer from this position: the prober is assigned one partition
-                    # after another, and a message or end-of-partition event of an earlier assignment can
-                    # still be queued (an earlier partition's end taken for this one's stopped the probe
-                    # at once, "answered", and the tail of a stopped producer's last batch was never read).
-                    if (msg.topic(), msg.partition()) != tp or (msg.offset() or 0) < position:
-                        continue
-                    error = msg.error()
-                    if error is None:
-                        end = max(end, msg.offset() + 1)
-                    elif error.code() == KafkaError._PARTITION_EOF:
-                        eof = True
-                if eof:
-                    break
-        finally:
-            self._prober.unassign()
-        return end, eof
-
     def initialOffset(self) -> dict[str, int]:
         """Where the query starts: the task's committed consumer-group offsets, else ``auto.offset.reset``
         (``none`` fails as Java's consumer does), never Spark's checkpoint, because a task that moved to
@@ -517,17 +428,11 @@ class KafkaStreamReader(DataSourceStreamReader):
 
     def latestOffset(self) -> dict[str, int]:
         """The end of the next micro-batch: the partitions' high watermarks, capped per partition so that one
-        batch stays bounded in memory; a partition whose watermark has not moved past what was planned is
-        asked once whether the broker serves records past it (``idle_partitions``)."""
+        batch stays bounded in memory."""
         if self._start is None:
             self.initialOffset()
         tps = self._partitions()
         highs = {tp: high for tp, (_, high) in self._watermarks(tps).items()}
-        for tp in idle_partitions(self._last, highs, self._probed, time.monotonic()):
-            end, answered = self._served_end(tp, self._last[tp])
-            if answered:
-                self._probed[tp] = (self._last[tp], time.monotonic())
-            highs[tp] = max(highs[tp], end)
         self._last = advance(self._last, highs, self.cap)
         return encode_offsets(self._last)
 
@@ -588,12 +493,11 @@ class KafkaStreamReader(DataSourceStreamReader):
         ``flush``, because only then is the output durable."""
 
     def stop(self) -> None:
-        """Close the driver-side consumers (metadata, and the one asking past reported ends) when the
-        query stops, so a stopped task leaves no connection to the brokers behind."""
-        for client in (self._consumer, self._prober):
-            if client is not None:
-                client.close()
-        self._consumer = self._prober = None
+        """Close the driver-side consumer (metadata and watermarks) when the query stops, so a stopped task
+        leaves no connection to the brokers behind."""
+        if self._consumer is not None:
+            self._consumer.close()
+        self._consumer = None
 
 
 def task_data_source(task: str) -> type[KafkaDataSource]:

@@ -1,4 +1,4 @@
-"""Converters, transforms and errors.* on the Spark data plane: one worker, the embedded broker, local Spark.
+"""Converters, transforms and errors.* on the Spark data plane: one worker, the suite's broker, local Spark.
 
 A FileStream source writes lines through the worker's JsonConverter to a topic; a FileStream sink reads
 them with a RegexRouter followed by a Filter that drops every record whose topic is NOT the routed name,
@@ -10,6 +10,9 @@ DLQ with Java's __connect.errors.* headers, the task stays RUNNING; with toleran
 The worker runs every sink task as a Structured Streaming query (``sink.task.placement=query``): this file
 holds the query's conversion and error paths to Java's behaviour. Under a local master an untransformed
 sink would otherwise run as a consumer loop, whose own error paths ``test_sink_placement.py`` tests.
+A query plans up to the high watermark, which the embedded broker reports short of a multi-record batch's
+tail: under ``KCONNECT_TEST_BROKER=embedded`` every producer here sends one record per batch
+(``one_record_batches``); Apache Kafka needs nothing.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconnect.runtime.cli.broker import free_port
-from tests.support.apache_kafka import Broker
+from tests.support.apache_kafka import Broker, one_record_batches
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
 
 pytestmark = pytest.mark.integration
@@ -56,7 +59,7 @@ class Bench:
         return name
 
     def produce(self, topic: str, values: list[bytes]) -> None:
-        producer = Producer({"bootstrap.servers": self.bootstrap})
+        producer = Producer({"bootstrap.servers": self.bootstrap, **one_record_batches()})
         for value in values:
             producer.produce(topic, value=value)
         assert producer.flush(10) == 0
@@ -101,6 +104,7 @@ def bench(tmp_path_factory: pytest.TempPathFactory, broker: Broker) -> Iterator[
             "spark.sql.shuffle.partitions": "1",
             "offset.flush.interval.ms": "1000",
             "sink.task.placement": "query",
+            **one_record_batches("producer."),  # the FileStream sources' records (module docstring)
         }
     )
     worker = WorkerProcess(workdir, props, name="dpe-w0", spark=True).start()
@@ -310,7 +314,7 @@ def test_records_a_filter_drops_are_consumed_and_committed_past(bench: Bench) ->
     String converters read no batch, so this query's batches arrive converted and transformed
     (``prepared_on_stream``); the JSON sink above prepares each batch itself."""
     topic = bench.topic("filtered")
-    producer = Producer({"bootstrap.servers": bench.bootstrap})
+    producer = Producer({"bootstrap.servers": bench.bootstrap, **one_record_batches()})
     for n in range(10):
         # Every third record, and the last two, carry the header the Filter drops on.
         skip = n % 3 == 0 or n >= 8

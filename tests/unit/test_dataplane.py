@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -14,15 +16,14 @@ from hypothesis import strategies as st
 from kconnect.config.worker import SourceTaskPlacement, WorkerConfig
 from kconnect.runtime.dataplane.converters import converter_config
 from kconnect.runtime.dataplane.kafka_reader import (
-    REPROBE_S,
     KafkaDataSource,
+    KafkaStreamReader,
     PartitionRange,
     advance,
     assigned_partitions,
     client_config,
     decode_offsets,
     encode_offsets,
-    idle_partitions,
     plan_ranges,
     subscribed_topics,
     task_data_source,
@@ -164,31 +165,49 @@ def test_advance_moves_forward_within_the_cap(
         assert nxt[tp] <= cap
 
 
-@pytest.mark.parametrize(
-    ("planned", "highs", "probed", "asked"),
-    [
-        # the watermark moved past the plan: the next batch reads up to it, nobody is asked
-        ({("t", 0): 10}, {("t", 0): 12}, {}, []),
-        # it stands at the plan: ask once whether records are served past it...
-        ({("t", 0): 10}, {("t", 0): 10}, {}, [("t", 0)]),
-        # ...and not again at the same position
-        ({("t", 0): 10}, {("t", 0): 10}, {("t", 0): (10, 99.0)}, []),
-        # ...until REPROBE_S has passed: a stopped producer moves no watermark
-        ({("t", 0): 10}, {("t", 0): 10}, {("t", 0): (10, 100.0 - REPROBE_S)}, [("t", 0)]),
-        # the plan moved past the watermark (records were served past it): ask again there
-        ({("t", 0): 15}, {("t", 0): 10}, {("t", 0): (10, 99.0)}, [("t", 0)]),
-        # a partition never planned is read up to its watermark first
-        ({}, {("t", 0): 3}, {}, []),
-        ({("a", 0): 5, ("b", 1): 7}, {("b", 1): 7, ("a", 0): 5}, {}, [("a", 0), ("b", 1)]),
-    ],
-)
-def test_idle_partitions_are_asked_once_per_position_and_again_after_a_while(
-    planned: dict[tuple[str, int], int],
-    highs: dict[tuple[str, int], int],
-    probed: dict[tuple[str, int], tuple[int, float]],
-    asked: list[tuple[str, int]],
+class _WatermarkClient:
+    """The planner's one consumer, faked: topic ``t`` with two partitions, nothing committed, and the high
+    watermarks a test sets."""
+
+    def __init__(self, highs: dict[int, int]) -> None:
+        self.highs = highs
+        self.closed = False
+
+    def list_topics(self, timeout: float) -> Any:
+        topic = SimpleNamespace(error=None, partitions=dict.fromkeys(self.highs))
+        return SimpleNamespace(topics={"t": topic})
+
+    def committed(self, partitions: list[Any], timeout: float) -> list[Any]:
+        return [SimpleNamespace(topic=tp.topic, partition=tp.partition, offset=-1001) for tp in partitions]
+
+    def get_watermark_offsets(self, partition: Any, timeout: float) -> tuple[int, int]:
+        return 0, self.highs[partition.partition]
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_the_planner_plans_up_to_the_high_watermarks_with_its_one_consumer(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert idle_partitions(planned, highs, probed, now=100.0) == asked
+    """Each micro-batch ends at the partitions' high watermarks (capped), as Spark's Kafka source plans: no
+    fetch past them, no consumer besides the one that asks for metadata and watermarks."""
+    import confluent_kafka
+
+    def no_other_consumer(conf: Any) -> Any:
+        raise AssertionError(f"a second consumer was made: {conf}")
+
+    monkeypatch.setattr(confluent_kafka, "Consumer", no_other_consumer)
+    reader = KafkaStreamReader({"topics": "t", "group.id": "g", "max.records.per.partition": "100"})
+    client = _WatermarkClient({0: 10, 1: 0})
+    reader._consumer = client
+    assert decode_offsets(reader.initialOffset()) == {("t", 0): 0, ("t", 1): 0}
+    assert decode_offsets(reader.latestOffset()) == {("t", 0): 10, ("t", 1): 0}
+    assert decode_offsets(reader.latestOffset()) == {("t", 0): 10, ("t", 1): 0}  # nothing new: it stays
+    client.highs = {0: 12, 1: 250}
+    assert decode_offsets(reader.latestOffset()) == {("t", 0): 12, ("t", 1): 100}  # the cap
+    reader.stop()
+    assert client.closed and reader._consumer is None
 
 
 def test_client_config_strips_the_prefix() -> None:
