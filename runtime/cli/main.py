@@ -386,8 +386,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             print("GET /workers ->")
             for line in _group_lines(view):
                 print(f"  {line}")
-            # The pipeline's other half: a FileStream sink runs as a Spark streaming query and writes the
-            # lines back out of the topic.
+            # The pipeline's other half: a FileStream sink writes the lines back out of the topic (under the
+            # demo's local master, a consumer loop on its worker: README "What runs where").
             output = work / "output.txt"
             sink = {
                 "name": "demo-file-sink",
