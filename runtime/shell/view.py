@@ -194,7 +194,8 @@ def health(
     (``stalled_s`` since the herder loop last came round) or the worker failed to start.
 
     ``blocked``: plugin calls abandoned past their bound and not returned yet. They leave the worker
-    healthy (they hold up nothing but their own connector or task, which is FAILED), so the answer stays
+    healthy (they hold up nothing but their own connector or task, which is FAILED, or only fenced for a
+    stuck ``stop()``), so the answer stays
     200, but its body lists them: a probe that restarts unhealthy workers would lose every other
     connector's work for a plugin's bug, while an operator reading the body learns what is stuck."""
     if startup_error is not None:
@@ -213,7 +214,7 @@ def health(
     if blocked:
         body["message"] = (
             f"Worker has completed startup and is ready to handle requests; {len(blocked)} plugin "
-            "call(s) are blocked past their time bound (their connectors or tasks are FAILED)."
+            "call(s) are blocked past their time bound and abandoned (see blocked_plugin_calls)."
         )
         body["blocked_plugin_calls"] = [dict(b) for b in blocked]
     return 200, body
