@@ -27,6 +27,7 @@ from kconnect.runtime.dataplane.scratch import make_scratch_dir
 from kconnect.runtime.dataplane.sink_batch import (
     FAILURE_COLUMNS,
     RECORD_COLUMNS,
+    SinkPlan,
     infers_schemas,
     prepare,
     prepared_on_stream,
@@ -172,6 +173,7 @@ class SinkTaskRunner(TaskRunner):
         admin_settings: Mapping[str, str] | None = None,
         plugin_metrics: PluginMetricsRegistry | None = None,
         on_running: Callable[[TaskId], None] | None = None,
+        plan: SinkPlan | None = None,
     ) -> None:
         super().__init__(task_id, task, config, on_failure, plugin_metrics, on_running)
         self.sink: SinkTask = task
@@ -182,8 +184,10 @@ class SinkTaskRunner(TaskRunner):
         self.task_count = task_count
         self._bootstrap = bootstrap
         self._converters = dict(converters)
-        # Built here so a bad converter, transform or errors.* key fails the task at start, clearly.
-        self._plan = sink_plan(self._converters, config, task_id.connector, task_id.task)
+        # Built by now so a bad converter, transform or errors.* key fails the task at start, clearly;
+        # ``plan`` is the one the executor already built to choose the placement (configuring converters
+        # and transforms twice per task start was the same work twice).
+        self._plan = plan or sink_plan(self._converters, config, task_id.connector, task_id.task)
         #: Whether the query's batches arrive converted and transformed (``_start_query``), with these
         #: record schemas; frame sinks prepare each batch themselves, after reading its positions.
         self._on_stream = not isinstance(task, FrameSinkTask) and prepared_on_stream(self._plan)

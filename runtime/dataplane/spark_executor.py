@@ -43,7 +43,7 @@ from kconnect.runtime.dataplane.converters import converter_config
 from kconnect.runtime.dataplane.exactly_once import ExactlyOnce, exactly_once
 from kconnect.runtime.dataplane.executor import TaskCounters, TaskListener, TaskState
 from kconnect.runtime.dataplane.producer_pool import ProducerPool
-from kconnect.runtime.dataplane.sink_batch import sink_plan
+from kconnect.runtime.dataplane.sink_batch import SinkPlan, sink_plan
 from kconnect.runtime.dataplane.sink_loop import WorkerSinkTaskRunner, sink_placement
 from kconnect.runtime.dataplane.sink_reader import SinkReaders
 from kconnect.runtime.dataplane.sink_runner import SinkTaskRunner
@@ -515,7 +515,8 @@ class SparkExecutor:
             count = self._task_count(task_id.connector) if self._task_count is not None else 0
             if count <= 0:
                 count = int(config.get("tasks.max", "1"))
-            on_worker = self._sink_placement(task_id, task, config, converters) == SinkTaskPlacement.WORKER
+            plan = sink_plan(converters, config, task_id.connector, task_id.task)
+            on_worker = self._sink_placement(task_id, task, plan) == SinkTaskPlacement.WORKER
             extra: dict[str, Any] = {"readers": self._readers} if on_worker else {}
             runner_class = WorkerSinkTaskRunner if on_worker else SinkTaskRunner
             return runner_class(
@@ -532,6 +533,7 @@ class SparkExecutor:
                 admin_settings=self._client_settings("admin", config),
                 plugin_metrics=self.plugin_metrics,
                 on_running=self._loop_began,
+                plan=plan,
                 **extra,
             )
         if isinstance(task, SourceTask):
@@ -581,11 +583,8 @@ class SparkExecutor:
             )
         raise ConnectorError(f"{type(task).__name__} is neither a SourceTask nor a SinkTask")
 
-    def _sink_placement(
-        self, task_id: TaskId, task: SinkTask, config: Mapping[str, str], converters: Mapping[str, str]
-    ) -> SinkTaskPlacement:
+    def _sink_placement(self, task_id: TaskId, task: SinkTask, plan: SinkPlan) -> SinkTaskPlacement:
         """A sink task's placement (``sink.task.placement``, see ``sink_loop``)."""
-        plan = sink_plan(converters, config, task_id.connector, task_id.task)
         local = is_local_master(self.config.spark_master)
         placement, reason = sink_placement(self.config.sink_task_placement, local, task, plan)
         say = log.info if self.config.sink_task_placement not in (placement, "auto") else log.debug
