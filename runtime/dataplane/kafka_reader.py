@@ -442,12 +442,22 @@ class KafkaStreamReader(DataSourceStreamReader):
         return [_Range(r) for r in plan_ranges(decode_offsets(start), decode_offsets(end))]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        """One partition's ``[start, end)`` as Arrow record batches, one per ``consume`` call.
+        """One partition's ``[start, end)`` as Arrow record batches, one per batch of records consumed.
 
         Why Arrow: Spark accepts ``pyarrow.RecordBatch`` from a Python data source as is, where tuples
         are converted and type-checked value by value in Python; building the columns here is several
         times cheaper per record, and the records reach the JVM as Arrow either way.
+
+        Not every offset of a range is a record: a transactional producer's topic (an exactly-once
+        source's) holds a control record (commit or abort marker) at the end of each transaction, which
+        a consumer never returns, and a read_committed consumer skips aborted records as well. The range
+        of a caught-up partition ends on such a marker (the planned end is the last stable offset, just
+        past it), so how far a range is read comes from the consumer's position, which moves past what
+        it skips, not from the offsets of the records returned alone; the consumer kept for the next
+        micro-batch is kept at that position.
         """
+        from confluent_kafka import TopicPartition
+
         assert isinstance(partition, _Range)
         keep_zip_directories()  # this process runs the reads of every micro-batch to come
         r = partition.range
@@ -460,28 +470,48 @@ class KafkaStreamReader(DataSourceStreamReader):
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
         }
+        here = [TopicPartition(r.topic, r.partition)]
         consumer, position = _POOL.take(conf, r.topic, r.partition, r.start)
         try:
             deadline = time.monotonic() + self.timeout_s
             while position < r.end:
-                messages = consumer.consume(num_messages=min(READ_CHUNK, r.end - position), timeout=0.5)
+                want = min(READ_CHUNK, r.end - position)
+                # What is fetched already, without waiting: consume() waits out its timeout unless it has
+                # num_messages records, and a range's offsets can outnumber its records (see above), so
+                # asking for them with a timeout would wait it out at every range ending on a marker.
+                messages = consumer.consume(num_messages=want, timeout=0)
                 if not messages:
+                    # All that was fetched is consumed, the skipped control and aborted records too: the
+                    # consumer's position (a local call, -1001 before its first record) is past them.
+                    at = consumer.position(here)[0].offset
+                    if at > position:
+                        position = at
+                        deadline = time.monotonic() + self.timeout_s
+                        continue
                     if time.monotonic() > deadline:
                         raise TimeoutError(
                             f"read {r.topic}-{r.partition} up to offset {position} of [{r.start}, {r.end}) "
                             f"and no more records came within read.timeout.ms"
                         )
-                    continue
+                    # Nothing fetched yet: wait for the next fetch's first record, then take the rest of
+                    # what it brought without waiting.
+                    messages = consumer.consume(num_messages=1, timeout=0.5)
+                    if not messages:
+                        continue
+                    if want > 1:
+                        messages.extend(consumer.consume(num_messages=want - 1, timeout=0))
                 for msg in messages:
                     if msg.error() is not None:
                         raise RuntimeError(f"reading {r.topic}-{r.partition}: {msg.error()}")
                 offsets = [m.offset() for m in messages]
                 # Only [position, end): offsets rise within a partition, so both cuts are bisections.
                 low = bisect.bisect_left(offsets, position)
-                position = max(position, offsets[-1] + 1)  # where the consumer now is
+                # Where the consumer now is: past the last record, and past control records after it
+                # that the same call skipped.
+                position = max(position, offsets[-1] + 1, consumer.position(here)[0].offset)
                 messages = messages[low : bisect.bisect_left(offsets, r.end)]
+                deadline = time.monotonic() + self.timeout_s
                 if messages:
-                    deadline = time.monotonic() + self.timeout_s
                     yield raw_batch(messages, r.topic, r.partition)
         except BaseException:
             consumer.close()
