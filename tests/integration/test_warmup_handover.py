@@ -175,20 +175,26 @@ def _continuity(lines: list[str], expected: list[str]) -> str:
     )
 
 
+def pipeline_files(
+    workdir: Path, bootstrap: str, prefix: str, count: int
+) -> tuple[str, list[str], list[Path], list[Path]]:
+    """A fresh group name, ``count`` one-partition topics, and empty source files with their sink paths."""
+    tag = uuid.uuid4().hex[:6]
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topics = [f"{prefix}-{tag}-{i}" for i in range(count)]
+    for future in admin.create_topics([NewTopic(t, 1, 1) for t in topics]).values():
+        future.result(30)
+    sources = [workdir / f"in-{i}.txt" for i in range(count)]
+    for path in sources:
+        path.write_text("")
+    return f"{prefix}-{tag}", topics, sources, [workdir / f"out-{i}.txt" for i in range(count)]
+
+
 def test_moving_tasks_are_learned_first_and_no_line_is_lost_or_repeated(
     tmp_path: Path, broker: Broker
 ) -> None:
     workdir = tmp_path
-    tag = uuid.uuid4().hex[:6]
-    group = f"warm-{tag}"
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    topics = [f"warm-{tag}-{i}" for i in range(PIPELINES)]
-    for future in admin.create_topics([NewTopic(t, 1, 1) for t in topics]).values():
-        future.result(30)
-    sources = [workdir / f"in-{i}.txt" for i in range(PIPELINES)]
-    sinks = [workdir / f"out-{i}.txt" for i in range(PIPELINES)]
-    for path in sources:
-        path.write_text("")
+    group, topics, sources, sinks = pipeline_files(workdir, broker.bootstrap, "warm", PIPELINES)
 
     def props() -> dict[str, str]:
         return worker_properties(

@@ -46,7 +46,6 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconnect.runtime.cli.broker import free_port
 from kconnect.runtime.group import group_records, protocol
@@ -59,6 +58,7 @@ from tests.integration.test_warmup_handover import (
     _events,
     _held_tasks,
     _prepared_starts,
+    pipeline_files,
 )
 from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, stable_view, topic_names, wait_until, worker_properties
@@ -299,16 +299,7 @@ class Outcome:
 
 
 def _scenario(tmp_path: Path, broker: Broker, *, static_leader: bool) -> Outcome:
-    tag = uuid.uuid4().hex[:6]
-    group = f"warmfo-{tag}"
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    topics = [f"warmfo-{tag}-{i}" for i in range(PIPELINES)]
-    for future in admin.create_topics([NewTopic(t, 1, 1) for t in topics]).values():
-        future.result(30)
-    sources = [tmp_path / f"in-{i}.txt" for i in range(PIPELINES)]
-    sinks = [tmp_path / f"out-{i}.txt" for i in range(PIPELINES)]
-    for path in sources:
-        path.write_text("")
+    group, topics, sources, sinks = pipeline_files(tmp_path, broker.bootstrap, "warmfo", PIPELINES)
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     gate = tmp_path / "gate"
