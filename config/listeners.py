@@ -52,7 +52,7 @@ class ListenerList(Validator):
         self.allowed = (
             ("a comma-separated list" if may_be_empty else "a non-empty comma-separated list")
             + " of URLs protocol://host:port with protocol http or https"
-            + " (empty host: default interface; port 0-65535)"
+            + " (empty host: every interface; port 0-65535)"
             + ("; an empty value disables them" if may_be_empty else "")
         )
 

@@ -563,7 +563,8 @@ DEFINITIONS: tuple[Definition, ...] = (
         "listeners",
         ConfigType.LIST,
         "http://:8083",
-        "URLs the REST API listens on. An empty host binds the default interface, 0.0.0.0 binds all.",
+        "URLs the REST API listens on. An empty host binds every interface, as Apache Kafka Connect's Jetty"
+        " does (its documentation says the default interface), and so does 0.0.0.0.",
         ListenerList(may_be_empty=False),
     ),
     Definition(
