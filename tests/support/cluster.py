@@ -246,8 +246,9 @@ def read_json_values(bootstrap: str, topic: str, count: int, timeout: float = 60
 
         def enough() -> bool:
             for message in consumer.consume(num_messages=100, timeout=0.5):
-                if message.error() is None:
-                    values.append(json.loads(message.value()))
+                value = message.value()
+                if message.error() is None and value is not None:
+                    values.append(json.loads(value))
             return len(values) >= count
 
         wait_until(enough, timeout, f"{count} records in {topic}", interval=0)
