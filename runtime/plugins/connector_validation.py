@@ -102,8 +102,16 @@ def _is_blank(text: str | None) -> bool:
     return text is None or not text.strip()
 
 
-def _java_map_str(props: Mapping[str, str | None]) -> str:
-    return "{" + ", ".join(f"{k}={java_str(v)}" for k, v in props.items()) + "}"
+def _config_keys_str(props: Mapping[str, str | None]) -> str:
+    """A config as the "contains no connector type" error shows it: its keys, sorted, without values.
+
+    Why not Java's whole map, or values masked by name: the message reaches a REST answer and, for a
+    stored config, the connector's failure trace (status topic, ``GET /connectors/{name}/status``).
+    Without ``connector.class`` no ConfigDef says which keys are PASSWORD, so masking by name
+    (``config/masking.py``) would still print a secret named ``aws.secret.access.key``. The keys are what
+    helps here anyway: a misspelt ``connector.clas`` shows among them. The message's words stay Java's.
+    """
+    return "{" + ", ".join(sorted(props)) + "}"
 
 
 def _add_error(values: dict[str, ConfigValue], name: str, message: str) -> None:
@@ -338,7 +346,7 @@ def validate_connector_config(
     """
     class_value = props.get(CONNECTOR_CLASS_CONFIG)
     if class_value is None:
-        raise ConnectorConfigError(f"Connector config {_java_map_str(props)} contains no connector type")
+        raise ConnectorConfigError(f"Connector config {_config_keys_str(props)} contains no connector type")
     # The deprecated *.version names count as the 4.x ones (with a warning each).
     props = plugin_version_names(props, warn=True)
     desc, version_problem = find_connector_plugin(registry, props)
@@ -486,7 +494,7 @@ def parse_connector_config(
     """
     class_value = props.get(CONNECTOR_CLASS_CONFIG)
     if class_value is None:
-        raise ConnectorConfigError(f"Connector config {_java_map_str(props)} contains no connector type")
+        raise ConnectorConfigError(f"Connector config {_config_keys_str(props)} contains no connector type")
     props = plugin_version_names(props)
     desc = registry.find(class_value, props.get(CONNECTOR_VERSION_CONFIG))
     config_def = connector_config_def(desc.cls(), props)

@@ -1004,9 +1004,38 @@ def test_null_values_are_errors_and_undefined_keys_come_first(registry: PluginRe
 def test_validation_needs_a_known_connector_class(registry: PluginRegistry) -> None:
     with pytest.raises(ConnectorConfigError) as info:
         validate_connector_config(registry, {"name": "x", "topic": "t"})
-    assert str(info.value) == "Connector config {name=x, topic=t} contains no connector type"
+    assert str(info.value) == "Connector config {name, topic} contains no connector type"
     with pytest.raises(PluginNotFoundError, match="which name matches Nope"):
         validate_connector_config(registry, {"connector.class": "Nope", "name": "x"})
+
+
+_NO_CLASS_WITH_SECRETS = {
+    "name": "db",
+    "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" '
+    'password="s3cret";',
+    "database.password": "hunter2",
+    "aws.secret.access.key": "AKIAxyz",  # PASSWORD in its plugin's ConfigDef, not by name: no plugin here
+    "connector.clas": "FileStreamSink",  # the typo that usually causes the error
+}
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        pytest.param(lambda r, p: validate_connector_config(r, p), id="validate (REST answer)"),
+        pytest.param(lambda r, p: parse_connector_config(r, p), id="parse (connector failure trace)"),
+    ],
+)
+def test_no_connector_type_message_names_the_keys_and_no_value(registry: PluginRegistry, check: Any) -> None:
+    with pytest.raises(ConnectorConfigError) as info:
+        check(registry, _NO_CLASS_WITH_SECRETS)
+    message = str(info.value)
+    assert message == (
+        "Connector config {aws.secret.access.key, connector.clas, database.password, name, sasl.jaas.config} "
+        "contains no connector type"
+    )
+    for secret in ("s3cret", "hunter2", "AKIAxyz"):
+        assert secret not in message
 
 
 def test_config_infos_without_definition_or_value_serialize_as_null() -> None:
