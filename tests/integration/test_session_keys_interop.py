@@ -80,7 +80,13 @@ def test_a_java_worker_signing_hmacsha512_follows_a_rotating_kconnect_leader(
         ) as java:
             view = wait_until(lambda: _two_members(kc), 120, "a two-member group led by kconnect")
             assert view["protocol"] == "sessioned" and view["leader_url"] == kc.url + "/"
+            keys_at_join = kc.log_text().count("leader wrote a new session key")
             time.sleep(2 * TTL_MS / 1000)  # the Java worker signs with a key rotated since it joined
+            # Rotated on the leader's ticks within one generation, not only after a JoinGroup round (the
+            # row-4 bug: a stable group never rotated).
+            after = _two_members(kc)
+            assert after and after["this_worker"]["generation"] == view["this_worker"]["generation"], after
+            assert kc.log_text().count("leader wrote a new session key") > keys_at_join, kc.log_text()[-2000:]
 
             source = tmp_path / "in.txt"
             source.write_text("one\ntwo\n")
