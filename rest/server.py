@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import base64
 import hmac
+import ipaddress
 import json
 import os
 import re
 import ssl
 import tempfile
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -42,6 +43,7 @@ __all__ = [
     "BasicAuth",
     "ListenerSpec",
     "TlsSettings",
+    "clear_text_basic_auth",
     "listener_plan",
     "rest_extensions",
     "tls_settings",
@@ -415,6 +417,35 @@ def rest_extensions(config: WorkerConfig, env: Mapping[str, str]) -> BasicAuth |
             ) from exc
         auth = basic_auth_from_jaas(text, path)
     return auth
+
+
+def _is_loopback(host: str) -> bool:
+    """Whether a listener's host is this machine's loopback (``localhost``, 127.0.0.0/8, ``::1``); an empty
+    host binds every interface, and a name other than ``localhost`` is not assumed to be loopback."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def clear_text_basic_auth(plan: Sequence[ListenerSpec], auth: BasicAuth | None) -> list[str]:
+    """The listeners (``http://host:port``) where basic auth's credentials cross the network readable: with
+    basic auth on, every ``http`` listener not bound to loopback; [] without basic auth.
+
+    Why: the ``Authorization`` header is base64, not encrypted, so on an ``http`` listener every request
+    hands a user's password to whoever is on the path, and the worker serves http by default. Java says
+    nothing; the worker warns once at start-up. A loopback listener is left out, as a local Spark master
+    is for the Spark RPC warning: its traffic stays in this machine (a TLS proxy in front, say).
+    """
+    if auth is None:
+        return []
+    return [
+        f"{spec.scheme}://{f'[{spec.host}]' if ':' in spec.host else spec.host}:{spec.listener.port}"
+        for spec in plan
+        if spec.scheme == "http" and not _is_loopback(spec.listener.host)
+    ]
 
 
 # ============================================================================================== ASGI

@@ -114,11 +114,23 @@ def load_worker_config(path: str) -> Any:
 
 
 def rest_setup(config: Any) -> tuple[Any, Any]:
-    """The listeners to serve and the REST extension (basic auth) to apply; raises ConfigError."""
-    from kconnect.rest.server import client_verify, listener_plan, rest_extensions
+    """The listeners to serve and the REST extension (basic auth) to apply; raises ConfigError.
+
+    Warns once when basic auth is on for an ``http`` listener (``clear_text_basic_auth``): a start-up
+    that succeeds should still say that passwords cross the network readable."""
+    from kconnect.rest.server import clear_text_basic_auth, client_verify, listener_plan, rest_extensions
+    from kconnect.runtime import logs
 
     client_verify(config.passthrough)  # a truststore it cannot read is a config error at start-up
-    return listener_plan(config), rest_extensions(config, os.environ)
+    plan, auth = listener_plan(config), rest_extensions(config, os.environ)
+    in_clear = clear_text_basic_auth(plan, auth)
+    if in_clear:
+        logs.get("kconnect.rest").warning(
+            "basic auth is on for http listeners: users' passwords travel in clear (the Authorization "
+            "header is base64, not encrypted); serve the REST API on https listeners",
+            listeners=in_clear,
+        )
+    return plan, auth
 
 
 def serve_worker(

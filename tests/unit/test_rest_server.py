@@ -9,20 +9,27 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi import FastAPI
+from structlog.testing import capture_logs
 
 from kconnect.config.errors import ConfigError
+from kconnect.config.listeners import RestListener
 from kconnect.config.worker import WorkerConfig
 from kconnect.rest.server import (
     BASIC_AUTH_EXTENSION,
     PROPERTY_FILE_LOGIN_MODULE,
     BasicAuth,
+    ListenerSpec,
+    Role,
+    TlsSettings,
     basic_auth_from_jaas,
+    clear_text_basic_auth,
     jaas_path,
     listener_plan,
     rest_extensions,
     tls_settings,
     wrap_app,
 )
+from kconnect.runtime.cli.main import rest_setup
 from tests.support.cluster import worker_properties
 
 
@@ -162,6 +169,81 @@ def test_only_basic_auth_is_a_known_extension(tmp_path: Path) -> None:
         config(**{"rest.extension.classes": BASIC_AUTH_EXTENSION}), {"KCONNECT_JAAS_CONFIG": str(jaas)}
     )
     assert auth is not None and auth.credentials == {"a": "b"}
+
+
+_TLS = TlsSettings("/c.pem", None, None, None, "none")
+_AUTH = BasicAuth({"a": "b"}, "users.properties")
+
+
+def _spec(url: str, role: Role = "both") -> ListenerSpec:
+    scheme, _, rest = url.partition("://")
+    host, _, port = rest.rpartition(":")
+    tls = _TLS if scheme == "https" else None
+    return ListenerSpec(RestListener(scheme, host.strip("[]"), int(port)), role, tls)
+
+
+@pytest.mark.parametrize(
+    ("listeners", "auth", "in_clear"),
+    [
+        (["http://:8083"], None, []),  # no basic auth: no password to leak
+        (["http://:8083"], _AUTH, ["http://0.0.0.0:8083"]),  # the default listener binds every interface
+        (["https://:8443"], _AUTH, []),
+        (["http://10.0.0.5:8083", "https://:8443"], _AUTH, ["http://10.0.0.5:8083"]),
+        (["http://worker-1.example.com:8083"], _AUTH, ["http://worker-1.example.com:8083"]),
+        (["http://[fe80::1]:8083"], _AUTH, ["http://[fe80::1]:8083"]),
+        # loopback stays in this machine (a TLS proxy in front): no warning
+        (["http://127.0.0.1:8083", "http://localhost:8084", "http://[::1]:8085"], _AUTH, []),
+        (["http://127.0.0.2:8083"], _AUTH, []),
+    ],
+)
+def test_basic_auth_on_http_listeners_is_in_clear(
+    listeners: list[str], auth: BasicAuth | None, in_clear: list[str]
+) -> None:
+    assert clear_text_basic_auth([_spec(u) for u in listeners], auth) == in_clear
+
+
+def test_an_admin_http_listener_is_in_clear_too() -> None:
+    # Basic auth guards the admin listener as well (wrap_app), so its passwords cross it too.
+    plan = [_spec("https://:8443", "main"), _spec("http://:9093", "admin")]
+    assert clear_text_basic_auth(plan, _AUTH) == ["http://0.0.0.0:9093"]
+
+
+def _clear_text_warnings(logs: list[dict[str, object]]) -> list[dict[str, object]]:
+    return [e for e in logs if e["log_level"] == "warning" and "travel in clear" in str(e["event"])]
+
+
+@pytest.mark.parametrize(
+    ("extra", "warned"),
+    [
+        ({}, None),  # no basic auth
+        ({"rest.extension.classes": BASIC_AUTH_EXTENSION, "listeners": "http://127.0.0.1:8083"}, None),
+        (
+            {
+                "rest.extension.classes": BASIC_AUTH_EXTENSION,
+                "listeners": "http://:8083,http://10.0.0.5:8084",
+                "admin.listeners": "http://:9093",
+            },
+            ["http://0.0.0.0:8083", "http://10.0.0.5:8084", "http://0.0.0.0:9093"],
+        ),
+    ],
+)
+def test_start_up_warns_once_for_basic_auth_in_clear(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: dict[str, str], warned: list[str] | None
+) -> None:
+    users = tmp_path / "u.properties"
+    users.write_text("alice=s3cret\n")
+    jaas = tmp_path / "j.conf"
+    jaas.write_text(JAAS.replace("FILE", str(users)))
+    monkeypatch.setenv("KCONNECT_JAAS_CONFIG", str(jaas))
+    with capture_logs() as logs:
+        rest_setup(config(**extra))
+    warnings = _clear_text_warnings(logs)
+    if warned is None:
+        assert warnings == []
+    else:
+        [warning] = warnings
+        assert warning["listeners"] == warned
+        assert "s3cret" not in str(warning)
 
 
 def test_wrapper_splits_admin_paths_and_exempts_signed_internal_requests() -> None:
