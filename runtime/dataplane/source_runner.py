@@ -422,10 +422,12 @@ class SourceTaskRunner(TaskRunner):
             self._producers.release(handle, self._flush_timeout_s)
 
     def _before_start(self) -> None:
-        """A task handed over from another worker reads the offsets topic to its end before its ``start``:
-        the old owner wrote its last offsets as it stopped, and the task must resume after them (Java's
-        offset reader reads to the end before it answers)."""
-        if not self.handed_over or self._sync_offsets is None:
+        """Every task reads the offsets topic to its end before its ``start``, as Java's offset reader
+        reads to the end before it answers: a task that moved here, handed over or cold, must resume after
+        the last offsets its old owner wrote as it stopped, which this worker's tail of the topic may not
+        have reached yet (a reconciled move takes ~30 ms). Concurrent starts share the end-offset queries
+        (``KafkaLog.read_to_end``), so a worker starting a thousand tasks pays for a few."""
+        if self._sync_offsets is None:
             return
         try:
             self._sync_offsets()

@@ -259,7 +259,7 @@ class TaskRunner:
     run_starts_task = False
 
     #: Set by the executor when this runner starts from a preparation (the warm-up hand-over): the task
-    #: was active on another worker until just now (see :meth:`_before_start`).
+    #: was active on another worker until just now.
     handed_over = False
 
     def prepare(self) -> None:

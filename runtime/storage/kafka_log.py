@@ -150,6 +150,12 @@ class KafkaLog:
         self._thread: threading.Thread | None = None
         self._partitions: list[int] = []
         self._error: BaseException | None = None
+        #: Concurrent ``read_to_end`` calls share end-offset queries (see :meth:`_ends_since_now`).
+        self._ends_cond = threading.Condition()
+        self._ends_started = 0  # queries started so far; the number of the one running, if any
+        self._ends_running = False
+        self._ends_done = 0  # the number of the last query answered, whose ends are ``_ends_last``
+        self._ends_last: dict[int, int] = {}
 
     def start(self, timeout_s: float = 30.0) -> None:
         """Assign every partition of the topic from its beginning and start the consuming thread; a missing
@@ -275,7 +281,7 @@ class KafkaLog:
     def read_to_end(self, timeout_s: float = 30.0) -> bool:
         """Block until every record written before the call has been handed to the callback."""
         deadline = time.monotonic() + timeout_s
-        ends = self.end_offsets(timeout_s)
+        ends = self._ends_since_now(timeout_s)
         with self._cond:
             while any(self._positions.get(p, 0) < end for p, end in ends.items()):
                 remaining = deadline - time.monotonic()
@@ -283,6 +289,44 @@ class KafkaLog:
                     return False
                 self._cond.wait(min(remaining, 0.2))
         return True
+
+    def _ends_since_now(self, timeout_s: float) -> dict[int, int]:
+        """End offsets from a query that started after this call did, shared by every caller waiting.
+
+        Why shared: each query asks the broker for every partition in turn (25 for an offsets topic), and
+        a worker starting a thousand source tasks at once has each read the offsets topic to its end
+        before ``start``, as Java's offset reader does. A query that started after a caller arrived
+        answers with ends at or past everything written before that call, which is all it needs; one
+        already running when it arrived may not, so it waits for the next, which one of the waiters
+        starts. A thousand callers cost two or three queries instead of a thousand.
+        """
+        deadline = time.monotonic() + timeout_s
+        with self._ends_cond:
+            wanted = self._ends_started + 1
+            while self._ends_done < wanted:
+                if not self._ends_running:
+                    self._ends_running = True
+                    self._ends_started += 1
+                    number = self._ends_started
+                    break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise KafkaLogError(f"could not read the end offsets of '{self.topic}' in time")
+                self._ends_cond.wait(min(remaining, 0.2))
+            else:
+                return dict(self._ends_last)
+        try:
+            ends = self.end_offsets(max(0.1, deadline - time.monotonic()))
+        except BaseException:
+            with self._ends_cond:
+                self._ends_running = False
+                self._ends_cond.notify_all()
+            raise
+        with self._ends_cond:
+            self._ends_running = False
+            self._ends_done, self._ends_last = number, ends
+            self._ends_cond.notify_all()
+        return dict(ends)
 
     def send(
         self, key: bytes, value: bytes | None, timeout_s: float = 30.0, partition: int | None = None

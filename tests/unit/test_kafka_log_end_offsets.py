@@ -7,6 +7,8 @@ gone until the controller elects another, and the probe's watermark query answer
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -31,11 +33,32 @@ class FlakyProbe:
         return 0, 42
 
 
-def _log(probe: FlakyProbe, partitions: int = 1) -> KafkaLog:
+class CountingProbe:
+    """A probe whose partition's end is how many records were 'written' when the query reached it, slow
+    enough for callers to pile up behind it."""
+
+    def __init__(self) -> None:
+        self.written = 0
+        self.queries = 0
+        self.lock = threading.Lock()
+
+    def get_watermark_offsets(self, tp: Any, timeout: float, cached: bool) -> tuple[int, int]:
+        with self.lock:
+            self.queries += 1
+            end = self.written
+        time.sleep(0.02)
+        return 0, end
+
+
+def _log(probe: FlakyProbe | CountingProbe, partitions: int = 1) -> KafkaLog:
     log = KafkaLog.__new__(KafkaLog)  # no clients: only the probe is used
     log.topic = "t"
     log._partitions = list(range(partitions))
     log._probe = probe
+    log._ends_cond = threading.Condition()
+    log._ends_started = log._ends_done = 0
+    log._ends_running = False
+    log._ends_last = {}
     return log
 
 
@@ -69,3 +92,35 @@ def test_which_errors_are_retriable() -> None:
     assert retriable_end_offset_error(KafkaError._TRANSPORT)
     assert not retriable_end_offset_error(KafkaError.TOPIC_AUTHORIZATION_FAILED)
     assert not retriable_end_offset_error(None)
+
+
+def test_concurrent_reads_to_the_end_share_queries_that_started_after_them() -> None:
+    # A thousand source tasks starting at once each read the offsets topic to its end first: they must
+    # share the broker queries, and each must get ends from a query that began after its own call.
+    probe = CountingProbe()
+    log = _log(probe)
+    problems: list[str] = []
+
+    def caller(n: int) -> None:
+        with probe.lock:
+            probe.written += 1
+            written_before = probe.written
+        ends = log._ends_since_now(10.0)
+        if ends[0] < written_before:
+            problems.append(f"caller {n}: end {ends[0]} from a query older than its write {written_before}")
+
+    threads = [threading.Thread(target=caller, args=(n,)) for n in range(200)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not problems, problems[:5]
+    assert probe.queries <= 20, probe.queries  # 200 callers, a query every 20 ms at most
+
+
+def test_a_failed_shared_query_lets_the_next_caller_ask_again() -> None:
+    probe = FlakyProbe(KafkaError.TOPIC_AUTHORIZATION_FAILED)
+    log = _log(probe)
+    with pytest.raises(KafkaLogError):
+        log._ends_since_now(5.0)
+    assert log._ends_since_now(5.0) == {0: 42}
