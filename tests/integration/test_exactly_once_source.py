@@ -279,12 +279,14 @@ def test_a_live_zombie_is_fenced_by_the_new_instance_and_fails_clearly(broker: B
         trace = wait_until(lambda: failures.get(1), 60, "the first instance fenced")
         print(f"\nzombie failed with: {trace.strip().splitlines()[-1]}")
         assert "transactional.id=g-z-0" in trace, trace
-        # Apache Kafka answers a fenced producer's every transactional call with PRODUCER_FENCED. Tansu
-        # does for AddPartitionsToTxn, but an EndTxn (commit) already under way when the new instance
-        # inits is never answered there, and the client's commit times out instead (measured): still a
-        # failed task naming its transactional id, never a commit.
-        tansu_commit_timeout = "while committing a transaction" in trace and "_TIMED_OUT" in trace
-        assert "was fenced out" in trace or tansu_commit_timeout, trace
+        # A fenced producer's transactional calls are answered PRODUCER_FENCED ("was fenced out"), but an
+        # EndTxn (commit) already under way when the new instance inits races the fence: Tansu never
+        # answers it (the client's commit times out), and Apache Kafka 4.3.1 once answered it
+        # UNKNOWN_SERVER_ERROR ("EndTxn commit failed: Unknown broker error", a clean-clone CI rehearsal;
+        # KAFKA-20785 is a sibling of that race under transactions V2). Either way the task fails naming
+        # its transactional id and that commit never lands, which the new instance's commits below and
+        # the exactly-once tests' counts hold.
+        assert "was fenced out" in trace or "while committing a transaction" in trace, trace
         commits = fresh.counters.offset_commits
         wait_until(lambda: fresh.counters.offset_commits >= commits + 3, 60, "the new instance committing")
         assert 2 not in failures, failures.get(2)
