@@ -121,6 +121,11 @@ class CommitFailed(Exception):
         self.retriable = retriable
 
 
+def _coordinator_retriable(error: object) -> bool:
+    """Whether a client error names one of the coordinator errors that ``_retried`` waits out."""
+    return any(name in str(error) for name in _COORDINATOR_RETRIABLE)
+
+
 def _retried(call: Callable[[], Any], timeout_s: float) -> Any:
     """``call`` again while the group's coordinator is loading or moving (a fresh broker answers
     COORDINATOR_LOAD_IN_PROGRESS for a while), as Java's consumer retries its offset requests, until
@@ -132,7 +137,9 @@ def _retried(call: Callable[[], Any], timeout_s: float) -> Any:
         try:
             return call()
         except (KafkaException, CommitFailed) as exc:
-            retriable = any(name in str(exc) for name in _COORDINATOR_RETRIABLE)
+            # A commit's partition error was judged on that error alone, not on a message that also
+            # carries the group's and topic's names.
+            retriable = exc.retriable if isinstance(exc, CommitFailed) else _coordinator_retriable(exc)
             if not retriable or time.monotonic() + 0.2 >= deadline:
                 raise
             time.sleep(0.2)
@@ -346,7 +353,7 @@ class SinkReader:
             for tp in answer.topic_partitions or []:
                 if tp.error is not None:
                     text = f"committing {tp.topic}-{tp.partition} to group {group}: {tp.error}"
-                    raise CommitFailed(text, any(n in str(tp.error) for n in _COORDINATOR_RETRIABLE))
+                    raise CommitFailed(text, _coordinator_retriable(tp.error))
 
         _retried(once, timeout_s)
 
