@@ -14,7 +14,7 @@ from .values import Rejected, Validator
 
 
 class RestListener(NamedTuple):
-    """One REST listener: protocol ``http`` or ``https``, host (empty = default interface), port (0 = any)."""
+    """One REST listener: protocol ``http`` or ``https``, host (empty = every interface), port (0 = any)."""
 
     protocol: str
     host: str

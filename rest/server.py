@@ -285,6 +285,13 @@ class ListenerSpec:
         """``http`` or ``https`` as written in ``listeners``, used to say where the worker listens."""
         return self.listener.protocol
 
+    @property
+    def where(self) -> str:
+        """Where the socket is bound, as a URL (``http://0.0.0.0:8083``, ``http://[::1]:8085``): what
+        start-up messages and warnings name."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.scheme}://{host}:{self.listener.port}"
+
 
 def listener_plan(
     config: WorkerConfig, write_secret: Callable[[str, str], str] = _write_secret
@@ -441,11 +448,7 @@ def clear_text_basic_auth(plan: Sequence[ListenerSpec], auth: BasicAuth | None) 
     """
     if auth is None:
         return []
-    return [
-        f"{spec.scheme}://{f'[{spec.host}]' if ':' in spec.host else spec.host}:{spec.listener.port}"
-        for spec in plan
-        if spec.scheme == "http" and not _is_loopback(spec.listener.host)
-    ]
+    return [spec.where for spec in plan if spec.scheme == "http" and not _is_loopback(spec.listener.host)]
 
 
 # ============================================================================================== ASGI

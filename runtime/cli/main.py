@@ -175,7 +175,7 @@ def serve_worker(
         # REST answers from the start (GET /health says 503 until the worker has joined), as Java's does.
         thread = threading.Thread(target=server.run, name=f"rest-{spec.listener.port}", daemon=True)
         thread.start()
-        servers.append((server, thread, f"{spec.scheme}://{spec.host}:{spec.listener.port}"))
+        servers.append((server, thread, spec.where))
     # A listener that cannot bind ends the process before the worker joins its group, as Java's REST server
     # is initialized before its herder starts: a member that joined and left at once can hold a round up.
     deadline = time.monotonic() + 30
