@@ -62,11 +62,11 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any, Protocol
+from typing import IO, Any, Protocol, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -81,6 +81,8 @@ from tests.support.cluster import WorkerProcess, wait_until, worker_properties
 from tests.support.held_worker import with_repo_on_path
 from tests.support.reference import REFERENCE_4X, REFERENCE_39, ReferenceWorker, reference_available
 
+#: A bench's row type (``run_systems``).
+R = TypeVar("R")
 #: Bytes of filler after a line's stamp, so a line is about 100 bytes as in ``dataplane.py``.
 LINE_FILLER = "x" * 64
 #: How often the tailer looks at the sink files (part of every latency figure).
@@ -710,6 +712,43 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def run_systems(
+    name: str,
+    broker: str,
+    keep: bool,
+    systems: Sequence[str],
+    run_one: Callable[[str, str, int | None, Path], R],
+    report: Callable[[list[R]], None],
+) -> list[R] | None:
+    """A bench's run around its systems (this one's and ``handover.py``'s): SIGTERM stops it as Ctrl-C
+    does, the machine is named, one broker serves every system in turn (``run_one(kind, bootstrap,
+    broker_pid, work)``) and ``report`` prints the rows; None when interrupted, after reporting the rows
+    measured so far. The work directory goes unless ``keep``."""
+    signal.signal(signal.SIGTERM, _terminate)
+    print(
+        f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; {platform.platform()}, nproc "
+        f"{os.cpu_count()}; Python {platform.python_version()}; load average {load_average()}",
+        flush=True,
+    )
+    work = Path(tempfile.mkdtemp(prefix=f"kconnect-bench-{name}-"))
+    rows: list[R] = []
+    try:
+        with broker_running(broker, work) as (bootstrap, broker_pid):
+            for kind in systems:
+                rows.append(run_one(kind, bootstrap, broker_pid, work))
+    except KeyboardInterrupt:
+        print("\ninterrupted; everything started was stopped", file=sys.stderr)
+        report(rows)
+        return None
+    finally:
+        if keep:
+            print(f"\nkept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    report(rows)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--pipelines", type=int, default=10, help="N: FileStream source+sink pairs")
@@ -733,28 +772,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--only takes kconnect and/or reference, not {args.only!r}")
     if refused := query_sinks_on_embedded(args.broker, args.worker_prop):
         parser.error(refused)
-    signal.signal(signal.SIGTERM, _terminate)
-    print(
-        f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; {platform.platform()}, nproc "
-        f"{os.cpu_count()}; Python {platform.python_version()}; load average {load_average()}",
-        flush=True,
+    rows = run_systems(
+        "density",
+        args.broker,
+        args.keep,
+        systems,
+        lambda kind, bootstrap, broker_pid, work: run_system(kind, bootstrap, broker_pid, work, args),
+        lambda rows: print_table(rows, args),
     )
-    work = Path(tempfile.mkdtemp(prefix="kconnect-bench-density-"))
-    rows: list[Row] = []
-    try:
-        with broker_running(args.broker, work) as (bootstrap, broker_pid):
-            for kind in systems:
-                rows.append(run_system(kind, bootstrap, broker_pid, work, args))
-    except KeyboardInterrupt:
-        print("\ninterrupted; everything started was stopped", file=sys.stderr)
-        print_table(rows, args)
+    if rows is None:
         return 130
-    finally:
-        if args.keep:
-            print(f"\nkept {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-    print_table(rows, args)
     return 1 if any(r.cores is None and not r.note.startswith("not available") for r in rows) else 0
 
 

@@ -60,12 +60,8 @@ import contextlib
 import itertools
 import json
 import os
-import platform
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -447,10 +443,6 @@ def print_table(rows: list[Row], args: argparse.Namespace) -> None:
             print(f"  {r.system}: {r.note}")
 
 
-def _terminate(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--pipelines", type=int, default=4, help="N: FileStream source+sink pairs")
@@ -477,29 +469,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--only takes off, on and/or reference, not {args.only!r}")
     if refused := dn.query_sinks_on_embedded(args.broker, args.worker_prop):
         parser.error(refused)
-    signal.signal(signal.SIGTERM, _terminate)
-    print(
-        f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; {platform.platform()}, nproc "
-        f"{os.cpu_count()}; Python {platform.python_version()}; load average {dn.load_average()}",
-        flush=True,
-    )
-    work = Path(tempfile.mkdtemp(prefix="kconnect-bench-handover-"))
-    rows: list[Row] = []
     began = time.monotonic()
-    try:
-        with dn.broker_running(args.broker, work) as (bootstrap, _broker_pid):
-            for kind in systems:
-                rows.append(run_system(kind, bootstrap, work, args))
-    except KeyboardInterrupt:
-        print("\ninterrupted; everything started was stopped", file=sys.stderr)
-        print_table(rows, args)
+    rows = dn.run_systems(
+        "handover",
+        args.broker,
+        args.keep,
+        systems,
+        lambda kind, bootstrap, _broker_pid, work: run_system(kind, bootstrap, work, args),
+        lambda rows: print_table(rows, args),
+    )
+    if rows is None:
         return 130
-    finally:
-        if args.keep:
-            print(f"\nkept {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-    print_table(rows, args)
     print(f"total {time.monotonic() - began:.0f} s; load average now {dn.load_average()}")
     return 1 if any(not r.gaps and not r.note.startswith("not available") for r in rows) else 0
 
