@@ -63,9 +63,10 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -91,6 +92,35 @@ REFERENCE_JAVA_OPTS = (
 )
 #: Both workers commit sink offsets / flush source offsets this often (the reference harness's setting).
 FLUSH_INTERVAL_MS = "1000"
+
+
+def bench_reference_worker(
+    bootstrap: str,
+    group: str,
+    log_path: Path,
+    extra: Mapping[str, str] | None = None,
+    **options: Any,
+) -> ReferenceWorker:
+    """An Apache Kafka Connect worker as the benches run one (not started): String converters, offsets
+    flushed every ``FLUSH_INTERVAL_MS``, ``connect-distributed.sh``'s JVM options, internal topics named
+    for ``group``; ``extra`` worker properties on top, ``options`` to ``ReferenceWorker`` (its version,
+    partitions)."""
+    return ReferenceWorker(
+        bootstrap,
+        group_id=group,
+        config_topic=f"{group}-configs",
+        offset_topic=f"{group}-offsets",
+        status_topic=f"{group}-status",
+        log_path=log_path,
+        extra={
+            "key.converter": STRING_CONVERTER,
+            "value.converter": STRING_CONVERTER,
+            "offset.flush.interval.ms": FLUSH_INTERVAL_MS,
+            **(extra or {}),
+        },
+        java_opts=REFERENCE_JAVA_OPTS,
+        **options,
+    )
 
 
 # ------------------------------------------------------------------------------------------ /proc
@@ -362,21 +392,11 @@ def run_reference(
     topic = f"{prefix}-lines"
     create_topic(bootstrap, topic)
     expected_size = source.stat().st_size
-    extra = {
-        "key.converter": STRING_CONVERTER,
-        "value.converter": STRING_CONVERTER,
-        "offset.flush.interval.ms": FLUSH_INTERVAL_MS,
-        **(REFERENCE_TUNED if tuned else {}),
-    }
-    with ReferenceWorker(
+    with bench_reference_worker(
         bootstrap,
-        group_id=prefix,
-        config_topic=f"{prefix}-configs",
-        offset_topic=f"{prefix}-offsets",
-        status_topic=f"{prefix}-status",
-        log_path=work / f"reference{'-tuned' if tuned else ''}{'-transforms' if transforms else ''}.log",
-        extra=extra,
-        java_opts=REFERENCE_JAVA_OPTS,
+        prefix,
+        work / f"reference{'-tuned' if tuned else ''}{'-transforms' if transforms else ''}.log",
+        REFERENCE_TUNED if tuned else None,
     ) as worker:
         worker.wait_for_log(r"Joined group at generation", 120)
         assert worker.process is not None

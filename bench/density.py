@@ -400,20 +400,8 @@ class ReferenceSystem:
     def __init__(self, bootstrap: str, work: Path, version: str) -> None:
         prefix = f"density-ref-{uuid.uuid4().hex[:6]}"
         self.label = f"reference Connect {'3.9' if version == REFERENCE_39 else version}"
-        self.worker = ReferenceWorker(
-            bootstrap,
-            group_id=prefix,
-            config_topic=f"{prefix}-configs",
-            offset_topic=f"{prefix}-offsets",
-            status_topic=f"{prefix}-status",
-            log_path=work / f"{prefix}.log",
-            extra={
-                "key.converter": dp.STRING_CONVERTER,
-                "value.converter": dp.STRING_CONVERTER,
-                "offset.flush.interval.ms": dp.FLUSH_INTERVAL_MS,
-            },
-            java_opts=dp.REFERENCE_JAVA_OPTS,
-            version=version,
+        self.worker: ReferenceWorker = dp.bench_reference_worker(
+            bootstrap, prefix, work / f"{prefix}.log", version=version
         )
         self.worker.start()
 

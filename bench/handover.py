@@ -226,22 +226,8 @@ class ReferenceNode:
     """One Apache Kafka Connect distributed worker of the system's group."""
 
     def __init__(self, bootstrap: str, work: Path, group: str, name: str, version: str) -> None:
-        self.worker = ReferenceWorker(
-            bootstrap,
-            group_id=group,
-            config_topic=f"{group}-configs",
-            offset_topic=f"{group}-offsets",
-            status_topic=f"{group}-status",
-            offset_partitions=3,
-            status_partitions=3,
-            log_path=work / f"{name}.log",
-            extra={
-                "key.converter": dp.STRING_CONVERTER,
-                "value.converter": dp.STRING_CONVERTER,
-                "offset.flush.interval.ms": dp.FLUSH_INTERVAL_MS,
-            },
-            java_opts=dp.REFERENCE_JAVA_OPTS,
-            version=version,
+        self.worker: ReferenceWorker = dp.bench_reference_worker(
+            bootstrap, group, work / f"{name}.log", offset_partitions=3, status_partitions=3, version=version
         )
         self.worker.start()
 
