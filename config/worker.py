@@ -146,6 +146,7 @@ class WorkerConfig:
     rest_allowed_hosts: tuple[str, ...]
     rest_request_timeout_ms: int
     rest_max_concurrent_requests: int
+    rest_console_enable: bool
     # Kafka clients
     client_id: str
     client_dns_lookup: str

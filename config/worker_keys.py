@@ -675,6 +675,16 @@ DEFINITIONS: tuple[Definition, ...] = (
         IntRange(1, INT32_MAX),
         kconnect=True,
     ),
+    Definition(
+        "rest.console.enable",
+        ConfigType.BOOLEAN,
+        "true",
+        "Whether the REST listeners also serve the web console at /ui (static files from the kconnect "
+        "package, no external assets). It calls the same REST API from the browser, so it needs no "
+        "rights of its own: basic auth and the cross-site write checks apply to it as to any client. "
+        "false answers /ui with 404.",
+        kconnect=True,
+    ),
     # Kafka clients
     Definition(
         "client.id",

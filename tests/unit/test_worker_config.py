@@ -238,6 +238,7 @@ DEFAULTS: list[tuple[str, Any]] = [
     ("rest_advertised_port", None),
     ("rest_advertised_listener", None),
     ("rest_extension_classes", ()),
+    ("rest_console_enable", True),
     ("access_control_allow_origin", ""),
     ("access_control_allow_methods", ""),
     ("response_http_headers_config", ""),
