@@ -219,6 +219,10 @@ def test_a_connectors_tasks_trace_restart_and_offsets(cluster: tuple[WorkerProce
         assert "FAILED" in row.text
         trace = row.find_element("css selector", "details pre").get_attribute("textContent")
         assert "/nonexistent-dir/audit.txt" in trace
+        # The summary is the exception (a Python traceback's last line), the whole trace one click away.
+        summary = row.find_element("css selector", "details summary")
+        assert "/nonexistent-dir/audit.txt" in summary.text
+        summary.click()
         driver.save_screenshot(str(SHOTS / "console-connector-failed-task.png"))
         # Restart with tasks: the failed task is started again (and fails again, the directory still missing).
         driver.find_element("css selector", 'button[data-action="Restart with tasks"]').click()
