@@ -166,8 +166,9 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 worker.stop()
             return Row("kconnect", n, created, calls, kib, page, listing, fetched, rows)
-        ref = bench_reference_worker(bootstrap, group, work / f"{group}.log", version=REFERENCE_4X)
-        with ref.start():
+        # The context manager starts the worker (and stops it, SIGKILL after 30 s); calling start() too
+        # would start a second JVM and orphan the first.
+        with bench_reference_worker(bootstrap, group, work / f"{group}.log", version=REFERENCE_4X) as ref:
             created = _create_all(ref.url, bodies)
             calls, kib = _list_calls(ref.url, args.calls, n)
         return Row(f"Apache Kafka Connect {REFERENCE_4X}", n, created, calls, kib, [], [], [], [])
