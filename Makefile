@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 REFERENCE := ../shared/tools/reference-connect
 
-.PHONY: setup demo test lint unit kafka reference postgres stunnel
+.PHONY: setup demo test lint unit kafka reference postgres stunnel chromium
 
 setup: $(STAMP)
 
@@ -53,6 +53,16 @@ stunnel:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq stunnel4; \
 	fi
 
+# The console's browser tests (tests/integration/test_console.py) drive Debian's Chromium headless through
+# its chromedriver: install both when missing (no browser download from anywhere else works here).
+chromium:
+	@if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then \
+	  echo "installing chromium and chromium-driver for the console's browser tests"; \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
+	    chromium chromium-driver; \
+	fi
+
 # mypy cannot follow the editable install's folder mapping, so it checks a tree of links that has
 # the installed shape (kconnect/runtime -> runtime/, ...).
 TYPECHECK := build/typecheck
@@ -68,5 +78,5 @@ lint: setup
 unit: setup
 	$(BIN)/pytest -q -ra tests/unit
 
-test: setup kafka reference postgres stunnel lint
+test: setup kafka reference postgres stunnel chromium lint
 	$(BIN)/pytest -q -ra --durations=25 -n 2 --dist loadfile

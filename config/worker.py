@@ -146,6 +146,7 @@ class WorkerConfig:
     rest_allowed_hosts: tuple[str, ...]
     rest_request_timeout_ms: int
     rest_max_concurrent_requests: int
+    rest_console_enable: bool
     # Kafka clients
     client_id: str
     client_dns_lookup: str
@@ -201,6 +202,10 @@ class WorkerConfig:
                     "group.records.storage.topic explicitly",
                 )
             values["group_records_storage_topic"] = derived
+        if values["group_records_storage_replication_factor"] is None:
+            # Apache Kafka Connect has no such topic, so its properties files never set this factor: the
+            # config topic's factor is the one the operator chose for this cluster's internal topics.
+            values["group_records_storage_replication_factor"] = values["config_storage_replication_factor"]
         spark = {key: value for key, value in props.items() if key.startswith(SPARK_PREFIX)}
         spark["spark.master"] = values["spark_master"]
         passthrough = {

@@ -149,9 +149,20 @@ _REPLICATION = PositiveOrBrokerDefault(INT16_MAX)
 
 
 def _storage(
-    name: str, what: str, *, partitions: str | None, kconnect: bool = False, default_topic: str | None = None
+    name: str,
+    what: str,
+    *,
+    partitions: str | None,
+    kconnect: bool = False,
+    default_topic: str | None = None,
+    replication_from: str | None = None,
 ) -> list[Definition]:
-    """The topic / partitions / replication.factor triple that each internal store has."""
+    """The topic / partitions / replication.factor triple that each internal store has.
+
+    ``replication_from`` names another key whose value is this store's replication factor when it is
+    unset (the parser applies it): a store that Apache Kafka Connect does not have must not demand a
+    factor that a properties file written for Connect never mentions.
+    """
     prefix = f"{name}.storage."
     rows = [
         Definition(
@@ -168,10 +179,18 @@ def _storage(
         Definition(
             f"{prefix}replication.factor",
             ConfigType.SHORT,
-            "3",
-            f"Replication factor used when the worker creates the topic holding {what}.",
+            "3" if replication_from is None else None,
+            f"Replication factor used when the worker creates the topic holding {what}."
+            + (
+                ""
+                if replication_from is None
+                else f" Unset: the value of {replication_from} (whose default is 3), so a properties file "
+                "written for Apache Kafka Connect on a one-broker cluster, with the three internal topics "
+                "at factor 1, also starts this fourth topic at 1."
+            ),
             _REPLICATION,
             kconnect=kconnect,
+            default_text=replication_from,
         ),
     ]
     if partitions is not None:
@@ -373,6 +392,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         partitions="1",
         kconnect=True,
         default_topic=f"<group.id>{GROUP_RECORDS_TOPIC_SUFFIX}",
+        replication_from="config.storage.replication.factor",
     ),
     # Converters and worker behaviour
     Definition(
@@ -653,6 +673,16 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Below the 40 threads REST handlers share, so reads still find a thread while writes wait on "
         "Kafka, and /health always answers.",
         IntRange(1, INT32_MAX),
+        kconnect=True,
+    ),
+    Definition(
+        "rest.console.enable",
+        ConfigType.BOOLEAN,
+        "true",
+        "Whether the REST listeners also serve the web console at /ui (static files from the kconnect "
+        "package, no external assets). It calls the same REST API from the browser, so it needs no "
+        "rights of its own: basic auth and the cross-site write checks apply to it as to any client. "
+        "false answers /ui with 404.",
         kconnect=True,
     ),
     # Kafka clients

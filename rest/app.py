@@ -8,7 +8,8 @@ request, and one router per resource, each in the module named for it, where tha
   offsets, active topics);
 - ``tasks.py``: a connector's tasks, and the internal task-config and fencing writes between workers;
 - ``workers.py``: ``GET /workers`` and the static-assignment overrides;
-- ``plugins.py``, ``admin.py`` (log levels), ``group.py`` (``GET /group``, ``GET /metrics``).
+- ``plugins.py``, ``admin.py`` (log levels), ``group.py`` (``GET /group``, ``GET /metrics``);
+- ``ui/``: the web console's static files at ``/ui`` (``rest.console.enable``).
 
 What the routes share (reading a body, forwarding to the leader, the shapes of a connector's info and
 status) is ``context.py``'s :class:`~kconnect.rest.context.RestContext`.
@@ -33,6 +34,7 @@ from kconnect.rest.openapi import install_openapi
 from kconnect.rest.plugins import plugins_router
 from kconnect.rest.root import root_router
 from kconnect.rest.tasks import tasks_router
+from kconnect.rest.ui.routes import console_router
 from kconnect.rest.workers import workers_router
 from kconnect.runtime import __version__
 from kconnect.runtime.errors import ConnectError
@@ -101,5 +103,7 @@ def create_app(worker: Worker) -> FastAPI:
     app.include_router(plugins_router(worker))
     app.include_router(admin_router(worker))
     app.include_router(operations_router(ctx))
+    if worker.config.rest_console_enable:
+        app.include_router(console_router())
     install_openapi(app)  # last: it describes every route included above
     return app

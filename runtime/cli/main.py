@@ -1,5 +1,6 @@
-"""The ``kconnect`` command: ``broker``, ``worker``, ``connectors`` (a REST client), ``group describe``
-(runtime/cli/group_describe.py, reads the group records alone) and ``demo``.
+"""The ``kconnect`` command: ``broker``, ``worker``, ``connectors`` (a REST client), ``apply``
+(runtime/cli/apply.py, connectors from files; its own exit statuses: 0 unchanged, 1 failed, 3 changed),
+``group describe`` (runtime/cli/group_describe.py, reads the group records alone) and ``demo``.
 
 Exit statuses: 0 clean stop, 1 the worker could not start (broker unreachable, bad internal topic) or
 the embedded broker could not (its dev extra not installed), 2 invalid worker properties or command
@@ -511,6 +512,10 @@ def build_parser() -> argparse.ArgumentParser:
     from kconnect.runtime.cli.rest_client import add_parser as add_client_parser
 
     add_client_parser(sub)
+
+    from kconnect.runtime.cli.apply import add_parser as add_apply_parser
+
+    add_apply_parser(sub)
 
     p = sub.add_parser("demo", help="embedded broker, three workers and a sample connector")
     p.add_argument("--workers", type=int, default=3)

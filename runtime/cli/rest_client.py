@@ -138,6 +138,19 @@ class ConnectClient:
         tasks."""
         return self._call("GET", _path(name, "status")).body
 
+    def put_config(self, name: str, config: Mapping[str, str]) -> Answer:
+        """``PUT /connectors/<name>/config``: creates (201) or replaces (200) the connector's whole config,
+        so a key left out is removed."""
+        return self._call("PUT", _path(name, "config"), body=dict(config))
+
+    def validate(self, plugin: str, config: Mapping[str, str]) -> Any:
+        """``PUT /connector-plugins/<class>/config/validate``: Connect's ConfigInfos, whose ``error_count``
+        says whether the config is valid and whose ``configs[].value.errors`` say why per key."""
+        from urllib.parse import quote
+
+        path = f"/connector-plugins/{quote(plugin, safe='')}/config/validate"
+        return self._call("PUT", path, body=dict(config)).body
+
     def offsets(self, name: str) -> Any:
         """``GET /connectors/<name>/offsets`` (KIP-875): committed offsets, source or sink,
         in Java's shape."""

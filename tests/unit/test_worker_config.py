@@ -131,6 +131,27 @@ def with_props(**props: str) -> dict[str, str]:
     return {**MINIMAL, **props}
 
 
+@pytest.mark.parametrize(
+    ("config_factor", "records_factor", "expected"),
+    [
+        (None, None, 3),  # both unset: Apache's default of 3
+        ("1", None, 1),  # a one-broker file: the fourth topic follows the config topic
+        ("-1", None, -1),  # the broker's default for the config topic: the same for the records
+        ("1", "2", 2),  # set explicitly: taken as is
+        (None, "1", 1),
+    ],
+)
+def test_group_records_replication_factor_defaults_to_the_config_topics(
+    config_factor: str | None, records_factor: str | None, expected: int
+) -> None:
+    props = dict(MINIMAL)
+    if config_factor is not None:
+        props["config.storage.replication.factor"] = config_factor
+    if records_factor is not None:
+        props["group.records.storage.replication.factor"] = records_factor
+    assert WorkerConfig.from_properties(props).group_records_storage_replication_factor == expected
+
+
 def test_apache_stock_connect_distributed_properties_is_valid_and_fully_known() -> None:
     props = parse_properties(APACHE_CONNECT_DISTRIBUTED)
     assert unknown_keys(props) == []
@@ -160,6 +181,8 @@ def test_apache_stock_connect_distributed_properties_is_valid_and_fully_known() 
         5,
     )
     assert cfg.group_records_storage_topic == "connect-cluster-group-records"
+    # The stock file is for a one-broker cluster: the fourth topic follows the config topic's factor.
+    assert cfg.group_records_storage_replication_factor == 1
     assert cfg.offset_flush_interval_ms == 10000
     assert cfg.listeners == ("http://:8083",)
     # kconnect's default is static (KIP-987), which still offers sessioned to Apache workers.
@@ -215,6 +238,7 @@ DEFAULTS: list[tuple[str, Any]] = [
     ("rest_advertised_port", None),
     ("rest_advertised_listener", None),
     ("rest_extension_classes", ()),
+    ("rest_console_enable", True),
     ("access_control_allow_origin", ""),
     ("access_control_allow_methods", ""),
     ("response_http_headers_config", ""),
