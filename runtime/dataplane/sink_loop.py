@@ -50,6 +50,8 @@ from kconnect.runtime.dataplane.sink_reader import (
     SinkReaders,
 )
 from kconnect.runtime.dataplane.sink_runner import MAX_PUT_RECORDS, SinkTaskRunner
+from kconnect.runtime.dataplane.stall_watch import Reading, observe, reading
+from kconnect.runtime.dataplane.stall_watch import start as start_watch
 from kconnect.runtime.plugins.api import (
     ConnectorError,
     FrameSinkTask,
@@ -77,6 +79,11 @@ METADATA_EMPTY_S = 1.0
 #: task has caught up they run at once, so that a trickle's records are durable (and a file sink's lines
 #: visible) right after their ``put``.
 COMMIT_BUSY_S = 1.0
+#: How often the stall watch looks at the task's reading (``stall_watch``), at most; a third of the
+#: worker's ``sink.task.stall.timeout.ms`` when that is shorter.
+LOOK_S = 5.0
+#: ``sink.task.stall.timeout.ms``'s default, for runners made without a worker's config (tests).
+STALL_TIMEOUT_S = 60.0
 
 
 def sink_placement(
@@ -170,9 +177,17 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
 
     placement = SinkTaskPlacement.WORKER.value
 
-    def __init__(self, *args: Any, readers: SinkReaders, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, readers: SinkReaders, stall_timeout_s: float = STALL_TIMEOUT_S, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self._readers = readers
+        #: ``sink.task.stall.timeout.ms``: reading behind and unmoved this long is a stall (``stall_watch``).
+        self._stall_timeout_s = stall_timeout_s
+        self._look_s = min(LOOK_S, max(0.2, stall_timeout_s / 3))
+        self._watch = start_watch(time.monotonic())
+        #: The task's reading as /metrics and /health show it (replaced whole by each look).
+        self.reading = Reading()
         self._reader: SinkReader | None = None
         self._inbox = Inbox(str(self.task_id))
         self._pattern = re.compile(self.topics_regex) if self.topics_regex else None
@@ -302,6 +317,8 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
         from confluent_kafka import KafkaException
 
         next_metadata = 0.0
+        next_look = time.monotonic() + self._look_s
+        self._watch = start_watch(time.monotonic())
         pending = False  # records put since the last pre_commit
         last_commit = time.monotonic()
         while not self._stopping.is_set():
@@ -331,6 +348,9 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
                 self.loop_began()  # RUNNING once reading, as a query is once active: topics may be empty
             if self._restart.is_set():
                 self._reread_committed(reader)
+            if now >= next_look and self._reading:
+                self._look(reader)
+                next_look = now + self._look_s
             taken = self._inbox.take(MAX_PUT_RECORDS, 0.0 if pending else POLL_S)
             reader.drained(self._inbox)
             messages = self._usable(taken)
@@ -347,6 +367,30 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
                 last_commit = time.monotonic()
         if pending and self.failed is None and not self.fenced:
             self._pre_commit()  # what was put is made durable and committed before the task closes
+
+    def _look(self, reader: SinkReader) -> None:
+        """One look of the stall watch (``stall_watch``): where the task's reading stands against where its
+        partitions end; a reading stalled past ``sink.task.stall.timeout.ms`` is re-established (its
+        partitions re-seeked in the shared reader at the task's position) and said so in one log line."""
+        now = time.monotonic()
+        positions = reader.positions(self._inbox)
+        for tp, consumed in self._consumed.items():  # the task may be ahead of the reader's last note
+            if tp in positions and consumed > positions[tp]:
+                positions[tp] = consumed
+        ends = reader.ends(positions)
+        self._watch, verdict = observe(
+            self._watch, now, self._stall_timeout_s, positions, ends, len(self._inbox)
+        )
+        self.reading = reading(self._watch, verdict, time.time(), now)
+        if verdict.reestablish:
+            self.log.warning(
+                "sink task's reading stalled; re-established",
+                stalled_s=round(verdict.stalled_s, 1),
+                lag={f"{tp.topic}-{tp.partition}": lag for tp, lag in sorted(verdict.lag.items(), key=str)},
+                times=self._watch.reestablished,
+                bound_s=self._stall_timeout_s,
+            )
+            reader.reseek(self._inbox, {tp: positions[tp] for tp in verdict.reestablish})
 
     def _usable(self, taken: list[Any]) -> list[Any]:
         """The messages to deliver of what was taken: markers and errors handled, the messages of a
