@@ -195,6 +195,8 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
         self._reading: set[TopicPartition] = set()
         #: Partitions rewound and not yet marked (``Rewound``): their messages read before are dropped.
         self._skipping: set[TopicPartition] = set()
+        #: Where the task asked the reader to start each partition (concrete offsets only), for its watch.
+        self._assigned_at: dict[TopicPartition, int] = {}
         #: The reader a preparation acquired (:meth:`prepare`), until the loop takes it.
         self._warm_reader: SinkReader | None = None
 
@@ -267,7 +269,11 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
         if gone:
             reader.unassign(self._inbox, gone)
         if new:
-            reader.assign(self._inbox, self._starts(reader, new))
+            starts = self._starts(reader, new)
+            self._assigned_at.update({tp: o for tp, o in starts.items() if o >= 0})
+            reader.assign(self._inbox, starts)
+        for tp in gone:
+            self._assigned_at.pop(tp, None)
         self._reading = set(partitions)
 
     def _reread_committed(self, reader: SinkReader) -> None:
@@ -276,7 +282,9 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
         self._restart.clear()
         if self._reading:
             self._skipping |= self._reading
-            reader.assign(self._inbox, self._starts(reader, self._reading), rewind=True)
+            starts = self._starts(reader, self._reading)
+            self._assigned_at.update({tp: o for tp, o in starts.items() if o >= 0})
+            reader.assign(self._inbox, starts, rewind=True)
 
     def _commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         assert self._reader is not None
@@ -370,27 +378,41 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
 
     def _look(self, reader: SinkReader) -> None:
         """One look of the stall watch (``stall_watch``): where the task's reading stands against where its
-        partitions end; a reading stalled past ``sink.task.stall.timeout.ms`` is re-established (its
-        partitions re-seeked in the shared reader at the task's position) and said so in one log line."""
+        partitions end; a reading stalled past ``sink.task.stall.timeout.ms`` is re-established and said
+        so in one log line: its partitions re-seeked in the shared reader, and if that did not bring it
+        back by the next bound, the reader's consumer replaced by a fresh one."""
         now = time.monotonic()
-        positions = reader.positions(self._inbox)
-        for tp, consumed in self._consumed.items():  # the task may be ahead of the reader's last note
-            if tp in positions and consumed > positions[tp]:
-                positions[tp] = consumed
+        # The task's own partitions, not the reader's view of them: a partition the reader lost (a request
+        # it refused) is exactly the one to watch. The furthest of what the reader noted, what the task
+        # took and where it asked to start.
+        noted = reader.positions(self._inbox)
+        positions: dict[TopicPartition, int] = {}
+        for tp in self._reading:
+            known = [
+                p for p in (noted.get(tp), self._consumed.get(tp), self._assigned_at.get(tp)) if p is not None
+            ]
+            if known and max(known) >= 0:
+                positions[tp] = max(known)
         ends = reader.ends(positions)
         self._watch, verdict = observe(
             self._watch, now, self._stall_timeout_s, positions, ends, len(self._inbox)
         )
         self.reading = reading(self._watch, verdict, time.time(), now)
         if verdict.reestablish:
+            offsets = {tp: positions[tp] for tp in verdict.reestablish}
+            how = "consumer replaced" if verdict.escalate else "partitions re-seeked"
             self.log.warning(
-                "sink task's reading stalled; re-established",
+                f"sink task's reading stalled; re-established ({how})",
                 stalled_s=round(verdict.stalled_s, 1),
                 lag={f"{tp.topic}-{tp.partition}": lag for tp, lag in sorted(verdict.lag.items(), key=str)},
                 times=self._watch.reestablished,
                 bound_s=self._stall_timeout_s,
+                reader=reader.name,
             )
-            reader.reseek(self._inbox, {tp: positions[tp] for tp in verdict.reestablish})
+            if verdict.escalate:
+                reader.rebuild(self._inbox, offsets)
+            else:
+                reader.reseek(self._inbox, offsets)
 
     def _usable(self, taken: list[Any]) -> list[Any]:
         """The messages to deliver of what was taken: markers and errors handled, the messages of a

@@ -262,7 +262,10 @@ class SinkReader:
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
         }
+        self._conf = conf
         self._consumer = Consumer(conf)
+        #: Times the consumer was replaced by a fresh one (``rebuild``).
+        self.rebuilds = 0
         self._admin = AdminClient({**admin_settings(settings), "client.id": f"{name}-admin"})
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
@@ -351,30 +354,81 @@ class SinkReader:
         ``stall_watch``): each is unassigned and assigned again at its offset, which drops whatever the
         consumer held for it (a fetch position, a back-off, a leader it waits for) and makes librdkafka
         look the partition up afresh. The offsets are where the task's reading stands, so nothing is read
-        twice or skipped. Partitions no longer the inbox's are left alone."""
+        twice or skipped. A partition the reader does not read for the inbox (lost to a failed request, held
+        by another inbox) is assigned to it, as ``assign`` does."""
         from confluent_kafka import TopicPartition as KafkaTopicPartition
 
         def change() -> None:
-            mine = {tp: o for tp, o in offsets.items() if self._owners.get(tp) is inbox}
-            if not mine:
-                return
-            tps = [KafkaTopicPartition(tp.topic, tp.partition) for tp in mine]
-            self._consumer.incremental_unassign(tps)
+            held = [KafkaTopicPartition(tp.topic, tp.partition) for tp in offsets if tp in self._owners]
+            if held:
+                self._consumer.incremental_unassign(held)
             self._consumer.incremental_assign(
-                [KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in mine.items()]
+                [KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()]
             )
-            for tp, offset in mine.items():
+            for tp, offset in offsets.items():
+                previous = self._owners.get(tp)
+                if previous is not None and previous is not inbox:
+                    previous.partitions.discard(tp)
+                self._owners[tp] = inbox
+                inbox.partitions.add(tp)
                 self._starts[tp] = offset
                 self._positions.pop(tp, None)
             if inbox.paused:
-                self._consumer.pause(tps)
+                self._consumer.pause([KafkaTopicPartition(tp.topic, tp.partition) for tp in offsets])
+
+        return self.request(change)
+
+    def rebuild(self, inbox: Inbox, offsets: Mapping[TopicPartition, int]) -> threading.Event:
+        """Replace the consumer by a fresh one (the stall watchdog's second step, when a re-seek did not
+        bring ``inbox``'s reading back): new connections, new metadata, no fetcher state carried over.
+        Every partition of the reader is assigned again where its reading stands (the old consumer's
+        position, which is past everything already handed to an inbox), ``offsets`` for ``inbox``'s (taken
+        over if another inbox held them, as ``assign`` does); paused inboxes stay paused. The old consumer
+        is closed on a thread of its own: a consumer stuck on a connection may take long to close."""
+        from confluent_kafka import Consumer
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+        def change() -> None:
+            old = self._consumer
+            where: dict[TopicPartition, int] = {}
+            owned = [KafkaTopicPartition(t.topic, t.partition) for t in self._owners]
+            try:
+                noted = old.position(owned) if owned else []
+            except Exception:  # the positions noted last serve then
+                noted = []
+            for tp in self._owners:
+                where[tp] = self._starts.get(tp, -1)
+            for t in noted:
+                if t.offset >= 0:
+                    where[TopicPartition(t.topic, t.partition)] = t.offset
+            for tp, offset in offsets.items():
+                previous = self._owners.get(tp)
+                if previous is not None and previous is not inbox:
+                    previous.partitions.discard(tp)
+                self._owners[tp] = inbox
+                inbox.partitions.add(tp)
+                where[tp] = offset
+            self._consumer = Consumer(self._conf)
+            self.rebuilds += 1
+            threading.Thread(target=old.close, name=f"{self.name}-close", daemon=True).start()
+            if where:
+                self._consumer.incremental_assign(
+                    [KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in where.items()]
+                )
+            self._starts.update(where)
+            self._positions = {}
+            paused = [
+                KafkaTopicPartition(tp.topic, tp.partition) for tp, box in self._owners.items() if box.paused
+            ]
+            if paused:
+                self._consumer.pause(paused)
 
         return self.request(change)
 
     def positions(self, inbox: Inbox) -> dict[TopicPartition, int]:
-        """Where the reading of each of ``inbox``'s partitions stands: the next offset the consumer hands
-        it (noted every ``POSITIONS_S``), else the offset it was assigned from; a partition assigned at a
-        logical offset and not read yet is left out (its position is not known)."""
+        """Where the reading of each partition the reader reads for ``inbox`` stands: the next offset the
+        consumer hands it (noted every ``POSITIONS_S``), else the offset it was assigned from; a partition
+        assigned at a logical offset and not read yet is left out (its position is not known)."""
         out: dict[TopicPartition, int] = {}
         for tp in set(inbox.partitions):
             position = self._positions.get(tp)

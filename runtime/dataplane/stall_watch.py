@@ -16,7 +16,9 @@ it decides:
   partitions may be paused on purpose), and no progress for ``bound_s`` since it was last both caught up
   or moving;
 - *re-establish*: stalled, and the last re-establishment (if any) is at least ``bound_s`` old, so a
-  reading that stays stuck is re-established once per bound, not on every look.
+  reading that stays stuck is re-established once per bound, not on every look; the first time in a
+  stall gently (its partitions re-seeked), every later time in the same stall more strongly
+  (*escalate*: the shared reader's consumer replaced, new connections and metadata).
 
 The shell (``sink_loop``) does the I/O: asks for the ends, re-seeks the partitions the verdict names,
 logs once per re-establishment, and publishes the :class:`Reading` for ``/metrics`` and ``/health``.
@@ -44,6 +46,8 @@ class WatchState:
     reestablished_at: float | None = None
     #: Re-establishments made so far.
     reestablished: int = 0
+    #: Re-establishments made in the current stall (0 once the task moves or catches up).
+    this_stall: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +60,11 @@ class Verdict:
     stalled: bool
     #: Seconds the task has been behind without moving (0.0 when not behind).
     stalled_s: float
-    #: The partitions to re-establish (re-seek) now; empty when nothing is to be done.
+    #: The partitions to re-establish now; empty when nothing is to be done.
     reestablish: frozenset[TopicPartition]
+    #: Whether a re-establishment of this same stall came before and did not help: the next step is
+    #: stronger (the shell replaces the consumer rather than re-seeking its partitions).
+    escalate: bool = False
 
 
 def start(now: float) -> WatchState:
@@ -95,6 +102,7 @@ def observe(
     stalled = behind_since is not None and stalled_s >= bound_s
     due = state.reestablished_at is None or now - state.reestablished_at >= bound_s
     reestablish = frozenset(lag) if stalled and due else frozenset()
+    this_stall = 0 if behind_since is None else state.this_stall
     new_state = replace(
         state,
         positions=dict(positions),
@@ -102,8 +110,9 @@ def observe(
         behind_since=behind_since,
         reestablished_at=now if reestablish else state.reestablished_at,
         reestablished=state.reestablished + (1 if reestablish else 0),
+        this_stall=this_stall + (1 if reestablish else 0),
     )
-    return new_state, Verdict(lag, stalled, stalled_s, reestablish)
+    return new_state, Verdict(lag, stalled, stalled_s, reestablish, bool(reestablish) and this_stall > 0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,13 +26,15 @@ class Look:
     waiting: int
     stalled: bool
     reestablish: frozenset[TopicPartition] = frozenset()
+    escalate: bool = False
 
 
 def run(looks: list[Look]) -> None:
     state = start(0.0)
     for i, look in enumerate(looks):
         state, verdict = observe(state, look.at, BOUND, look.positions, look.ends, look.waiting)
-        assert (verdict.stalled, verdict.reestablish) == (look.stalled, look.reestablish), (i, look, verdict)
+        got = (verdict.stalled, verdict.reestablish, verdict.escalate)
+        assert got == (look.stalled, look.reestablish, look.escalate), (i, look, verdict)
 
 
 CASES = {
@@ -47,7 +49,8 @@ CASES = {
         Look(120, {A: 10}, {A: 60}, 0, False),
         Look(130, {A: 10}, {A: 70}, 0, True, frozenset({A})),
         Look(140, {A: 10}, {A: 80}, 0, True),  # still stalled; the last re-establishment is too recent
-        Look(160, {A: 10}, {A: 90}, 0, True, frozenset({A})),
+        Look(160, {A: 10}, {A: 90}, 0, True, frozenset({A}), escalate=True),  # the re-seek did not help
+        Look(190, {A: 10}, {A: 90}, 0, True, frozenset({A}), escalate=True),
     ],
     "moving while behind (a backlog being read) is no stall": [
         Look(0, {A: 0}, {A: 1000}, 0, False),
@@ -65,7 +68,7 @@ CASES = {
         Look(31, {A: 20}, {A: 25}, 0, False),
         Look(60, {A: 20}, {A: 25}, 0, False),  # the clock starts again at this first look behind, unmoved
         Look(89, {A: 20}, {A: 25}, 0, False),
-        Look(90, {A: 20}, {A: 25}, 0, True, frozenset({A})),
+        Look(90, {A: 20}, {A: 25}, 0, True, frozenset({A})),  # a new stall starts gently again
     ],
     "an unknown end (leader down) is no evidence": [
         Look(0, {A: 10}, {}, 0, False),
