@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -77,7 +78,8 @@ def test_a_stalled_sink_task_is_named_in_health_and_reads_again(
     cluster, proxy = proxied
     direct = cluster.nodes[0].bootstrap
     topic = f"stall-{uuid.uuid4().hex[:6]}"
-    AdminClient({"bootstrap.servers": direct}).create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    admin = AdminClient({"bootstrap.servers": direct})  # held: its futures need it alive
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
     props = worker_properties(f"127.0.0.1:{proxy.port}", f"stall-{uuid.uuid4().hex[:6]}", free_port())
     props.update(
         {
@@ -90,7 +92,14 @@ def test_a_stalled_sink_task_is_named_in_health_and_reads_again(
     )
     worker = WorkerProcess(tmp_path, props, name="stall-w0", spark=True).start()
     try:
-        wait_until(lambda: worker.get("/health").status_code == 200, 120, "the worker healthy")
+
+        def healthy() -> bool:
+            try:
+                return worker.get("/health").status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_until(healthy, 120, "the worker healthy", interval=0.5)
         out = tmp_path / "out.txt"
         config = {
             "connector.class": "FileStreamSink",
@@ -115,6 +124,10 @@ def test_a_stalled_sink_task_is_named_in_health_and_reads_again(
         held = proxy.hold(READER)
         assert held >= 1, proxy.client_ids()
         held_at = time.monotonic()
+        # The fetch in flight when the hold began was passed already: a long poll the broker would answer
+        # with the next records. It returns empty within the consumer's fetch.wait.max.ms; the records
+        # written after that can only come through a request the proxy holds.
+        time.sleep(2)
         _produce(direct, topic, [f"b{i}" for i in range(10)])
 
         named: list[dict[str, object]] = []
@@ -125,7 +138,8 @@ def test_a_stalled_sink_task_is_named_in_health_and_reads_again(
             return bool(named) or len(_lines(out)) >= 20
 
         wait_until(stall_named, 90, "/health naming the stalled sink task", interval=0.3)
-        assert named, f"delivered again before /health named a stall: {_lines(out)[10:]}"
+        links = [x for x in proxy.links() if "reader" in str(x[0])]
+        assert named, f"delivered again before /health named a stall: {_lines(out)[10:]}; links {links}"
         first = named[0]
         assert first["connector"] == "out" and first["task"] == 0, first
         assert first["partitions"] == [f"{topic}-0"], first

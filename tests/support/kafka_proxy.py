@@ -29,6 +29,8 @@ class _Link:
         self.client = client
         self.broker = broker
         self.client_id: str | None = None
+        #: Requests passed to the broker, by API key (Fetch is 1).
+        self.passed: dict[int, int] = {}
         self.held = threading.Event()
         self.released = threading.Event()
         self.released.set()
@@ -63,6 +65,11 @@ class KafkaProxy:
                     link.held.set()
                     n += 1
         return n
+
+    def links(self) -> list[tuple[str | None, bool, bool, dict[int, int]]]:
+        """Per connection: its client id, whether it is open, whether it is held, and requests passed."""
+        with self._lock:
+            return [(k.client_id, k.client.fileno() >= 0, k.held.is_set(), dict(k.passed)) for k in self._links]
 
     def client_ids(self) -> list[str]:
         with self._lock:
@@ -113,6 +120,8 @@ class KafkaProxy:
                     link.client_id = body[10 : 10 + length].decode(errors="replace") if length >= 0 else ""
                 link.released.wait()
                 link.broker.sendall(head + body)
+                (api_key,) = struct.unpack(">h", body[:2])
+                link.passed[api_key] = link.passed.get(api_key, 0) + 1
         except OSError:
             link.close()
 
