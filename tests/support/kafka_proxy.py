@@ -69,7 +69,10 @@ class KafkaProxy:
     def links(self) -> list[tuple[str | None, bool, bool, dict[int, int]]]:
         """Per connection: its client id, whether it is open, whether it is held, and requests passed."""
         with self._lock:
-            return [(k.client_id, k.client.fileno() >= 0, k.held.is_set(), dict(k.passed)) for k in self._links]
+            return [
+                (link.client_id, link.client.fileno() >= 0, link.held.is_set(), dict(link.passed))
+                for link in self._links
+            ]
 
     def client_ids(self) -> list[str]:
         with self._lock:
