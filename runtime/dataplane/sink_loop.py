@@ -28,6 +28,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import replace
 from typing import Any
 
 from kconnect.config.worker_keys import SinkTaskPlacement
@@ -334,6 +335,9 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
                 if pending:
                     self._pre_commit()
                     pending = False
+                if self.reading.stalled:  # a paused task is not stalled; its watch starts again on resume
+                    self.reading = replace(self.reading, stalled=False, stalled_s=0.0, partitions=())
+                self._watch = start_watch(time.monotonic())
                 self._running.wait(0.5)
                 continue
             now = time.monotonic()

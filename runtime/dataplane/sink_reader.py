@@ -454,27 +454,30 @@ class SinkReader:
         wanted = set(partitions)
         with self._ends_lock:
             now = time.monotonic()
+            known = {tp: self._ends[tp][1] for tp in wanted if tp in self._ends}
             stale = any(now - self._ends.get(tp, (-1e9, 0))[0] > ENDS_MAX_AGE_S for tp in wanted)
-            if stale and now - self._ends_asked_at > ENDS_MAX_AGE_S:
-                self._ends_asked_at = now
-                ask = wanted | set(self._owners)
-                level = (
-                    IsolationLevel.READ_UNCOMMITTED
-                    if self._isolation == "read_uncommitted"
-                    else IsolationLevel.READ_COMMITTED
-                )
-                latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # untyped in confluent-kafka
-                request = {KafkaTopicPartition(tp.topic, tp.partition): latest for tp in ask}
-                try:
-                    futures = self._admin.list_offsets(
-                        request, isolation_level=level, request_timeout=READ_METADATA_S
-                    )
-                except Exception as exc:
-                    log.info("sink reader: end offsets not asked", reader=self.name, error=str(exc))
-                    futures = {}
-                for ktp, future in futures.items():
-                    future.add_done_callback(self._noted_end(TopicPartition(ktp.topic, ktp.partition), now))
-            return {tp: self._ends[tp][1] for tp in wanted if tp in self._ends}
+            if not stale or now - self._ends_asked_at <= ENDS_MAX_AGE_S:
+                return known
+            self._ends_asked_at = now
+        # Asked outside the lock: a future that is done already runs its callback at once, which takes it.
+        ask = wanted | set(self._owners)
+        level = (
+            IsolationLevel.READ_UNCOMMITTED
+            if self._isolation == "read_uncommitted"
+            else IsolationLevel.READ_COMMITTED
+        )
+        latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # untyped in confluent-kafka
+        request = {KafkaTopicPartition(tp.topic, tp.partition): latest for tp in ask}
+        try:
+            futures = self._admin.list_offsets(
+                request, isolation_level=level, request_timeout=READ_METADATA_S
+            )
+        except Exception as exc:
+            log.info("sink reader: end offsets not asked", reader=self.name, error=str(exc))
+            futures = {}
+        for ktp, future in futures.items():
+            future.add_done_callback(self._noted_end(TopicPartition(ktp.topic, ktp.partition), now))
+        return known
 
     def _noted_end(self, tp: TopicPartition, asked_at: float) -> Callable[[Any], None]:
         def noted(future: Any) -> None:
