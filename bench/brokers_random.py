@@ -102,9 +102,28 @@ class Workers:
             }
             for i in range(2):
                 worker = dp.bench_reference_worker(
-                    bootstrap, group, work / f"{group}-w{i}.log", extra=extra, version=REFERENCE_4X
+                    bootstrap,
+                    group,
+                    work / f"{group}-w{i}.log",
+                    extra=extra,
+                    version=REFERENCE_4X,
+                    startup_timeout_s=300.0,
                 )
                 self.ref.append(worker.start())
+
+    def wait_ready(self) -> None:
+        """Every worker answers REST and the group has a generation (kconnect) / joined (Connect)."""
+
+        def in_group(w: WorkerProcess) -> bool:
+            try:
+                return bool((w.workers() or {}).get("generation", -1) >= 0)
+            except httpx.HTTPError:
+                return False
+
+        for w in self.kc:
+            wait_until(lambda w=w: in_group(w), 300, f"{w.name} in its group", 1.0)  # type: ignore[misc]
+        for r in self.ref:
+            r.wait_for_log(r"Joined group at generation", 300)
 
     def rest(self, method: str, path: str, body: Any = None) -> httpx.Response:
         last: Exception | None = None
@@ -147,7 +166,13 @@ def create_pipelines(workers: Workers, bootstrap: str, work: Path, tag: str, n: 
             body = {"name": f"{tag}-{p.index}-{kind}", "config": {**config, "tasks.max": "1"}}
             deadline = time.monotonic() + 120
             while True:
-                resp = workers.rest("POST", "/connectors", body)
+                try:
+                    resp = workers.rest("POST", "/connectors", body)
+                except RuntimeError:  # no worker answered yet
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(1.0)
+                    continue
                 if resp.status_code in (200, 201) or (
                     resp.status_code == 409 and "already exists" in resp.text
                 ):
@@ -170,26 +195,27 @@ class Chaos(threading.Thread):
     def run(self) -> None:
         start = time.monotonic()
         try:
-            while time.monotonic() - start + self.every <= self.length + 0.5:
-                time.sleep(
-                    max(0.0, start + (len(self.kills) + 1) * self.every - time.monotonic() - self.down)
-                )
+            while len(self.kills) * self.every < self.length:
+                time.sleep(max(0.0, start + len(self.kills) * self.every - time.monotonic()))
                 node = self.rng.choice(self.cluster.nodes)
                 at = time.monotonic() - start
                 self.cluster.kill(node.node_id)
-                time.sleep(self.down)
-                self.cluster.restart(node.node_id, timeout=120)
                 self.kills.append(f"node{node.node_id}@{at:.0f}s")
+                time.sleep(self.down)
+                self.cluster.restart(node.node_id, timeout=180)
+            time.sleep(max(0.0, start + self.length - time.monotonic()))
         except Exception as exc:  # reported in the row
             self.error = str(exc)[:200]
 
 
-def longest_gap(tailer: dn.Tailer, start: float, end: float) -> tuple[float, str]:
-    """The longest stretch in [start, end] (wall clock) in which a pipeline's sink file got no new line."""
+def longest_gap(tailer: dn.Tailer, written: list[int], start: float, end: float) -> tuple[float, str]:
+    """The longest stretch from ``start`` (wall clock) in which a pipeline's sink file got no new line: up to
+    its last line for a pipeline whose every line arrived, up to ``end`` (the drain's end) otherwise."""
     best, where = 0.0, ""
     for i, arrived in enumerate(tailer.arrived):
-        times = sorted(t for _stamp, t in arrived.values() if start <= t <= end)
-        edges = [start, *times, end]
+        times = sorted(t for _stamp, t in arrived.values() if t >= start)
+        stop = times[-1] if len(arrived) >= written[i] and times else end
+        edges = [start, *times, stop]
         for a, b in itertools.pairwise(edges):
             if b - a > best:
                 best, where = b - a, f"pipeline {i} from +{a - start:.0f}s"
@@ -209,6 +235,7 @@ def run_one(kind: str, bootstrap: str, _pid: int | None, work: Path, args: argpa
     tailer: dn.Tailer | None = None
     try:
         workers = Workers(kind, bootstrap, work)
+        workers.wait_ready()
         tag = f"{kind[:3]}{uuid.uuid4().hex[:4]}"
         pipelines = create_pipelines(workers, bootstrap, work, tag, args.pipelines)
         names = [f"{tag}-{p.index}-{k}" for p in pipelines for k in ("source", "sink")]
@@ -237,8 +264,7 @@ def run_one(kind: str, bootstrap: str, _pid: int | None, work: Path, args: argpa
         end = time.time()
         tailer.stop()
         arrived = sum(len(a) for a in tailer.arrived)
-        last_arrival = max((t for a in tailer.arrived for _s, t in a.values()), default=end)
-        gap, where = longest_gap(tailer, chaos_start, min(end, last_arrival) if drained is not None else end)
+        gap, where = longest_gap(tailer, list(feeder.written), chaos_start, end)
         return Row(
             label,
             note=(f"chaos error: {chaos.error}" if chaos.error else "")
