@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 REFERENCE := ../shared/tools/reference-connect
 
-.PHONY: setup demo test lint unit kafka reference postgres stunnel chromium
+.PHONY: setup demo test lint unit kafka reference postgres stunnel chromium faults
 
 setup: $(STAMP)
 
@@ -80,3 +80,10 @@ unit: setup
 
 test: setup kafka reference postgres stunnel chromium lint
 	$(BIN)/pytest -q -ra --durations=25 -n 2 --dist loadfile
+
+# The broker-fault scenarios (tests/integration/test_broker_faults.py) FAULTS_RUNS times in a row, each run on
+# a fresh three-node Apache Kafka cluster, with each run's seconds to recover (bench/faults.py). Not part of
+# `make test`: ten runs take half an hour or more.
+FAULTS_RUNS ?= 10
+faults: setup kafka
+	$(BIN)/python bench/faults.py --runs $(FAULTS_RUNS)

@@ -665,16 +665,29 @@ def warm_broker(bootstrap: str) -> None:
         raise RuntimeError("the broker did not take an idempotent producer's record within 120 s")
 
 
+#: The Apache Kafka cluster of the run under way (``broker_running``), for a bench that faults its nodes.
+running_cluster: KafkaCluster | None = None
+
+
 @contextlib.contextmanager
-def broker_running(kind: str, work: Path) -> Iterator[tuple[str, int | None]]:
+def broker_running(
+    kind: str, work: Path, size: int = 1, broker_config: dict[str, str] | None = None
+) -> Iterator[tuple[str, int | None]]:
+    """The run's broker: the embedded one, or ``size`` Apache Kafka nodes (``broker_config`` on each);
+    yields the bootstrap and the first node's pid."""
+    global running_cluster
     if kind == "embedded":
         with embedded.running(log_path=work / "broker.log") as broker:
             yield broker.bootstrap, broker.process.pid
         return
-    with KafkaCluster(work / "kafka", size=1) as cluster:
+    with KafkaCluster(work / "kafka", size=size, broker_config=broker_config) as cluster:
         node = cluster.nodes[0]
         warm_broker(cluster.bootstrap)
-        yield cluster.bootstrap, node.process.pid if node.process else None
+        running_cluster = cluster
+        try:
+            yield cluster.bootstrap, node.process.pid if node.process else None
+        finally:
+            running_cluster = None
 
 
 def query_sinks_on_embedded(kind: str, worker_props: list[str]) -> str | None:
@@ -707,11 +720,14 @@ def run_systems(
     systems: Sequence[str],
     run_one: Callable[[str, str, int | None, Path], R],
     report: Callable[[list[R]], None],
+    size: int = 1,
+    broker_config: dict[str, str] | None = None,
 ) -> list[R] | None:
     """A bench's run around its systems (this one's and ``handover.py``'s): SIGTERM stops it as Ctrl-C
     does, the machine is named, one broker serves every system in turn (``run_one(kind, bootstrap,
     broker_pid, work)``) and ``report`` prints the rows; None when interrupted, after reporting the rows
-    measured so far. The work directory goes unless ``keep``."""
+    measured so far. The work directory goes unless ``keep``. ``size`` and ``broker_config``: the Apache
+    Kafka cluster's nodes and their settings (``brokers_random.py`` runs three and kills them)."""
     signal.signal(signal.SIGTERM, _terminate)
     print(
         f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; {platform.platform()}, nproc "
@@ -721,7 +737,7 @@ def run_systems(
     work = Path(tempfile.mkdtemp(prefix=f"kconnect-bench-{name}-"))
     rows: list[R] = []
     try:
-        with broker_running(broker, work) as (bootstrap, broker_pid):
+        with broker_running(broker, work, size, broker_config) as (bootstrap, broker_pid):
             for kind in systems:
                 rows.append(run_one(kind, bootstrap, broker_pid, work))
     except KeyboardInterrupt:

@@ -167,6 +167,7 @@ class WorkerConfig:
     spark_master: str
     source_task_placement: SourceTaskPlacement
     sink_task_placement: SinkTaskPlacement
+    sink_task_stall_timeout_ms: int
     worker_id: str | None
     static_connectors: tuple[str, ...]
     static_tasks: tuple[str, ...]

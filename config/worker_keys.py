@@ -835,6 +835,20 @@ DEFINITIONS: tuple[Definition, ...] = (
         kconnect=True,
     ),
     Definition(
+        "sink.task.stall.timeout.ms",
+        ConfigType.LONG,
+        "60000",
+        "How long a sink task read by the worker (sink.task.placement worker) may stay behind the end of "
+        "its partitions without its position moving before its reading counts as stalled: GET /health then "
+        "names the task (stalled_sink_tasks) and the worker re-establishes its reading (its partitions "
+        "re-seeked at its position), once per such period, with a log line each time. Apache Kafka Connect "
+        "has no such watchdog: a task there can stay RUNNING and read nothing. /metrics shows every sink "
+        "task's lag and last progress either way. At least 1000.",
+        IntRange(1000, INT64_MAX),
+        _M,
+        kconnect=True,
+    ),
+    Definition(
         "worker.id",
         ConfigType.STRING,
         None,

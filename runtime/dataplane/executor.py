@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from kconnect.runtime.dataplane.stall_watch import Reading
 from kconnect.runtime.ids import TaskId
 
 
@@ -42,6 +43,9 @@ class TaskCounters:
     #: sink's consumer loop), ``query`` (a sink's Structured Streaming query) or ``executor`` (a source as a
     #: long-running Spark job).
     placement: str = "worker"
+    #: A worker-read sink task's reading (lag, last progress, stalled), from its stall watch; None for
+    #: other tasks.
+    reading: Reading | None = None
 
     @property
     def offset_commit_avg_ms(self) -> float:

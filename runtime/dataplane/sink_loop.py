@@ -28,6 +28,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import replace
 from typing import Any
 
 from kconnect.config.worker_keys import SinkTaskPlacement
@@ -50,6 +51,8 @@ from kconnect.runtime.dataplane.sink_reader import (
     SinkReaders,
 )
 from kconnect.runtime.dataplane.sink_runner import MAX_PUT_RECORDS, SinkTaskRunner
+from kconnect.runtime.dataplane.stall_watch import Reading, observe, reading
+from kconnect.runtime.dataplane.stall_watch import start as start_watch
 from kconnect.runtime.plugins.api import (
     ConnectorError,
     FrameSinkTask,
@@ -77,6 +80,11 @@ METADATA_EMPTY_S = 1.0
 #: task has caught up they run at once, so that a trickle's records are durable (and a file sink's lines
 #: visible) right after their ``put``.
 COMMIT_BUSY_S = 1.0
+#: How often the stall watch looks at the task's reading (``stall_watch``), at most; a third of the
+#: worker's ``sink.task.stall.timeout.ms`` when that is shorter.
+LOOK_S = 5.0
+#: ``sink.task.stall.timeout.ms``'s default, for runners made without a worker's config (tests).
+STALL_TIMEOUT_S = 60.0
 
 
 def sink_placement(
@@ -170,9 +178,17 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
 
     placement = SinkTaskPlacement.WORKER.value
 
-    def __init__(self, *args: Any, readers: SinkReaders, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, readers: SinkReaders, stall_timeout_s: float = STALL_TIMEOUT_S, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self._readers = readers
+        #: ``sink.task.stall.timeout.ms``: reading behind and unmoved this long is a stall (``stall_watch``).
+        self._stall_timeout_s = stall_timeout_s
+        self._look_s = min(LOOK_S, max(0.2, stall_timeout_s / 3))
+        self._watch = start_watch(time.monotonic())
+        #: The task's reading as /metrics and /health show it (replaced whole by each look).
+        self.reading = Reading()
         self._reader: SinkReader | None = None
         self._inbox = Inbox(str(self.task_id))
         self._pattern = re.compile(self.topics_regex) if self.topics_regex else None
@@ -180,6 +196,8 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
         self._reading: set[TopicPartition] = set()
         #: Partitions rewound and not yet marked (``Rewound``): their messages read before are dropped.
         self._skipping: set[TopicPartition] = set()
+        #: Where the task asked the reader to start each partition (concrete offsets only), for its watch.
+        self._assigned_at: dict[TopicPartition, int] = {}
         #: The reader a preparation acquired (:meth:`prepare`), until the loop takes it.
         self._warm_reader: SinkReader | None = None
 
@@ -252,7 +270,11 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
         if gone:
             reader.unassign(self._inbox, gone)
         if new:
-            reader.assign(self._inbox, self._starts(reader, new))
+            starts = self._starts(reader, new)
+            self._assigned_at.update({tp: o for tp, o in starts.items() if o >= 0})
+            reader.assign(self._inbox, starts)
+        for tp in gone:
+            self._assigned_at.pop(tp, None)
         self._reading = set(partitions)
 
     def _reread_committed(self, reader: SinkReader) -> None:
@@ -261,7 +283,9 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
         self._restart.clear()
         if self._reading:
             self._skipping |= self._reading
-            reader.assign(self._inbox, self._starts(reader, self._reading), rewind=True)
+            starts = self._starts(reader, self._reading)
+            self._assigned_at.update({tp: o for tp, o in starts.items() if o >= 0})
+            reader.assign(self._inbox, starts, rewind=True)
 
     def _commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         assert self._reader is not None
@@ -302,6 +326,8 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
         from confluent_kafka import KafkaException
 
         next_metadata = 0.0
+        next_look = time.monotonic() + self._look_s
+        self._watch = start_watch(time.monotonic())
         pending = False  # records put since the last pre_commit
         last_commit = time.monotonic()
         while not self._stopping.is_set():
@@ -309,6 +335,9 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
                 if pending:
                     self._pre_commit()
                     pending = False
+                if self.reading.stalled:  # a paused task is not stalled; its watch starts again on resume
+                    self.reading = replace(self.reading, stalled=False, stalled_s=0.0, partitions=())
+                self._watch = start_watch(time.monotonic())
                 self._running.wait(0.5)
                 continue
             now = time.monotonic()
@@ -331,6 +360,9 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
                 self.loop_began()  # RUNNING once reading, as a query is once active: topics may be empty
             if self._restart.is_set():
                 self._reread_committed(reader)
+            if now >= next_look and self._reading:
+                self._look(reader)
+                next_look = now + self._look_s
             taken = self._inbox.take(MAX_PUT_RECORDS, 0.0 if pending else POLL_S)
             reader.drained(self._inbox)
             messages = self._usable(taken)
@@ -347,6 +379,44 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
                 last_commit = time.monotonic()
         if pending and self.failed is None and not self.fenced:
             self._pre_commit()  # what was put is made durable and committed before the task closes
+
+    def _look(self, reader: SinkReader) -> None:
+        """One look of the stall watch (``stall_watch``): where the task's reading stands against where its
+        partitions end; a reading stalled past ``sink.task.stall.timeout.ms`` is re-established and said
+        so in one log line: its partitions re-seeked in the shared reader, and if that did not bring it
+        back by the next bound, the reader's consumer replaced by a fresh one."""
+        now = time.monotonic()
+        # The task's own partitions, not the reader's view of them: a partition the reader lost (a request
+        # it refused) is exactly the one to watch. The furthest of what the reader noted, what the task
+        # took and where it asked to start.
+        noted = reader.positions(self._inbox)
+        positions: dict[TopicPartition, int] = {}
+        for tp in self._reading:
+            known = [
+                p for p in (noted.get(tp), self._consumed.get(tp), self._assigned_at.get(tp)) if p is not None
+            ]
+            if known and max(known) >= 0:
+                positions[tp] = max(known)
+        ends = reader.ends(positions)
+        self._watch, verdict = observe(
+            self._watch, now, self._stall_timeout_s, positions, ends, len(self._inbox)
+        )
+        self.reading = reading(self._watch, verdict, time.time(), now)
+        if verdict.reestablish:
+            offsets = {tp: positions[tp] for tp in verdict.reestablish}
+            how = "consumer replaced" if verdict.escalate else "partitions re-seeked"
+            self.log.warning(
+                f"sink task's reading stalled; re-established ({how})",
+                stalled_s=round(verdict.stalled_s, 1),
+                lag={f"{tp.topic}-{tp.partition}": lag for tp, lag in sorted(verdict.lag.items(), key=str)},
+                times=self._watch.reestablished,
+                bound_s=self._stall_timeout_s,
+                reader=reader.name,
+            )
+            if verdict.escalate:
+                reader.rebuild(self._inbox, offsets)
+            else:
+                reader.reseek(self._inbox, offsets)
 
     def _usable(self, taken: list[Any]) -> list[Any]:
         """The messages to deliver of what was taken: markers and errors handled, the messages of a

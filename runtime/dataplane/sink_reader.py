@@ -53,6 +53,10 @@ CONSUME_BATCH = 1000
 READ_METADATA_S = 10.0
 #: How old cluster metadata may be when a task asks for its partitions (``list_topics``).
 METADATA_MAX_AGE_S = 5.0
+#: How often the reader's thread notes its consumer's positions (a local call) for the tasks' stall watch.
+POSITIONS_S = 1.0
+#: How old the log end offsets a reader's tasks share may be (one ListOffsets for all of them).
+ENDS_MAX_AGE_S = 5.0
 #: The shared consumer's own group id: only to satisfy librdkafka, nothing is committed to it.
 READER_GROUP = "kconnect-sink-reader"
 #: Consumer-only librdkafka keys an admin client made from consumer settings leaves out (it would warn).
@@ -233,6 +237,15 @@ class SinkReader:
         self._metadata: tuple[float, Any] = (0.0, None)
         self._requests: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._owners: dict[TopicPartition, Inbox] = {}
+        #: Where each partition was assigned from (a concrete offset, or librdkafka's logical one).
+        self._starts: dict[TopicPartition, int] = {}
+        #: The consumer's positions, noted by the reader's thread every ``POSITIONS_S`` (read by tasks).
+        self._positions: dict[TopicPartition, int] = {}
+        self._positions_at = 0.0
+        self._ends_lock = threading.Lock()
+        self._ends: dict[TopicPartition, tuple[float, int]] = {}
+        self._ends_asked_at = -1e9
+        self._isolation = str(settings.get("isolation.level", "read_committed")).lower()
         self._stop = threading.Event()
         conf: dict[str, Any] = {
             # Without it librdkafka pauses a partition's fetching for a second whenever its prefetch queue
@@ -249,7 +262,10 @@ class SinkReader:
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
         }
+        self._conf = conf
         self._consumer = Consumer(conf)
+        #: Times the consumer was replaced by a fresh one (``rebuild``).
+        self.rebuilds = 0
         self._admin = AdminClient({**admin_settings(settings), "client.id": f"{name}-admin"})
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
@@ -278,10 +294,23 @@ class SinkReader:
         def change() -> None:
             # librdkafka learns a topic new to this consumer from a metadata request it schedules itself,
             # half a second or more after the assignment (measured); asking for it here saves that wait.
+            # Only a saving: while a broker is down the request may time out, and the assignment must
+            # happen all the same (a raise here left the task believing it read a partition nobody read).
             known = {tp.topic for tp in self._owners}
             for topic in sorted({tp.topic for tp in offsets} - known):
-                self._consumer.list_topics(topic=topic, timeout=READ_METADATA_S)
-            again = [tp for tp in offsets if self._owners.get(tp) is inbox]
+                try:
+                    self._consumer.list_topics(topic=topic, timeout=READ_METADATA_S)
+                except Exception as exc:
+                    log.info("sink reader: metadata of a new topic not read", topic=topic, error=str(exc))
+            # A partition read for another inbox is taken over: that inbox's task is stopping (or was
+            # abandoned past task.shutdown.graceful.timeout.ms) and its unassign may come after this
+            # assignment. librdkafka refuses to assign a partition twice (_CONFLICT), so without the
+            # take-over the new task's assignment failed and the old one's unassign then removed the
+            # partition: the new task ran, RUNNING, and read nothing (issue 29).
+            again = [tp for tp in offsets if tp in self._owners]
+            for tp in again:
+                previous = self._owners.pop(tp)
+                previous.partitions.discard(tp)
             if again:
                 self._consumer.incremental_unassign(
                     [KafkaTopicPartition(t.topic, t.partition) for t in again]
@@ -289,8 +318,10 @@ class SinkReader:
             self._consumer.incremental_assign(
                 [KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()]
             )
-            for tp in offsets:
+            for tp, offset in offsets.items():
                 self._owners[tp] = inbox
+                self._starts[tp] = offset
+                self._positions.pop(tp, None)
                 inbox.partitions.add(tp)
                 if inbox.paused:
                     self._consumer.pause([KafkaTopicPartition(tp.topic, tp.partition)])
@@ -310,11 +341,155 @@ class SinkReader:
             mine = [tp for tp in gone if self._owners.get(tp) is inbox]
             for tp in mine:
                 del self._owners[tp]
+                self._starts.pop(tp, None)
+                self._positions.pop(tp, None)
                 inbox.partitions.discard(tp)
             if mine:
                 self._consumer.incremental_unassign([KafkaTopicPartition(t.topic, t.partition) for t in mine])
 
         return self.request(change)
+
+    def reseek(self, inbox: Inbox, offsets: Mapping[TopicPartition, int]) -> threading.Event:
+        """Re-establish the reading of ``inbox``'s partitions at ``offsets`` (the stall watchdog's action,
+        ``stall_watch``): each is unassigned and assigned again at its offset, which drops whatever the
+        consumer held for it (a fetch position, a back-off, a leader it waits for) and makes librdkafka
+        look the partition up afresh. The offsets are where the task's reading stands, so nothing is read
+        twice or skipped. A partition the reader does not read for the inbox (lost to a failed request, held
+        by another inbox) is assigned to it, as ``assign`` does."""
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+        def change() -> None:
+            held = [KafkaTopicPartition(tp.topic, tp.partition) for tp in offsets if tp in self._owners]
+            if held:
+                self._consumer.incremental_unassign(held)
+            self._consumer.incremental_assign(
+                [KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()]
+            )
+            for tp, offset in offsets.items():
+                previous = self._owners.get(tp)
+                if previous is not None and previous is not inbox:
+                    previous.partitions.discard(tp)
+                self._owners[tp] = inbox
+                inbox.partitions.add(tp)
+                self._starts[tp] = offset
+                self._positions.pop(tp, None)
+            if inbox.paused:
+                self._consumer.pause([KafkaTopicPartition(tp.topic, tp.partition) for tp in offsets])
+
+        return self.request(change)
+
+    def rebuild(self, inbox: Inbox, offsets: Mapping[TopicPartition, int]) -> threading.Event:
+        """Replace the consumer by a fresh one (the stall watchdog's second step, when a re-seek did not
+        bring ``inbox``'s reading back): new connections, new metadata, no fetcher state carried over.
+        Every partition of the reader is assigned again where its reading stands (the old consumer's
+        position, which is past everything already handed to an inbox), ``offsets`` for ``inbox``'s (taken
+        over if another inbox held them, as ``assign`` does); paused inboxes stay paused. The old consumer
+        is closed on a thread of its own: a consumer stuck on a connection may take long to close."""
+        from confluent_kafka import Consumer
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+        def change() -> None:
+            old = self._consumer
+            where: dict[TopicPartition, int] = {}
+            owned = [KafkaTopicPartition(t.topic, t.partition) for t in self._owners]
+            try:
+                noted = old.position(owned) if owned else []
+            except Exception:  # the positions noted last serve then
+                noted = []
+            for tp in self._owners:
+                where[tp] = self._starts.get(tp, -1)
+            for t in noted:
+                if t.offset >= 0:
+                    where[TopicPartition(t.topic, t.partition)] = t.offset
+            for tp, offset in offsets.items():
+                previous = self._owners.get(tp)
+                if previous is not None and previous is not inbox:
+                    previous.partitions.discard(tp)
+                self._owners[tp] = inbox
+                inbox.partitions.add(tp)
+                where[tp] = offset
+            self._consumer = Consumer(self._conf)
+            self.rebuilds += 1
+            threading.Thread(target=old.close, name=f"{self.name}-close", daemon=True).start()
+            if where:
+                self._consumer.incremental_assign(
+                    [KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in where.items()]
+                )
+            self._starts.update(where)
+            self._positions = {}
+            paused = [
+                KafkaTopicPartition(tp.topic, tp.partition) for tp, box in self._owners.items() if box.paused
+            ]
+            if paused:
+                self._consumer.pause(paused)
+
+        return self.request(change)
+
+    def positions(self, inbox: Inbox) -> dict[TopicPartition, int]:
+        """Where the reading of each partition the reader reads for ``inbox`` stands: the next offset the
+        consumer hands it (noted every ``POSITIONS_S``), else the offset it was assigned from; a partition
+        assigned at a logical offset and not read yet is left out (its position is not known)."""
+        out: dict[TopicPartition, int] = {}
+        for tp in set(inbox.partitions):
+            position = self._positions.get(tp)
+            if position is None or position < 0:
+                position = self._starts.get(tp)
+            if position is not None and position >= 0:
+                out[tp] = position
+        return out
+
+    def ends(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """The log end offsets of ``partitions`` known now (the last stable offset under ``read_committed``,
+        the consumer's default, which a reader never passes), from a ListOffsets of the admin client, not
+        the consumer's cached watermarks (a stalled fetcher's cache is as stale as its position).
+
+        Never waits: answers what is known and, when that is older than ``ENDS_MAX_AGE_S``, asks again for
+        every partition of the reader in one request whose answers arrive for a later call (a task's
+        thread must not wait on a broker that is down). A partition whose end is not known (its leader
+        down) is left out; an older answer serves until a newer one comes (an end only grows)."""
+        from confluent_kafka import IsolationLevel
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        wanted = set(partitions)
+        with self._ends_lock:
+            now = time.monotonic()
+            known = {tp: self._ends[tp][1] for tp in wanted if tp in self._ends}
+            stale = any(now - self._ends.get(tp, (-1e9, 0))[0] > ENDS_MAX_AGE_S for tp in wanted)
+            if not stale or now - self._ends_asked_at <= ENDS_MAX_AGE_S:
+                return known
+            self._ends_asked_at = now
+        # Asked outside the lock: a future that is done already runs its callback at once, which takes it.
+        ask = wanted | set(self._owners)
+        level = (
+            IsolationLevel.READ_UNCOMMITTED
+            if self._isolation == "read_uncommitted"
+            else IsolationLevel.READ_COMMITTED
+        )
+        latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # untyped in confluent-kafka
+        request = {KafkaTopicPartition(tp.topic, tp.partition): latest for tp in ask}
+        try:
+            futures = self._admin.list_offsets(
+                request, isolation_level=level, request_timeout=READ_METADATA_S
+            )
+        except Exception as exc:
+            log.info("sink reader: end offsets not asked", reader=self.name, error=str(exc))
+            futures = {}
+        for ktp, future in futures.items():
+            future.add_done_callback(self._noted_end(TopicPartition(ktp.topic, ktp.partition), now))
+        return known
+
+    def _noted_end(self, tp: TopicPartition, asked_at: float) -> Callable[[Any], None]:
+        def noted(future: Any) -> None:
+            try:
+                offset = int(future.result().offset)
+            except Exception:  # its leader down or moving: no evidence this time
+                return
+            with self._ends_lock:
+                if asked_at >= self._ends.get(tp, (-1e9, 0))[0]:
+                    self._ends[tp] = (asked_at, offset)
+
+        return noted
 
     def drained(self, inbox: Inbox) -> None:
         """The task took its inbox below ``INBOX_LOW``: resume its partitions if they were paused."""
@@ -386,6 +561,23 @@ class SinkReader:
         if tps:
             (self._consumer.pause if paused else self._consumer.resume)(tps)
 
+    def _note_positions(self) -> None:
+        """Note the consumer's positions for the tasks' stall watch, at most every ``POSITIONS_S``."""
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+        now = time.monotonic()
+        if now - self._positions_at < POSITIONS_S or not self._owners:
+            return
+        self._positions_at = now
+        try:
+            noted = self._consumer.position([KafkaTopicPartition(t.topic, t.partition) for t in self._owners])
+        except Exception as exc:  # a diagnostic only: the watch then goes by the assigned offsets
+            log.debug("sink reader: positions not read", reader=self.name, error=str(exc))
+            return
+        self._positions = {
+            TopicPartition(tp.topic, tp.partition): tp.offset for tp in noted if tp.offset >= 0
+        }
+
     def _run(self) -> None:
         from confluent_kafka import KafkaError
 
@@ -398,6 +590,7 @@ class SinkReader:
             except Exception as exc:  # a request the consumer refused: its task sees nothing arrive
                 log.warning("sink reader request failed", reader=self.name, error=str(exc))
                 continue
+            self._note_positions()
             first = self._consumer.poll(POLL_S)
             if first is None:
                 continue

@@ -517,7 +517,11 @@ class SparkExecutor:
                 count = int(config.get("tasks.max", "1"))
             plan = sink_plan(converters, config, task_id.connector, task_id.task)
             on_worker = self._sink_placement(task_id, task, plan) == SinkTaskPlacement.WORKER
-            extra: dict[str, Any] = {"readers": self._readers} if on_worker else {}
+            extra: dict[str, Any] = (
+                {"readers": self._readers, "stall_timeout_s": self.config.sink_task_stall_timeout_ms / 1000}
+                if on_worker
+                else {}
+            )
             runner_class = WorkerSinkTaskRunner if on_worker else SinkTaskRunner
             return runner_class(
                 task_id,
@@ -693,6 +697,7 @@ class SparkExecutor:
                 r.counters.offset_commits,
                 r.counters.offset_commit_ms_total,
                 r.placement,
+                r.reading if isinstance(r, WorkerSinkTaskRunner) else None,
             )
             for task, r in runners.items()
         }

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kconnect.config.worker_keys import ConnectProtocol, GroupProtocol
@@ -66,6 +66,13 @@ class TaskFigures:
     offset_commit_avg_time_ms: float = 0.0
     #: Where its records are handled (``executor.TaskCounters.placement``); empty while not running here.
     placement: str = ""
+    #: A worker-read sink task's stall watch (``dataplane.stall_watch``): records behind the end of its
+    #: partitions (-1: not known yet, or not such a task), the wall-clock time of its last progress (0.0:
+    #: none), whether it is stalled now, and how often its reading was re-established.
+    sink_lag: int = -1
+    last_progress_at: float = 0.0
+    stalled: bool = False
+    reestablished: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,6 +385,52 @@ def worker_families(f: WorkerFigures) -> list[Family]:
             "Where the task's records are handled: worker (a thread of this worker), query (a Structured "
             "Streaming query) or executor (a long-running Spark job).",
             placed,
+        )
+    )
+    watched = [t for t in f.tasks if t.last_progress_at > 0]
+
+    def watch_family(name: str, kind: str, text: str, value: Callable[[TaskFigures], float]) -> Family:
+        return Family(
+            name,
+            kind,
+            text,
+            tuple(
+                Sample(name, value(t), (*w, ("connector", t.connector), ("task", str(t.task))))
+                for t in watched
+            ),
+        )
+
+    families.append(
+        watch_family(
+            "kconnect_sink_task_lag_records",
+            "gauge",
+            "Records past the sink task's position in its partitions (from ListOffsets, the last stable "
+            "offset under read_committed), as its stall watch last looked; worker-read sink tasks.",
+            lambda t: t.sink_lag,
+        )
+    )
+    families.append(
+        watch_family(
+            "kconnect_sink_task_last_progress_timestamp_seconds",
+            "gauge",
+            "When the sink task's position last moved (or its watch started), seconds since the epoch.",
+            lambda t: t.last_progress_at,
+        )
+    )
+    families.append(
+        watch_family(
+            "kconnect_sink_task_stalled",
+            "gauge",
+            "1 while the sink task is behind and has not moved for sink.task.stall.timeout.ms.",
+            lambda t: 1 if t.stalled else 0,
+        )
+    )
+    families.append(
+        watch_family(
+            "kconnect_sink_task_reading_reestablished_total",
+            "counter",
+            "Times the worker re-established the sink task's stalled reading.",
+            lambda t: t.reestablished,
         )
     )
     families.extend(plugin_families(f.worker, f.plugins))

@@ -10,9 +10,11 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kconnect.config.worker_keys import ConnectProtocol, GroupProtocol
 from kconnect.runtime.dataplane.executor import TaskCounters
+from kconnect.runtime.dataplane.stall_watch import Reading
 from kconnect.runtime.group.group_records import GroupState
 from kconnect.runtime.group.herder import Herder
 from kconnect.runtime.group.protocol import ConnectAssignment, ProtocolName, WorkerState
@@ -189,6 +191,7 @@ def health(
     stalled_s: float,
     stopping: bool,
     blocked: Sequence[Mapping[str, object]] = (),
+    stalled: Sequence[Mapping[str, object]] = (),
 ) -> tuple[int, dict[str, object]]:
     """KIP-1017's ``GET /health``: 503 while starting, 200 once joined, 500 when the loop is stuck
     (``stalled_s`` since the herder loop last came round) or the worker failed to start.
@@ -197,7 +200,11 @@ def health(
     healthy (they hold up nothing but their own connector or task, which is FAILED, or only fenced for a
     stuck ``stop()``), so the answer stays
     200, but its body lists them: a probe that restarts unhealthy workers would lose every other
-    connector's work for a plugin's bug, while an operator reading the body learns what is stuck."""
+    connector's work for a plugin's bug, while an operator reading the body learns what is stuck.
+
+    ``stalled``: sink tasks whose reading is behind and has not moved for ``sink.task.stall.timeout.ms``
+    (``stalled_sink_tasks``). The same reasoning keeps the answer 200: the worker re-establishes their
+    reading itself, and a restarted worker would only stall the others."""
     if startup_error is not None:
         return 500, {"status": "unhealthy", "message": f"Worker failed to start: {startup_error}"}
     if not started:
@@ -217,7 +224,46 @@ def health(
             "call(s) are blocked past their time bound and abandoned (see blocked_plugin_calls)."
         )
         body["blocked_plugin_calls"] = [dict(b) for b in blocked]
+    if stalled:
+        body["message"] = (
+            f"{body['message']} {len(stalled)} sink task(s) have read nothing for longer than "
+            "sink.task.stall.timeout.ms while their partitions hold records past their position; their "
+            "reading is being re-established (see stalled_sink_tasks)."
+        )
+        body["stalled_sink_tasks"] = [dict(t) for t in stalled]
     return 200, body
+
+
+def _watch_figures(r: Reading | None) -> dict[str, Any]:
+    """A sink task's stall watch as ``metrics.TaskFigures`` fields (none for other tasks)."""
+    if r is None:
+        return {}
+    return {
+        "sink_lag": r.lag,
+        "last_progress_at": r.last_progress_at,
+        "stalled": r.stalled,
+        "reestablished": r.reestablished,
+    }
+
+
+def stalled_sink_tasks(running: Mapping[TaskId, TaskCounters]) -> list[dict[str, object]]:
+    """The sink tasks whose reading is stalled now, as ``GET /health`` lists them (``stall_watch``)."""
+    out: list[dict[str, object]] = []
+    for task, counts in sorted(running.items(), key=lambda i: (i[0].connector, i[0].task)):
+        r = counts.reading
+        if r is None or not r.stalled:
+            continue
+        out.append(
+            {
+                "connector": task.connector,
+                "task": task.task,
+                "stalled_s": round(r.stalled_s, 1),
+                "lag": r.lag,
+                "partitions": list(r.partitions),
+                "reestablished": r.reestablished,
+            }
+        )
+    return out
 
 
 def figures(
@@ -252,6 +298,7 @@ def figures(
                 sink_record_read_total=counts.records if counts is not None and not is_source else 0,
                 offset_commit_avg_time_ms=counts.offset_commit_avg_ms if counts is not None else 0.0,
                 placement=counts.placement if counts is not None else "",
+                **_watch_figures(counts.reading if counts is not None else None),
             )
         )
     since = None if m.last_rebalance_at is None else (time.monotonic() - m.last_rebalance_at) * 1000

@@ -561,6 +561,7 @@ class Worker:
             stalled_s,
             self._stopping.is_set(),
             self.plugin_calls.blocked(),
+            view.stalled_sink_tasks(self.executor.task_figures()),
         )
 
     def owns_running_task(self, task: TaskId) -> bool:

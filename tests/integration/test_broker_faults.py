@@ -362,7 +362,19 @@ def test_broker_killed_and_restarted_while_the_pipeline_runs(tmp_path: Path, clu
         killed_at = time.monotonic()
         cluster.kill(victim)
         recovered_s = wait_delivering(pipeline, ends, killed_at, watch, 150)
-        new_leader = partition_replicas(cluster.bootstrap, [pipeline.topic])[(pipeline.topic, 0)][0]
+
+        # The records past ``ends`` may be ones the victim acknowledged just before it died: delivery can
+        # come back before the controller has fenced the victim (broker.session.timeout.ms) and named a
+        # new leader, so the new leader is waited for rather than read once (make faults, run 2 of 10).
+        def leader_moved() -> int | None:
+            watch.poll()
+            try:
+                leader = partition_replicas(cluster.bootstrap, [pipeline.topic])[(pipeline.topic, 0)][0]
+            except Exception:  # metadata while the cluster settles: asked again
+                return None
+            return leader if leader not in (victim, -1, None) else None
+
+        new_leader = wait_until(leader_moved, 90, "a new leader of the data partition", interval=0.5)
         # Down a little longer while data flows on the two survivors (min.insync.replicas=2 still met).
         while time.monotonic() - killed_at < recovered_s + 5:
             watch.poll()

@@ -208,3 +208,56 @@ def test_plugin_metric_names_that_read_alike_once_sanitised_give_one_series() ->
 
 def test_no_plugin_metrics_no_plugin_families() -> None:
     assert not [f for f in worker_families(FIGURES) if f.name.startswith("plugins_")]
+
+
+def test_a_watched_sink_task_reports_its_lag_last_progress_and_stall() -> None:
+    watched = replace(
+        FIGURES,
+        tasks=(
+            TaskFigures(
+                "sink",
+                0,
+                State.RUNNING,
+                placement="worker",
+                sink_lag=42,
+                last_progress_at=1_795_000_000.5,
+                stalled=True,
+                reestablished=2,
+            ),
+            TaskFigures("sink", 1, State.RUNNING, placement="query"),  # not watched: no series
+        ),
+    )
+    got = samples(render(worker_families(watched)))
+    t0 = 'worker="127.0.0.1:8083",connector="sink",task="0"'
+    assert got[f"kconnect_sink_task_lag_records{{{t0}}}"] == 42
+    assert got[f"kconnect_sink_task_last_progress_timestamp_seconds{{{t0}}}"] == 1_795_000_000.5
+    assert got[f"kconnect_sink_task_stalled{{{t0}}}"] == 1
+    assert got[f"kconnect_sink_task_reading_reestablished_total{{{t0}}}"] == 2
+    assert not any(k.startswith("kconnect_sink_task_") and 'task="1"' in k for k in got)
+
+
+def test_health_names_stalled_sink_tasks_and_stays_200() -> None:
+    from kconnect.runtime.dataplane.executor import TaskCounters
+    from kconnect.runtime.dataplane.stall_watch import Reading
+
+    running = {
+        TaskId("out", 0): TaskCounters(reading=Reading(10, 1.0, True, 8.04, ("t-0",), 1)),
+        TaskId("out", 1): TaskCounters(reading=Reading(0, 1.0, False, 0.0, (), 0)),
+        TaskId("src", 0): TaskCounters(kind="source"),
+    }
+    stalled = view.stalled_sink_tasks(running)
+    assert stalled == [
+        {
+            "connector": "out",
+            "task": 0,
+            "stalled_s": 8.0,
+            "lag": 10,
+            "partitions": ["t-0"],
+            "reestablished": 1,
+        }
+    ]
+    status, body = view.health(None, True, 0.0, False, (), stalled)
+    assert status == 200 and body["status"] == "healthy"
+    assert body["stalled_sink_tasks"] == stalled
+    assert "1 sink task(s) have read nothing" in str(body["message"])
+    assert "stalled_sink_tasks" not in view.health(None, True, 0.0, False, (), [])[1]
