@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
 from kconnect.runtime.plugins.config_def import ConfigValidationError, Password
@@ -52,9 +52,10 @@ def _secret(value: Any) -> str:
 
 @dataclass(frozen=True)
 class RegistrySettings:
-    """The parsed serde settings a converter acts on."""
+    """The parsed serde settings a converter acts on; ``conf`` holds credentials, so it is kept out of
+    the repr (logs, tracebacks)."""
 
-    conf: Mapping[str, Any]
+    conf: Mapping[str, Any] = field(repr=False)
     auto_register: bool
     use_latest_version: bool
     latest_compatibility_strict: bool
