@@ -162,11 +162,14 @@ def _serde_def() -> ConfigDef:
     d.define("bearer.auth.client.secret", Type.PASSWORD, "", None, Importance.MEDIUM, "OAuth client secret.")
     d.define("bearer.auth.scope", Type.STRING, "", None, Importance.LOW, "OAuth scope.")
     d.define(
-        "bearer.auth.logical.cluster", Type.STRING, "", None, Importance.LOW, "Schema Registry logical cluster."
+        "bearer.auth.logical.cluster",
+        Type.STRING,
+        "",
+        None,
+        Importance.LOW,
+        "Schema Registry logical cluster.",
     )
-    d.define(
-        "bearer.auth.identity.pool.id", Type.STRING, "", None, Importance.LOW, "Identity pool id."
-    )
+    d.define("bearer.auth.identity.pool.id", Type.STRING, "", None, Importance.LOW, "Identity pool id.")
     for side in ("key", "value"):
         d.define(
             f"{side}.subject.name.strategy",
@@ -187,7 +190,12 @@ def _serde_def() -> ConfigDef:
         "A PEM file of the certificates to trust (kconnect reads PEM; JKS/PKCS12 stores are not read).",
     )
     d.define(
-        "schema.registry.ssl.truststore.password", Type.PASSWORD, None, None, Importance.MEDIUM, "Unused (PEM)."
+        "schema.registry.ssl.truststore.password",
+        Type.PASSWORD,
+        None,
+        None,
+        Importance.MEDIUM,
+        "Unused (PEM).",
     )
     d.define(
         "schema.registry.ssl.truststore.type", Type.STRING, "JKS", None, Importance.MEDIUM, "Must be PEM."
@@ -203,9 +211,7 @@ def _serde_def() -> ConfigDef:
     d.define(
         "schema.registry.ssl.keystore.password", Type.PASSWORD, None, None, Importance.MEDIUM, "Unused (PEM)."
     )
-    d.define(
-        "schema.registry.ssl.keystore.type", Type.STRING, "JKS", None, Importance.MEDIUM, "Must be PEM."
-    )
+    d.define("schema.registry.ssl.keystore.type", Type.STRING, "JKS", None, Importance.MEDIUM, "Must be PEM.")
     d.define(
         "schema.registry.ssl.key.location",
         Type.STRING,
@@ -215,7 +221,12 @@ def _serde_def() -> ConfigDef:
         "A PEM file of the client's private key (kconnect's addition: Java reads it from the keystore).",
     )
     d.define(
-        "schema.registry.ssl.key.password", Type.PASSWORD, None, None, Importance.MEDIUM, "The key's password."
+        "schema.registry.ssl.key.password",
+        Type.PASSWORD,
+        None,
+        None,
+        Importance.MEDIUM,
+        "The key's password.",
     )
     d.define(
         "schema.registry.ssl.endpoint.identification.algorithm",

@@ -175,7 +175,9 @@ def test_connect_schemas_map_to_avro_as_confluents_avro_data() -> None:
             ConnectField("s", ConnectSchema("int16", optional=True)),
             ConnectField("d", decimal_schema(3)),
             ConnectField("n", ConnectSchema("string", default="x")),
-            ConnectField("m", ConnectSchema("map", keys=ConnectSchema("int32"), values=ConnectSchema("string"))),
+            ConnectField(
+                "m", ConnectSchema("map", keys=ConnectSchema("int32"), values=ConnectSchema("string"))
+            ),
         ),
         version=2,
         doc="a doc",
@@ -230,7 +232,7 @@ def test_after_a_schemas_first_record_no_record_calls_the_registry(client: Schem
 
 
 def test_unknown_schema_ids_fail_naming_the_topic_and_cause(client: SchemaRegistryClient) -> None:
-    with pytest.raises(ConnectDataError, match="topic users.*404"):
+    with pytest.raises(ConnectDataError, match=r"topic users.*404"):
         _converter(client).to_connect(frame(999, b"\x02"), "users")
     with pytest.raises(ConnectDataError, match="Unknown magic byte"):
         _converter(client).to_connect(b'{"id": 1}', "users")
@@ -281,10 +283,13 @@ def test_credentials_are_password_keys_and_masked_under_the_converter_prefix() -
         "value.converter.bearer.auth.token",
         "value.converter.schema.registry.ssl.key.password",
     } <= names
-    converter = _converter(SchemaRegistryClient.new_client({"url": "mock://x"}), **{
-        "basic.auth.credentials.source": "USER_INFO",
-        "basic.auth.user.info": "me:secret",
-    })
+    converter = _converter(
+        SchemaRegistryClient.new_client({"url": "mock://x"}),
+        **{
+            "basic.auth.credentials.source": "USER_INFO",
+            "basic.auth.user.info": "me:secret",
+        },
+    )
     assert "me:secret" not in repr(converter.parsed) and "me:secret" not in str(converter.parsed)
     assert converter.registry is not None and "me:secret" not in repr(converter.registry.settings)
     assert converter.registry.settings.conf["basic.auth.user.info"] == "me:secret"
@@ -336,7 +341,9 @@ def test_several_urls_and_confluents_defaults() -> None:
     ],
 )
 def test_subject_name_strategies(client: SchemaRegistryClient, strategy: str, subject: str) -> None:
-    schema = ConnectSchema("struct", name="com.example.Order", fields=(ConnectField("a", ConnectSchema("int32")),))
+    schema = ConnectSchema(
+        "struct", name="com.example.Order", fields=(ConnectField("a", ConnectSchema("int32")),)
+    )
     converter = _converter(client, **{"value.subject.name.strategy": strategy})
     converter.from_connect({"a": 1}, schema, "orders")
     assert client.get_subjects() == [subject]
@@ -357,7 +364,11 @@ def test_use_latest_version_writes_with_the_subjects_latest_schema(client: Schem
     schema_id = client.register_schema("orders-value", Schema(json.dumps(latest), "AVRO"))
     converter = _converter(
         client,
-        **{"auto.register.schemas": "false", "use.latest.version": "true", "latest.compatibility.strict": "false"},
+        **{
+            "auto.register.schemas": "false",
+            "use.latest.version": "true",
+            "latest.compatibility.strict": "false",
+        },
     )
     record = ConnectSchema("struct", name="O", fields=(ConnectField("a", ConnectSchema("int32")),))
     data = converter.from_connect({"a": 5}, record, "orders")
@@ -369,8 +380,14 @@ def test_source_records_with_a_struct_schema_are_written_as_avro(client: SchemaR
     from kconnect.runtime.dataplane.source_encoding import source_encoder
 
     schema = ConnectSchema("struct", name="r.R", fields=(ConnectField("x", ConnectSchema("int64")),))
-    encoder = source_encoder({"key.converter": "string", "value.converter": AVRO,
-                              "value.converter.schema.registry.url": "mock://unit"}, {})
+    encoder = source_encoder(
+        {
+            "key.converter": "string",
+            "value.converter": AVRO,
+            "value.converter.schema.registry.url": "mock://unit",
+        },
+        {},
+    )
     assert isinstance(encoder.value_converter, AvroConverter) and encoder.value_converter.registry is not None
     encoder.value_converter.registry.use_client(client)
     _, value, _ = encoder.encode(SourceRecord(None, None, "src", value={"x": 3}, value_schema=schema))
@@ -483,10 +500,14 @@ def test_a_sink_batch_decodes_avro_columns_and_dead_letters_bad_rows(spark, clie
     assert "4242" in rows[3]["error__message"] and rows[3]["error__stage"] == "VALUE_CONVERTER"
 
 
-def test_worker_style_config_names_the_converter_and_its_prefixed_settings(client: SchemaRegistryClient) -> None:
+def test_worker_style_config_names_the_converter_and_its_prefixed_settings(
+    client: SchemaRegistryClient,
+) -> None:
     converter = converter_from_config(
-        {"value.converter": AVRO, "value.converter.schema.registry.url": "http://r:8081"}, "value.converter", False
+        {"value.converter": AVRO, "value.converter.schema.registry.url": "http://r:8081"},
+        "value.converter",
+        False,
     )
     assert isinstance(converter, AvroConverter)
-    with pytest.raises(ConfigValidationError, match="schema.registry.url"):
+    with pytest.raises(ConfigValidationError, match=r"schema\.registry\.url"):
         converter_from_config({"value.converter": AVRO}, "value.converter", False)

@@ -372,20 +372,18 @@ def _to_connect(avro: Any, optional: bool, namespace: str | None, known: _Known)
             keys = _to_connect(entry["fields"][0]["type"], False, NAMESPACE, known)
             values = _to_connect(entry["fields"][1]["type"], False, NAMESPACE, known)
             return ConnectSchema("map", optional, keys=keys, values=values, **props)
-        return ConnectSchema(
-            "array", optional, items=_to_connect(items, False, namespace, known), **props
-        )
+        return ConnectSchema("array", optional, items=_to_connect(items, False, namespace, known), **props)
     if kind == "map":
         values = _to_connect(avro["values"], False, namespace, known)
         return ConnectSchema("map", optional, keys=ConnectSchema("string"), values=values, **props)
     if kind == "enum":
         full = _full_name(avro, namespace)
         known.types[full] = avro
-        params = [(AVRO_ENUM, full)] + [(f"{AVRO_ENUM}.{s}", str(s)) for s in avro["symbols"]]
+        symbols = [(AVRO_ENUM, full)] + [(f"{AVRO_ENUM}.{s}", str(s)) for s in avro["symbols"]]
         props.pop("parameters", None)
         default = avro.get("connect.default")
         return ConnectSchema(
-            "string", optional, default=default, parameters=tuple(params), **{**props, "name": full}
+            "string", optional, default=default, parameters=tuple(symbols), **{**props, "name": full}
         )
     if kind == "fixed":
         full = _full_name(avro, namespace)
@@ -493,7 +491,9 @@ def to_avro_value(schema: ConnectSchema, value: Any) -> Any:
                     return to_avro_value(f.schema, branch)
             return None
         if not isinstance(value, Mapping):
-            raise ConnectDataError(f"Struct schema {schema.name or ''} needs a dict, not {type(value).__name__}")
+            raise ConnectDataError(
+                f"Struct schema {schema.name or ''} needs a dict, not {type(value).__name__}"
+            )
         return {f.name: to_avro_value(f.schema, value.get(f.name)) for f in schema.fields}
     if schema.type == "array":
         assert schema.items is not None

@@ -18,7 +18,6 @@ from pyspark.sql import Column, DataFrame
 
 from kconnect.runtime.dataplane.connect_data import ConnectDataError, ConnectSchema, SchemaAndValue
 from kconnect.runtime.dataplane.converters import Converter
-from kconnect.runtime.plugins.converter_configs import converter_config_def
 from kconnect.runtime.dataplane.schema_registry.columns import Decode, decode_column
 from kconnect.runtime.dataplane.schema_registry.registry import (
     Registry,
@@ -27,6 +26,7 @@ from kconnect.runtime.dataplane.schema_registry.registry import (
     subject_name,
 )
 from kconnect.runtime.dataplane.schema_registry.wire import WireFormatError, frame, unframe
+from kconnect.runtime.plugins.converter_configs import converter_config_def
 
 __all__ = ["RegistryConverter"]
 
@@ -56,7 +56,7 @@ class RegistryConverter(Converter):
         self.registry = Registry(registry_settings(parsed))
         self._configure_format(parsed)
 
-    def _configure_format(self, parsed: Mapping[str, Any]) -> None:  # noqa: B027 - optional hook
+    def _configure_format(self, parsed: Mapping[str, Any]) -> None:
         pass
 
     @property
@@ -99,10 +99,12 @@ class RegistryConverter(Converter):
                 f"Converting byte[] to Kafka Connect data failed due to serialization error{where}: {exc}"
             ) from None
         except RegistryError as exc:
-            raise ConnectDataError(f"Failed to deserialize data{where} to {self.format_name}: {exc}") from None
+            raise ConnectDataError(
+                f"Failed to deserialize data{where} to {self.format_name}: {exc}"
+            ) from None
         except ConnectDataError:
             raise
-        except Exception as exc:  # noqa: BLE001 - a decoder's failure on bad bytes
+        except Exception as exc:
             raise ConnectDataError(
                 f"Failed to deserialize data{where} to {self.format_name}: {type(exc).__name__}: {exc}"
             ) from None
@@ -126,7 +128,9 @@ class RegistryConverter(Converter):
             ) from None
 
     def _writer_for(self, schema: ConnectSchema, topic: str) -> tuple[int, Callable[[Any], bytes]]:
-        strategy = self._registry.settings.key_strategy if self.is_key else self._registry.settings.value_strategy
+        strategy = (
+            self._registry.settings.key_strategy if self.is_key else self._registry.settings.value_strategy
+        )
         cache_key = (topic if strategy != "RecordNameStrategy" else "", schema)
         found = self._written.get(cache_key)
         if found is not None:
@@ -171,7 +175,7 @@ class RegistryConverter(Converter):
         for schema_id in ids:
             try:
                 good[schema_id] = self._reader_for(schema_id)
-            except Exception as exc:  # noqa: BLE001 - one id's failure fails only its records
+            except Exception as exc:
                 bad[schema_id] = str(exc)
         if not good:
             return None, _undecodable, bad
@@ -192,7 +196,9 @@ class RegistryConverter(Converter):
 
     def from_column(self, c: Column, schema: ConnectSchema | None) -> Column:
         """Not offered: kconnect writes source records one by one (``from_connect``), never a frame."""
-        raise ConnectDataError(f"{type(self).__name__} does not write Spark columns; records are written one by one")
+        raise ConnectDataError(
+            f"{type(self).__name__} does not write Spark columns; records are written one by one"
+        )
 
 
 class _ByIdDecoder:

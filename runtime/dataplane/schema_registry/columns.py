@@ -46,7 +46,9 @@ class BatchDecoder(Protocol):
 class FrameDecoding:
     """The decode function shipped to executors: plain data and a function, so it pickles."""
 
-    def __init__(self, schema: ConnectSchema | None, decode: Decode, bad: Mapping[int, str], fmt: str) -> None:
+    def __init__(
+        self, schema: ConnectSchema | None, decode: Decode, bad: Mapping[int, str], fmt: str
+    ) -> None:
         self.schema = schema
         self.decode = decode
         self.bad = dict(bad)
@@ -65,10 +67,9 @@ class FrameDecoding:
         try:
             value = self.decode(schema_id, payload)
             return spark_value(self.schema, value), None
-        except Exception as exc:  # noqa: BLE001 - a record's failure is data, reported per row
-            return None, (
-                f"Failed to deserialize data to {self.fmt} (schema id {schema_id}): {type(exc).__name__}: {exc}"
-            )
+        except Exception as exc:
+            what = f"{type(exc).__name__}: {exc}"
+            return None, f"Failed to deserialize data to {self.fmt} (schema id {schema_id}): {what}"
 
 
 def spark_value(schema: ConnectSchema | None, value: Any) -> Any:

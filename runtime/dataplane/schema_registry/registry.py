@@ -236,7 +236,7 @@ class Registry:
             self.calls += 1
             try:
                 return fn()
-            except Exception as exc:  # noqa: BLE001 - every client failure is classified here
+            except Exception as exc:
                 error = exc if isinstance(exc, RegistryError) else _registry_error(exc, what)
                 if not error.retriable or time.monotonic() + pause > deadline:
                     raise error from None
@@ -267,9 +267,9 @@ class Registry:
                 f"Looking up a schema under subject {subject}",
                 lambda: self.client.lookup_schema(subject, schema, self.settings.normalize).schema_id,
             )
-        self._ids[key] = found
-        self._by_id.setdefault(found, schema)
-        return found
+        self._ids[key] = int(found)
+        self._by_id.setdefault(int(found), schema)
+        return int(found)
 
     def latest(self, subject: str) -> Any:
         """The subject's latest registered version (``RegisteredSchema``), cached."""
