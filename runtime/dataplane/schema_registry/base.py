@@ -39,6 +39,8 @@ class RegistryConverter(Converter):
 
     format_name: str = ""
     schema_type: str = ""
+    #: How schemas are fetched by id (``format`` of GET /schemas/ids/{id}; Protobuf's is "serialized").
+    fetch_format: str | None = None
 
     def __init__(self) -> None:
         super().__init__()
@@ -81,7 +83,7 @@ class RegistryConverter(Converter):
     def _reader_for(self, schema_id: int) -> Reader:
         found = self._readers.get(schema_id)
         if found is None:
-            found = self._reader(schema_id, self._registry.schema(schema_id))
+            found = self._reader(schema_id, self._registry.schema(schema_id, self.fetch_format))
             self._readers[schema_id] = found
         return found
 

@@ -199,7 +199,7 @@ class Registry:
         self.retry_for_s = retry_for_s
         self._client: Any = None
         self._lock = threading.Lock()
-        self._by_id: dict[int, Any] = {}
+        self._by_id: dict[Any, Any] = {}
         self._ids: dict[tuple[str, str], int] = {}
         self._latest: dict[str, Any] = {}
         #: Registry calls made (for tests and metrics: after a schema's first record none should be).
@@ -243,12 +243,15 @@ class Registry:
             time.sleep(pause)
             pause = min(pause * 2, 5.0)
 
-    def schema(self, schema_id: int) -> Any:
-        """The registered schema (confluent-kafka's ``Schema``) with this id."""
-        found = self._by_id.get(schema_id)
+    def schema(self, schema_id: int, fmt: str | None = None) -> Any:
+        """The registered schema (confluent-kafka's ``Schema``) with this id, in format ``fmt``."""
+        key = schema_id if fmt is None else (schema_id, fmt)
+        found = self._by_id.get(key)
         if found is None:
-            found = self._call(f"Fetching schema id {schema_id}", lambda: self.client.get_schema(schema_id))
-            self._by_id[schema_id] = found
+            found = self._call(
+                f"Fetching schema id {schema_id}", lambda: self.client.get_schema(schema_id, fmt=fmt)
+            )
+            self._by_id[key] = found
         return found
 
     def register(self, subject: str, schema: Any) -> int:
