@@ -150,7 +150,9 @@ def _to_connect(node: Any, optional: bool, optional_nonrequired: bool) -> Connec
     connect_type = node.get("connect.type")
     default = node.get("default")
     if kind == "object":
-        if connect_type == "map" or ("properties" not in node and isinstance(node.get("additionalProperties"), dict)):
+        if connect_type == "map" or (
+            "properties" not in node and isinstance(node.get("additionalProperties"), dict)
+        ):
             values = _to_connect(node.get("additionalProperties", {}), False, optional_nonrequired)
             return ConnectSchema("map", optional, keys=ConnectSchema("string"), values=values, **props)
         properties = node.get("properties", {})
@@ -170,12 +172,14 @@ def _to_connect(node: Any, optional: bool, optional_nonrequired: bool) -> Connec
             keys = _to_connect(entry["key"], False, optional_nonrequired)
             values = _to_connect(entry["value"], False, optional_nonrequired)
             return ConnectSchema("map", optional, keys=keys, values=values, **props)
-        return ConnectSchema("array", optional, items=_to_connect(items, False, optional_nonrequired), **props)
+        return ConnectSchema(
+            "array", optional, items=_to_connect(items, False, optional_nonrequired), **props
+        )
     if props.get("name") == DECIMAL:
         schema = ConnectSchema("bytes", optional, **props)
     elif kind == "integer":
         name = props.get("name")
-        base = {DATE: "int32", TIME: "int32", TIMESTAMP: "int64"}.get(str(name), None)
+        base = {DATE: "int32", TIME: "int32", TIMESTAMP: "int64"}.get(str(name))
         schema = ConnectSchema(base or _FROM_CONNECT_TYPE.get(str(connect_type), "int64"), optional, **props)
     elif kind == "number":
         schema = ConnectSchema("float" if connect_type == "float32" else "double", optional, **props)
@@ -186,9 +190,9 @@ def _to_connect(node: Any, optional: bool, optional_nonrequired: bool) -> Connec
     else:
         raise ConnectDataError(f"JSON schema type {kind} has no Connect type")
     if default is not None:
-        values = {f: getattr(schema, f) for f in schema.__dataclass_fields__}
-        values["default"] = from_json_schema_value(schema, default)
-        schema = ConnectSchema(**values)
+        parts = {f: getattr(schema, f) for f in schema.__dataclass_fields__}
+        parts["default"] = from_json_schema_value(schema, default)
+        schema = ConnectSchema(**parts)
     return schema
 
 
@@ -260,7 +264,9 @@ def from_json_schema_value(schema: ConnectSchema, value: Any) -> Any:
         assert schema.keys is not None and schema.values is not None
         if isinstance(value, list):
             return {
-                from_json_schema_value(schema.keys, e["key"]): from_json_schema_value(schema.values, e["value"])
+                from_json_schema_value(schema.keys, e["key"]): from_json_schema_value(
+                    schema.values, e["value"]
+                )
                 for e in value
             }
         return {k: from_json_schema_value(schema.values, v) for k, v in value.items()}

@@ -97,7 +97,8 @@ class ProtobufConverter(RegistryConverter):
         header = write_message_indexes([0])
 
         def write(value: Any) -> bytes:
-            return header + connect_to_message(cls(), schema, value).SerializeToString()
+            body: bytes = connect_to_message(cls(), schema, value).SerializeToString()
+            return header + body
 
         record_name = cls.DESCRIPTOR.full_name
         return Schema(_proto_to_str(file), "PROTOBUF"), record_name, write

@@ -37,10 +37,10 @@ from kconnect.runtime.dataplane.connect_data import (
 __all__ = [
     "PROTOBUF_ENUM",
     "connect_to_file",
-    "descriptor_to_connect",
-    "message_to_connect",
     "connect_to_message",
+    "descriptor_to_connect",
     "message_class",
+    "message_to_connect",
     "new_pool",
 ]
 
@@ -48,7 +48,15 @@ PROTOBUF_ENUM: Final = "io.confluent.connect.protobuf.Enum"
 TAG: Final = "protobuf.tag"
 _T = FieldDescriptor
 _INT32: Final = {_T.TYPE_INT32, _T.TYPE_SINT32, _T.TYPE_SFIXED32}
-_INT64: Final = {_T.TYPE_INT64, _T.TYPE_SINT64, _T.TYPE_SFIXED64, _T.TYPE_UINT64, _T.TYPE_FIXED64, _T.TYPE_UINT32, _T.TYPE_FIXED32}
+_INT64: Final = {
+    _T.TYPE_INT64,
+    _T.TYPE_SINT64,
+    _T.TYPE_SFIXED64,
+    _T.TYPE_UINT64,
+    _T.TYPE_FIXED64,
+    _T.TYPE_UINT32,
+    _T.TYPE_FIXED32,
+}
 _SIMPLE: Final = {
     _T.TYPE_FLOAT: "float",
     _T.TYPE_DOUBLE: "double",
@@ -107,7 +115,10 @@ def _single(fd: FieldDescriptor, int_for_enums: bool, optional: bool) -> Connect
         enum = fd.enum_type
         symbols = tuple((f"{PROTOBUF_ENUM}.{v.name}", str(v.number)) for v in enum.values)
         return ConnectSchema(
-            "string", optional, name=enum.full_name, parameters=((PROTOBUF_ENUM, enum.name), *symbols, *params)
+            "string",
+            optional,
+            name=enum.full_name,
+            parameters=((PROTOBUF_ENUM, enum.name), *symbols, *params),
         )
     full = fd.message_type.full_name
     if full == _TIMESTAMP_TYPE:
@@ -203,8 +214,18 @@ def _fill_field(
         field.type = _T.TYPE_MESSAGE
         field.type_name = "." + type_name
         deps.add(dep)
+    elif schema.type == "string" and PROTOBUF_ENUM in schema.params:
+        name = schema.params[PROTOBUF_ENUM]
+        if name not in [e.name for e in parent.enum_type]:
+            enum = parent.enum_type.add(name=name)
+            prefix = PROTOBUF_ENUM + "."
+            for key, number in schema.parameters or ():
+                if key.startswith(prefix):
+                    enum.value.add(name=key[len(prefix) :], number=int(number))
+        field.type = _T.TYPE_ENUM
+        field.type_name = name
     elif schema.type in _TO_PROTO:
-        field.type = _TO_PROTO[schema.type]  # type: ignore[assignment]
+        field.type = _TO_PROTO[schema.type]
     elif schema.type == "struct":
         nested = parent.nested_type.add()
         _fill_message(nested, schema, (schema.name or name).rpartition(".")[2], deps)
@@ -222,11 +243,11 @@ def _fill_message(
         field = message.field.add()
         field.name = f.name
         field.number = int(f.schema.params.get(TAG, number))
-        field.label = _T.LABEL_OPTIONAL  # type: ignore[assignment]
+        field.label = _T.LABEL_OPTIONAL
         fs = f.schema
         if fs.type == "array":
             assert fs.items is not None
-            field.label = _T.LABEL_REPEATED  # type: ignore[assignment]
+            field.label = _T.LABEL_REPEATED
             _fill_field(field, fs.items, message, f.name.capitalize(), deps)
         elif fs.type == "map":
             assert fs.keys is not None and fs.values is not None
@@ -234,13 +255,13 @@ def _fill_message(
             entry.name = "".join(p.capitalize() for p in f.name.split("_")) + "Entry"
             entry.options.map_entry = True
             key = entry.field.add()
-            key.name, key.number, key.label = "key", 1, _T.LABEL_OPTIONAL  # type: ignore[assignment]
+            key.name, key.number, key.label = "key", 1, _T.LABEL_OPTIONAL
             _fill_field(key, fs.keys, entry, "Key", deps)
             value = entry.field.add()
-            value.name, value.number, value.label = "value", 2, _T.LABEL_OPTIONAL  # type: ignore[assignment]
+            value.name, value.number, value.label = "value", 2, _T.LABEL_OPTIONAL
             _fill_field(value, fs.values, entry, "Value", deps)
-            field.label = _T.LABEL_REPEATED  # type: ignore[assignment]
-            field.type = _T.TYPE_MESSAGE  # type: ignore[assignment]
+            field.label = _T.LABEL_REPEATED
+            field.type = _T.TYPE_MESSAGE
             field.type_name = entry.name
         else:
             _fill_field(field, fs, message, f.name.capitalize(), deps)
@@ -276,23 +297,28 @@ def connect_to_message(message: Message, schema: ConnectSchema, value: Any) -> M
                 if fd.type == _T.TYPE_MESSAGE:
                     _set_message(target.add(), fs.items, element)
                 else:
-                    target.append(_scalar(fs.items, element))
+                    target.append(_scalar(fs.items, element, fd))
         elif fs.type == "map":
             assert fs.values is not None and fs.keys is not None
             value_fd = fd.message_type.fields_by_name["value"]
             for k, v in item.items():
                 if value_fd.type == _T.TYPE_MESSAGE:
-                    _set_message(target[_scalar(fs.keys, k)], fs.values, v)
+                    _set_message(target[k], fs.values, v)
                 else:
-                    target[_scalar(fs.keys, k)] = _scalar(fs.values, v)
+                    target[k] = _scalar(fs.values, v, value_fd)
         elif fd.type == _T.TYPE_MESSAGE:
             _set_message(target, fs, item)
         else:
-            setattr(message, f.name, _scalar(fs, item))
+            setattr(message, f.name, _scalar(fs, item, fd))
     return message
 
 
-def _scalar(schema: ConnectSchema, value: Any) -> Any:
+def _scalar(schema: ConnectSchema, value: Any, fd: FieldDescriptor) -> Any:
+    if fd.type == _T.TYPE_ENUM and isinstance(value, str):
+        found = fd.enum_type.values_by_name.get(value)
+        if found is None:
+            raise ConnectDataError(f"{value} is not a symbol of enum {fd.enum_type.full_name}")
+        return found.number
     if schema.type in ("float", "double"):
         return float(value)
     return value
@@ -301,13 +327,13 @@ def _scalar(schema: ConnectSchema, value: Any) -> Any:
 def _set_message(target: Message, schema: ConnectSchema, value: Any) -> None:
     if schema.name == TIMESTAMP:
         delta = value - _EPOCH
-        target.seconds = delta.days * 86400 + delta.seconds  # type: ignore[attr-defined]
-        target.nanos = delta.microseconds * 1000  # type: ignore[attr-defined]
+        target.seconds = delta.days * 86400 + delta.seconds
+        target.nanos = delta.microseconds * 1000
     elif schema.name == DATE:
-        target.year, target.month, target.day = value.year, value.month, value.day  # type: ignore[attr-defined]
+        target.year, target.month, target.day = value.year, value.month, value.day
     elif schema.name == TIME:
-        target.hours, target.minutes = value.hour, value.minute  # type: ignore[attr-defined]
-        target.seconds, target.nanos = value.second, value.microsecond * 1000  # type: ignore[attr-defined]
+        target.hours, target.minutes = value.hour, value.minute
+        target.seconds, target.nanos = value.second, value.microsecond * 1000
     elif schema.name == DECIMAL:
         from confluent_kafka.schema_registry.common.protobuf import decimal_to_protobuf
 
