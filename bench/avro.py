@@ -38,17 +38,17 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import dataplane as dp  # noqa: E402
-from confluent_kafka.schema_registry import SchemaRegistryClient  # noqa: E402
+import dataplane as dp
+from confluent_kafka.schema_registry import SchemaRegistryClient
 
-from kconnect.runtime.dataplane.connect_data import (  # noqa: E402
+from kconnect.runtime.dataplane.connect_data import (
     TIMESTAMP,
     ConnectField,
     ConnectSchema,
     decimal_schema,
 )
-from kconnect.runtime.dataplane.converters import Converter, new_converter  # noqa: E402
-from kconnect.runtime.dataplane.schema_registry.base import RegistryConverter  # noqa: E402
+from kconnect.runtime.dataplane.converters import Converter, new_converter
+from kconnect.runtime.dataplane.schema_registry.base import RegistryConverter
 
 AVRO = "io.confluent.connect.avro.AvroConverter"
 JSON = "org.apache.kafka.connect.json.JsonConverter"
@@ -151,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
             SparkSession.builder.master("local[2]")
             .appName("bench-avro")
             .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
             .config("spark.sql.shuffle.partitions", "2")
             .config("spark.driver.memory", "2g")
             .getOrCreate()
