@@ -27,13 +27,22 @@ CONVERTERS: Mapping[str, str] = MappingProxyType(
         "org.apache.kafka.connect.json.JsonConverter": "json",
         "org.apache.kafka.connect.storage.StringConverter": "string",
         "org.apache.kafka.connect.converters.ByteArrayConverter": "bytearray",
+        # Confluent's Schema Registry converters (runtime/dataplane/schema_registry/).
+        "io.confluent.connect.avro.AvroConverter": "avro",
+        "io.confluent.connect.protobuf.ProtobufConverter": "protobuf",
+        "io.confluent.connect.json.JsonSchemaConverter": "json-schema",
     }
 )
 
 #: Usable as ``header.converter``. In Apache Kafka the three converters above also implement
 #: HeaderConverter, while SimpleHeaderConverter is a header converter only.
 HEADER_CONVERTERS: Mapping[str, str] = MappingProxyType(
-    {**CONVERTERS, "org.apache.kafka.connect.storage.SimpleHeaderConverter": "simple-header"}
+    {
+        "org.apache.kafka.connect.json.JsonConverter": "json",
+        "org.apache.kafka.connect.storage.StringConverter": "string",
+        "org.apache.kafka.connect.converters.ByteArrayConverter": "bytearray",
+        "org.apache.kafka.connect.storage.SimpleHeaderConverter": "simple-header",
+    }
 )
 
 #: ``config.providers.<name>.class`` values that kconnect resolves itself (config_providers.py for connector

@@ -17,6 +17,7 @@ Java's exact envelope; a column without it gets a schema derived from its Spark 
 from __future__ import annotations
 
 import codecs
+import importlib
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -437,13 +438,13 @@ class Converter(ABC):
         pass
 
     @abstractmethod
-    def to_connect(self, data: bytes | None) -> SchemaAndValue:
+    def to_connect(self, data: bytes | None, topic: str = "") -> SchemaAndValue:
         """Java's ``toConnectData`` for one record's bytes: the record-by-record reference of what a key or
         value means, which the tests hold the column path (``to_columns``) to."""
         ...
 
     @abstractmethod
-    def from_connect(self, value: Any, schema: ConnectSchema | None = None) -> bytes | None:
+    def from_connect(self, value: Any, schema: ConnectSchema | None = None, topic: str = "") -> bytes | None:
         """Java's ``fromConnectData`` for one value: how a source record's key or value is serialized in
         Python, one record at a time, before it is produced."""
         ...
@@ -478,11 +479,11 @@ class ByteArrayConverter(Converter):
         """Java's keys for this converter: ``converter.type`` only."""
         return converter_config_def(self.java_class)
 
-    def to_connect(self, data: bytes | None) -> SchemaAndValue:
+    def to_connect(self, data: bytes | None, topic: str = "") -> SchemaAndValue:
         """The bytes as they are, under the optional bytes schema; null stays null (a tombstone)."""
         return SchemaAndValue(self.SCHEMA, None if data is None else bytes(data))
 
-    def from_connect(self, value: Any, schema: ConnectSchema | None = None) -> bytes | None:
+    def from_connect(self, value: Any, schema: ConnectSchema | None = None, topic: str = "") -> bytes | None:
         """The value's bytes; a value that is not bytes, or a schema other than bytes, is refused with
         Java's message rather than coerced."""
         if schema is not None and schema.type != "bytes":
@@ -545,7 +546,7 @@ class StringConverter(Converter):
             )
         self.encoding = charset
 
-    def to_connect(self, data: bytes | None) -> SchemaAndValue:
+    def to_connect(self, data: bytes | None, topic: str = "") -> SchemaAndValue:
         """The bytes as text in the configured charset, a malformed sequence replaced by U+FFFD as Java
         does, so that one bad record does not fail the task."""
         # Java's StringDeserializer replaces malformed input rather than failing.
@@ -553,7 +554,7 @@ class StringConverter(Converter):
             self.SCHEMA, None if data is None else codecs.decode(data, self.encoding, "replace")
         )
 
-    def from_connect(self, value: Any, schema: ConnectSchema | None = None) -> bytes | None:
+    def from_connect(self, value: Any, schema: ConnectSchema | None = None, topic: str = "") -> bytes | None:
         """``value.toString()`` encoded as Java writes it (``true``, ``1.0E10``, float32 text under a float
         schema), so that a source record's bytes equal Java's."""
         if value is None:
@@ -637,7 +638,7 @@ class JsonConverter(Converter):
 
     # -- record by record
 
-    def to_connect(self, data: bytes | None) -> SchemaAndValue:
+    def to_connect(self, data: bytes | None, topic: str = "") -> SchemaAndValue:
         """One record's JSON read as Java reads it: null or empty bytes are a tombstone, and malformed text
         or an envelope with other fields fails with Java's message."""
         if data is None or len(data) == 0:
@@ -668,7 +669,7 @@ class JsonConverter(Converter):
         )
         return SchemaAndValue(schema, value)
 
-    def from_connect(self, value: Any, schema: ConnectSchema | None = None) -> bytes | None:
+    def from_connect(self, value: Any, schema: ConnectSchema | None = None, topic: str = "") -> bytes | None:
         """One value written as Java's JsonConverter writes it: a null value without a schema is a
         tombstone (null bytes), anything else the envelope or bare payload in Java's JSON text."""
         if schema is None and value is None:
@@ -872,12 +873,25 @@ _CLASSES: Final[dict[str, type[Converter]]] = {
 }
 
 
+#: The registration hook for converters in modules of their own, imported when first named (they import
+#: this module): alias -> "module:class".
+PLUGGED: Final[dict[str, str]] = {
+    "avro": "kconnect.runtime.dataplane.schema_registry.avro_converter:AvroConverter",
+    "protobuf": "kconnect.runtime.dataplane.schema_registry.protobuf_converter:ProtobufConverter",
+    "json-schema": "kconnect.runtime.dataplane.schema_registry.json_schema_converter:JsonSchemaConverter",
+}
+
+
 def new_converter(name: str) -> Converter:
     """A converter by Apache Kafka Connect class name or kconnect alias (``config/classes.py``)."""
     alias = resolve_alias(name, CONVERTERS)
     if alias is None:
         allowed = ", ".join([*CONVERTERS, *_CLASSES])
         raise ConfigValidationError(message=f"Invalid converter class {name}: supported are {allowed}")
+    if alias in PLUGGED:
+        module, _, cls = PLUGGED[alias].partition(":")
+        plugged: type[Converter] = getattr(importlib.import_module(module), cls)
+        return plugged()
     return _CLASSES[alias]()
 
 

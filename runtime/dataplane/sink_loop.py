@@ -134,9 +134,9 @@ def records_of_messages(
         hs = m.headers()
         stage, converter = Stage.KEY_CONVERTER, key_converter
         try:
-            key = key_converter.to_connect(raw_key).value
+            key = key_converter.to_connect(raw_key, topic).value
             stage, converter = Stage.VALUE_CONVERTER, value_converter
-            value = value_converter.to_connect(raw_value).value
+            value = value_converter.to_connect(raw_value, topic).value
         except Exception as exc:
             failed.append(
                 {

@@ -116,8 +116,11 @@ def transform_batch(spark: Any, plan: SourcePlan, rows: Sequence[tuple[Any, ...]
         if row[ERROR_MESSAGE] is not None:
             failed.append((index, row.asDict()))
             continue
-        key = plan.plan.key_converter.from_connect(python_value(row["key"], key_schema), key_schema)
-        value = plan.plan.value_converter.from_connect(python_value(row["value"], value_schema), value_schema)
+        topic = str(row["topic"])
+        key = plan.plan.key_converter.from_connect(python_value(row["key"], key_schema), key_schema, topic)
+        value = plan.plan.value_converter.from_connect(
+            python_value(row["value"], value_schema), value_schema, topic
+        )
         headers = [
             (h["key"], None if h["value"] is None else bytes(h["value"])) for h in row["headers"] or ()
         ]

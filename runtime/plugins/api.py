@@ -64,6 +64,10 @@ class SourceRecord:
     value: Any = None
     headers: tuple[Header, ...] = ()
     timestamp: int | None = None
+    #: The Connect schemas of key and value (``connect_data.ConnectSchema``), as Java's SourceRecord has;
+    #: None infers one from a primitive value. The Schema Registry converters need one for a struct.
+    key_schema: Any = None
+    value_schema: Any = None
 
 
 @dataclass(frozen=True)

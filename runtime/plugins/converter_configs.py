@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Final
 
 from kconnect.runtime.plugins.config_def import NO_DEFAULT, ConfigDef, Importance, Type, ValidString, Width
+from kconnect.runtime.plugins.schema_registry_configs import SCHEMA_REGISTRY_CONFIG_DEFS
 
 __all__ = [
     "BYTE_ARRAY_CONVERTER",
@@ -134,6 +135,7 @@ CONVERTER_CONFIG_DEFS: Mapping[str, Callable[[], ConfigDef]] = MappingProxyType(
         STRING_CONVERTER: _string_converter_def,
         BYTE_ARRAY_CONVERTER: _converter_type_def,
         SIMPLE_HEADER_CONVERTER: ConfigDef,
+        **SCHEMA_REGISTRY_CONFIG_DEFS,
     }
 )
 

@@ -39,7 +39,7 @@ def test_all_kinds_come_in_javas_order(catalog: PluginCatalog) -> None:
         == ["sink", "source"]
         + ["transformation"] * 18
         + ["predicate"] * 3
-        + ["converter"] * 3
+        + ["converter"] * 6  # Apache's three and Confluent's Avro, Protobuf, JSON Schema
         + ["header_converter"] * 4
     )
     listing = catalog.listing(connectors_only=False)

@@ -466,8 +466,8 @@ INVALID = [
     ("admin.listeners", "localhost:8080", "must be a comma-separated list of URLs protocol://host:port"),
     (
         "key.converter",
-        "io.confluent.connect.avro.AvroConverter",
-        "must be one of json, string, bytearray or an Apache",
+        "io.confluent.connect.avro.AvroConverterr",
+        "must be one of json, string, bytearray, avro, protobuf, json-schema or an Apache",
     ),
     (
         "value.converter",
