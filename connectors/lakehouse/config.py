@@ -51,7 +51,8 @@ def config_def(prefix: str, extra: ConfigDef | None = None) -> ConfigDef:
             "",
             None,
             Importance.HIGH,
-            "Tables to write, <namespace>.<table>: every record goes to each (or, with a route field, to those "
+            "Tables to write, <namespace>.<table>: every record goes to each (or, with a route field, to "
+            "those "
             "whose route-regex matches). One name containing ${topic} (e.g. analytics.${topic}) writes one "
             "table per topic.",
         )
@@ -120,7 +121,8 @@ def config_def(prefix: str, extra: ConfigDef | None = None) -> ConfigDef:
             None,
             None,
             Importance.LOW,
-            "A value field holding the operation (c/r/u/d or I/U/D) when the records are not Debezium envelopes.",
+            "A value field holding the operation (c/r/u/d or I/U/D) when the records are not Debezium "
+            "envelopes.",
         )
         .define(
             f"{p}control.commit.interval-ms",

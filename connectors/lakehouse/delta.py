@@ -28,13 +28,12 @@ from kconnect.connectors.lakehouse.commits import decode_offsets, encode_offsets
 from kconnect.connectors.lakehouse.evolution import Evolution, quote_path
 from kconnect.connectors.lakehouse.routing import table_parts
 from kconnect.connectors.lakehouse.table_sink import (
-    DELETE_OPS,
     META,
     OFFSET,
-    OP,
     PARTITION,
     TOPIC,
     TableSinkTask,
+    merge_statement,
 )
 from kconnect.connectors.uniform import UniformTasks
 from kconnect.runtime import logs
@@ -57,7 +56,8 @@ CONFIG_DEF = cfg.config_def(
         NO_DEFAULT,
         NonEmptyString(),
         Importance.HIGH,
-        "Directory (or URI) the tables live under: <warehouse>/<namespace>/<table>; every worker must see it.",
+        "Directory (or URI) the tables live under: <warehouse>/<namespace>/<table>; every worker must "
+        "see it.",
     ),
 )
 
@@ -70,14 +70,13 @@ def partition_problems(props: Mapping[str, str | None]) -> dict[str, str]:
     """Delta partitions by columns only: transforms such as days(ts) are refused, naming the key."""
     out: dict[str, str] = {}
     for key, value in props.items():
-        if value and (
-            key == "delta.tables.default-partition-by"
-            or (key.startswith("delta.table.") and key.endswith(".partition-by"))
-        ):
-            if "(" in value:
-                out[key] = (
-                    "Delta tables partition by columns only (no transforms such as days(ts) or bucket(n, c))"
-                )
+        named = key == "delta.tables.default-partition-by" or (
+            key.startswith("delta.table.") and key.endswith(".partition-by")
+        )
+        if value and named and "(" in value:
+            out[key] = (
+                "Delta tables partition by columns only (no transforms such as days(ts) or bucket(n, c))"
+            )
     return out
 
 
@@ -125,7 +124,8 @@ class DeltaSinkTask(TableSinkTask):
         catalog = spark.conf.get("spark.sql.catalog.spark_catalog", "") or ""
         if EXTENSIONS not in extensions or catalog != CATALOG:
             raise ConnectorError(
-                "the worker's SparkSession is not set up for Delta Lake: worker properties need delta-spark and "
+                "the worker's SparkSession is not set up for Delta Lake: worker properties need delta-spark "
+                "and "
                 f"delta-storage on spark.jars, spark.sql.extensions including {EXTENSIONS} and "
                 f"spark.sql.catalog.spark_catalog={CATALOG}"
             )
@@ -240,19 +240,7 @@ class DeltaSinkTask(TableSinkTask):
         )
         view = f"kc_delta_merge_{abs(hash((table, id(self))))}"
 
-        def q(name: str) -> str:
-            return "`" + name.replace("`", "``") + "`"
-
-        on = " AND ".join(f"t.{q(i)} = s.{q(i)}" for i in ids)
-        deletes = ", ".join(f"'{op}'" for op in DELETE_OPS)
-        sets = ", ".join(f"t.{q(c)} = s.{q(c)}" for c in columns)
-        statement = (
-            f"MERGE INTO {self._ident(table)} t USING {view} s ON {on} "
-            f"WHEN MATCHED AND s.{OP} IN ({deletes}) THEN DELETE "
-            f"WHEN MATCHED THEN UPDATE SET {sets} "
-            f"WHEN NOT MATCHED AND s.{OP} NOT IN ({deletes}) THEN INSERT ({', '.join(q(c) for c in columns)}) "
-            f"VALUES ({', '.join('s.' + q(c) for c in columns)})"
-        )
+        statement = merge_statement(self._ident(table), view, columns, ids)
         settings = {
             "spark.databricks.delta.commitInfo.userMetadata": meta,
             "spark.databricks.delta.write.txnAppId": app_id,

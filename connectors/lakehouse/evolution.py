@@ -93,7 +93,8 @@ def plan(table: StructType, records: StructType, evolve: bool, prefix: str = "")
         if col is None:
             if not evolve:
                 raise SchemaEvolutionError(
-                    f"field '{path}' ({rec.dataType.simpleString()}) is not a column of the table, and schema "
+                    f"field '{path}' ({rec.dataType.simpleString()}) is not a column of the table, and "
+                    "schema "
                     "evolution is off: enable it or drop the field with a transform"
                 )
             out.add.append((path, rec.dataType))

@@ -7,7 +7,8 @@ snapshots, which carry the Kafka offsets they cover: ``table_sink``), commits by
 as time, tables named by topic (``analytics.${topic}``), upserts and deletes by id columns with MERGE INTO.
 
 The worker's SparkSession needs Iceberg's runtime jar and, for MERGE INTO, its SQL extensions: worker
-properties ``spark.jars`` (or ``spark.jars.packages=org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:1.10.2``)
+properties ``spark.jars`` (or ``spark.jars.packages=``
+``org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:1.10.2``)
 and ``spark.sql.extensions=org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions``. The
 connector registers its catalog in the session under a name of its own (``kc_<hash of iceberg.catalog.*>``)
 with table caching off, so a table another worker committed to is read fresh.
@@ -25,13 +26,12 @@ from kconnect.connectors.lakehouse.commits import encode_offsets, offsets_key, r
 from kconnect.connectors.lakehouse.evolution import Evolution, quote_path
 from kconnect.connectors.lakehouse.routing import table_parts
 from kconnect.connectors.lakehouse.table_sink import (
-    DELETE_OPS,
     META,
     OFFSET,
-    OP,
     PARTITION,
     TOPIC,
     TableSinkTask,
+    merge_statement,
 )
 from kconnect.connectors.uniform import UniformTasks
 from kconnect.runtime import logs
@@ -62,7 +62,8 @@ CONFIG_DEF = cfg.config_def(
         None,
         None,
         Importance.HIGH,
-        "hadoop (a warehouse directory; the default), jdbc, rest or hive; or set iceberg.catalog.catalog-impl. "
+        "hadoop (a warehouse directory; the default), jdbc, rest or hive; or set "
+        "iceberg.catalog.catalog-impl. "
         "Every iceberg.catalog.<key> goes to Spark's Iceberg catalog as <key>.",
     )
     .define(
@@ -128,7 +129,9 @@ def catalog_problems(props: Mapping[str, str | None]) -> dict[str, str]:
     catalog = catalog_properties({k: v for k, v in props.items() if v is not None})
     if catalog.get("type") == "hadoop" and not catalog.get("warehouse"):
         return {
-            "iceberg.catalog.warehouse": "the hadoop catalog (the default iceberg.catalog.type) needs a warehouse directory"
+            "iceberg.catalog.warehouse": (
+                "the hadoop catalog (the default iceberg.catalog.type) needs a warehouse directory"
+            )
         }
     return {}
 
@@ -185,7 +188,8 @@ class IcebergSinkTask(TableSinkTask):
             ) from exc
         if config.upsert and EXTENSIONS not in (spark.conf.get("spark.sql.extensions", "") or ""):
             raise ConnectorError(
-                f"upsert mode runs MERGE INTO, which needs the worker property spark.sql.extensions={EXTENSIONS}"
+                "upsert mode runs MERGE INTO, which needs the worker property "
+                f"spark.sql.extensions={EXTENSIONS}"
             )
 
     def _table_schema(self, spark: Any, table: str) -> Any:
@@ -276,19 +280,7 @@ class IcebergSinkTask(TableSinkTask):
         view = f"kc_merge_{self._catalog}_{abs(hash((table, id(self))))}"
         source.drop(*META).createOrReplaceTempView(view)
 
-        def q(name: str) -> str:
-            return "`" + name.replace("`", "``") + "`"
-
-        on = " AND ".join(f"t.{q(i)} = s.{q(i)}" for i in ids)
-        deletes = ", ".join(f"'{op}'" for op in DELETE_OPS)
-        sets = ", ".join(f"t.{q(c)} = s.{q(c)}" for c in columns)
-        statement = (
-            f"MERGE INTO {self._ident(table)} t USING {view} s ON {on} "
-            f"WHEN MATCHED AND s.{OP} IN ({deletes}) THEN DELETE "
-            f"WHEN MATCHED THEN UPDATE SET {sets} "
-            f"WHEN NOT MATCHED AND s.{OP} NOT IN ({deletes}) THEN INSERT ({', '.join(q(c) for c in columns)}) "
-            f"VALUES ({', '.join('s.' + q(c) for c in columns)})"
-        )
+        statement = merge_statement(self._ident(table), view, columns, ids)
 
         class _Merge:
             def call(self) -> None:
@@ -303,7 +295,7 @@ class IcebergSinkTask(TableSinkTask):
             properties.put(k, v)
         try:
             with _CALLBACK_LOCK:
-                ensure_callback_server_started(spark.sparkContext._gateway)
+                ensure_callback_server_started(spark.sparkContext._gateway)  # type: ignore[no-untyped-call]
             jvm.org.apache.iceberg.spark.CommitMetadata.withCommitProperties(
                 properties, _Merge(), jvm.java.lang.Class.forName("java.lang.RuntimeException")
             )

@@ -142,7 +142,6 @@ class TableSinkTask(FrameSinkTask):
         from pyspark.sql import functions as F
         from pyspark.sql.types import StructType
 
-        config = self._config()
         frame = batch.frame
         if self._spark is None:
             self._spark = frame.sparkSession
@@ -420,3 +419,23 @@ class TableSinkTask(FrameSinkTask):
         if self.config is None:
             raise ConnectorError(f"{type(self).__name__} is not started")
         return self.config
+
+
+def merge_statement(target: str, view: str, columns: list[str], ids: tuple[str, ...]) -> str:
+    """MERGE INTO ``target`` from ``view`` by ``ids``: a delete op deletes a matched row, any other op
+    updates it or inserts a new one; a delete of an id the table does not hold does nothing."""
+
+    def q(name: str) -> str:
+        return "`" + name.replace("`", "``") + "`"
+
+    on = " AND ".join(f"t.{q(i)} = s.{q(i)}" for i in ids)
+    deletes = ", ".join(f"'{op}'" for op in DELETE_OPS)
+    sets = ", ".join(f"t.{q(c)} = s.{q(c)}" for c in columns)
+    names = ", ".join(q(c) for c in columns)
+    values = ", ".join("s." + q(c) for c in columns)
+    return (
+        f"MERGE INTO {target} t USING {view} s ON {on} "
+        f"WHEN MATCHED AND s.{OP} IN ({deletes}) THEN DELETE "
+        f"WHEN MATCHED THEN UPDATE SET {sets} "
+        f"WHEN NOT MATCHED AND s.{OP} NOT IN ({deletes}) THEN INSERT ({names}) VALUES ({values})"
+    )

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import ConsumerGroupTopicPartitions, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
-from confluent_kafka.admin import AdminClient, ConsumerGroupTopicPartitions, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import SparkSession
 
 from kconnect.runtime.cli.broker import free_port
@@ -88,6 +88,7 @@ def reader(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SparkSess
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": "1",
         "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.host": "127.0.0.1",
         "spark.sql.catalog.chk": "org.apache.iceberg.spark.SparkCatalog",
         "spark.sql.catalog.chk.type": "hadoop",
         "spark.sql.catalog.chk.warehouse": str(warehouse / "iceberg"),

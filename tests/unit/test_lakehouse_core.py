@@ -187,7 +187,7 @@ def test_impossible_changes_fail_naming_the_field(
 
 
 def test_a_new_field_without_evolution_fails_rather_than_being_dropped() -> None:
-    with pytest.raises(SchemaEvolutionError, match="field 'note'.*schema evolution is off"):
+    with pytest.raises(SchemaEvolutionError, match=r"field 'note'.*schema evolution is off"):
         plan(
             struct(("id", IntegerType(), False)),
             struct(("id", IntegerType(), False), ("note", StringType(), True)),
@@ -233,7 +233,7 @@ def test_upsert_needs_id_columns_and_hadoop_needs_a_warehouse() -> None:
     assert "needs id columns" in found["iceberg.tables.default-id-columns"][0]
     no_warehouse = {k: v for k, v in BASE.items() if k != "iceberg.catalog.warehouse"}
     assert "needs a warehouse" in errors(IcebergSinkConnector(), no_warehouse)["iceberg.catalog.warehouse"][0]
-    with pytest.raises(ConfigValidationError, match="iceberg.tables.default-id-columns"):
+    with pytest.raises(ConfigValidationError, match=r"iceberg\.tables\.default-id-columns"):
         cfg.parse(CONFIG_DEF, {**BASE, "iceberg.tables.upsert-mode-enabled": "true"}, "iceberg.")
 
 
