@@ -178,8 +178,10 @@ class IcebergSinkTask(TableSinkTask):
         spark.conf.set(f"spark.sql.catalog.{self._catalog}", "org.apache.iceberg.spark.SparkCatalog")
         for key, value in catalog_properties(config.props).items():
             spark.conf.set(f"spark.sql.catalog.{self._catalog}.{key}", value)
+        jvm = spark._jvm
         try:
-            spark.sql(f"SHOW NAMESPACES IN {self._catalog}").collect()
+            loader = jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()
+            jvm.java.lang.Class.forName("org.apache.iceberg.spark.SparkCatalog", True, loader)
         except Exception as exc:
             raise ConnectorError(
                 "the worker's SparkSession cannot load Apache Iceberg's Spark catalog: put "

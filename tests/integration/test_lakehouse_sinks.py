@@ -35,7 +35,7 @@ from tests.support.apache_kafka import Broker, one_record_batches
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
 from tests.support.lakehouse_jars import spark_properties
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1500)]
 
 
 def schema(id_type: str, extra: bool) -> dict[str, Any]:
