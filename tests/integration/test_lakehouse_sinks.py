@@ -35,7 +35,7 @@ from tests.support.apache_kafka import Broker, one_record_batches
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
 from tests.support.lakehouse_jars import spark_properties
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(1500)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(3600)]
 
 
 def schema(id_type: str, extra: bool) -> dict[str, Any]:
@@ -170,8 +170,12 @@ def test_iceberg_and_delta_sinks_exactly_once_across_kill_and_move(
             producer.produce(topic, value=envelope(n, wide), partition=n % 2)
         assert producer.flush(30) == 0
 
+    seen: dict[str, Any] = {}
+
     def both(expected: list[int]) -> bool:
-        return iceberg_ids(spark, topic) == expected and delta_ids(spark, delta_path) == expected
+        ice, dl = iceberg_ids(spark, topic), delta_ids(spark, delta_path)
+        seen.update(iceberg=(len(ice), len(set(ice))), delta=(len(dl), len(set(dl))))
+        return ice == expected and dl == expected
 
     worker = WorkerProcess(tmp_path, props, name="lh-w0", spark=True).start()
     replacement: WorkerProcess | None = None
@@ -183,7 +187,8 @@ def test_iceberg_and_delta_sinks_exactly_once_across_kill_and_move(
 
         # 1. Records in: every one exactly once in both tables.
         produce(range(300))
-        wait_until(lambda: both(list(range(300))), 420, "300 records in both tables")
+        wait_until(lambda: both(list(range(300))), 900, "300 records in both tables", interval=3)
+        print(f"\n300 records in both tables; rows (all, distinct): {seen}")
         snapshots = spark.sql(f"SELECT summary FROM chk.kc.`{topic}`.snapshots").collect()
         held = [json.loads(s[0]["kconnect.offsets.ice"]) for s in snapshots if "kconnect.offsets.ice" in s[0]]
         assert held and set(held[-1]) == {topic}, held
@@ -191,7 +196,7 @@ def test_iceberg_and_delta_sinks_exactly_once_across_kill_and_move(
 
         # 2. A wider id and a new optional field: the tables evolve.
         produce(range(300, 400), wide=True)
-        wait_until(lambda: both(list(range(400))), 180, "400 records after the schema change")
+        wait_until(lambda: both(list(range(400))), 900, "400 records after the schema change", interval=3)
         fields = {f.name: f.dataType.simpleString() for f in spark.table(f"chk.kc.`{topic}`").schema.fields}
         assert fields == {"id": "bigint", "grp": "string", "note": "string"}, fields
         notes = spark.sql(f"SELECT count(note) FROM delta.`{delta_path}`").collect()[0][0]
@@ -199,7 +204,12 @@ def test_iceberg_and_delta_sinks_exactly_once_across_kill_and_move(
 
         # 3. Killed mid-stream, offsets lost, the tasks moved to another worker: no gap, no duplicate.
         produce(range(400, 700), wide=True)
-        wait_until(lambda: len(iceberg_ids(spark, topic)) > 400, 180, "some of the next records committed")
+        wait_until(
+            lambda: len(iceberg_ids(spark, topic)) > 400,
+            900,
+            "some of the next records committed",
+            interval=3,
+        )
         worker.kill()
         at_kill = iceberg_ids(spark, topic)
         assert at_kill == sorted(set(at_kill)), "a record twice before the kill"
@@ -213,7 +223,13 @@ def test_iceberg_and_delta_sinks_exactly_once_across_kill_and_move(
             )
         produce(range(700, 1000), wide=True)
         replacement = WorkerProcess(tmp_path, props, name="lh-w1", spark=True).start()
-        wait_until(lambda: both(list(range(1000))), 420, "1000 records, each once, after the kill")
+        wait_until(
+            lambda: both(list(range(1000))),
+            1200,
+            f"1000 records, each once, after the kill ({seen})",
+            interval=3,
+        )
+        print(f"after the kill and the move; rows (all, distinct): {seen}")
         log = replacement.log_text()
         assert "partition opened" in log and "resume" in log
 
