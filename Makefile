@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 REFERENCE := ../shared/tools/reference-connect
 
-.PHONY: setup demo test lint unit kafka reference postgres stunnel chromium faults
+.PHONY: setup demo test lint unit kafka reference postgres stunnel chromium faults lakehouse
 
 setup: $(STAMP)
 
@@ -25,6 +25,11 @@ demo: setup
 # the Apache Kafka Connect 4.x reference worker. Copied once into the cache; tests fetch it too if missing.
 kafka: setup
 	$(BIN)/python -c 'from tests.support.apache_kafka import kafka_libs; print("Apache Kafka jars:", kafka_libs())'
+
+# The Iceberg and Delta Lake runtimes for Spark (tests/lakehouse/pom.xml) that the table sinks' tests load
+# through spark.jars: copied once from Maven Central into ~/.cache/kconnect; tests fetch them too if missing.
+lakehouse: setup
+	$(BIN)/python -c 'from tests.support.lakehouse_jars import lakehouse_jars; print("lakehouse jars:", *lakehouse_jars())'
 
 # The reference Apache Kafka Connect worker (for interop tests) needs Java 17 and its jars; without
 # them those tests skip with the reason.
@@ -78,7 +83,7 @@ lint: setup
 unit: setup
 	$(BIN)/pytest -q -ra tests/unit
 
-test: setup kafka reference postgres stunnel chromium lint
+test: setup kafka lakehouse reference postgres stunnel chromium lint
 	$(BIN)/pytest -q -ra --durations=25 -n 2 --dist loadfile
 
 # The broker-fault scenarios (tests/integration/test_broker_faults.py) FAULTS_RUNS times in a row, each run on

@@ -1,0 +1,98 @@
+"""When a table sink commits, and which Kafka offsets a table already holds: pure functions.
+
+Exactly once without a coordinator: every table commit carries, in the table format's own commit metadata
+(an Iceberg snapshot's summary, a Delta commit's ``userMetadata``), the next Kafka offset of each partition
+whose records it covers, under a key naming the connector. A task that opens a partition reads its tables'
+commits back (:func:`resume_offsets`) and drops records below what a table already holds, so a record read
+again after a crash, a rebalance or a zombie's commit is never written twice; the Kafka consumer offsets
+are committed only after the tables, so nothing is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from kconnect.runtime.plugins.api import TopicPartition
+
+#: The summary key prefix: ``kconnect.offsets.<connector>`` holds ``{"topic": {"partition": next}}``.
+OFFSETS_KEY_PREFIX = "kconnect.offsets."
+
+
+def offsets_key(connector: str) -> str:
+    """The commit-metadata key holding this connector's offsets (one connector never reads another's)."""
+    return OFFSETS_KEY_PREFIX + connector
+
+
+def encode_offsets(offsets: Mapping[TopicPartition, int]) -> str:
+    """``{"topic": {"partition": next_offset}}`` as compact JSON, keys sorted (stable bytes)."""
+    tree: dict[str, dict[str, int]] = {}
+    for tp, offset in offsets.items():
+        tree.setdefault(tp.topic, {})[str(tp.partition)] = int(offset)
+    return json.dumps(tree, sort_keys=True, separators=(",", ":"))
+
+
+def decode_offsets(text: str | None) -> dict[TopicPartition, int]:
+    """The inverse of :func:`encode_offsets`; anything that is not such a tree reads as no offsets (a
+    commit made by someone else under the same key must not stop the task)."""
+    if not text:
+        return {}
+    try:
+        tree = json.loads(text)
+    except ValueError:
+        return {}
+    out: dict[TopicPartition, int] = {}
+    if not isinstance(tree, dict):
+        return out
+    for topic, partitions in tree.items():
+        if not isinstance(partitions, dict):
+            continue
+        for partition, offset in partitions.items():
+            if str(partition).isdigit() and isinstance(offset, int) and not isinstance(offset, bool):
+                out[TopicPartition(str(topic), int(partition))] = offset
+    return out
+
+
+def resume_offsets(commits: Iterable[str | None]) -> dict[TopicPartition, int]:
+    """A table's next offset per partition from its commits' offset texts, oldest first: the newest commit
+    that mentions a partition wins (each commit names only the partitions it covers, so a commit by the
+    task owning other partitions never carries a stale value for these)."""
+    out: dict[TopicPartition, int] = {}
+    for text in commits:
+        out.update(decode_offsets(text))
+    return out
+
+
+@dataclass(frozen=True)
+class CommitPolicy:
+    """Commit when ``max_records`` records or ``max_bytes`` staged bytes are waiting, or ``interval_ms`` has
+    passed since the oldest waiting record was read, whichever comes first (-1 turns a bound off; the
+    interval is always on, so a trickle topic still commits every interval)."""
+
+    interval_ms: int
+    max_records: int = -1
+    max_bytes: int = -1
+
+
+def commit_due(
+    policy: CommitPolicy, records: int, size: int, oldest_s: float | None, now_s: float
+) -> str | None:
+    """Why to commit now (``records``, ``bytes`` or ``interval``), or None. ``oldest_s`` is when the oldest
+    waiting record was staged (None: nothing waits; then there is nothing to commit)."""
+    if oldest_s is None:
+        return None
+    if policy.max_records > 0 and records >= policy.max_records:
+        return "records"
+    if policy.max_bytes > 0 and size >= policy.max_bytes:
+        return "bytes"
+    if (now_s - oldest_s) * 1000 >= policy.interval_ms:
+        return "interval"
+    return None
+
+
+def unwritten_from(first: int, last: int, floor: int | None) -> tuple[int, int] | None:
+    """The part of a consumed range ``[first, last]`` at or above ``floor`` (the next offset not yet held
+    or staged), or None when all of it is."""
+    lo = first if floor is None else max(first, floor)
+    return (lo, last) if lo <= last else None

@@ -1,0 +1,308 @@
+"""IcebergSinkConnector: topics to Apache Iceberg tables, written by Spark's Iceberg runtime, exactly once.
+
+It takes Apache Iceberg's Kafka Connect sink's keys (``iceberg.tables``, ``iceberg.tables.*``,
+``iceberg.control.commit.interval-ms``, ``iceberg.catalog.*``; see ``config``), so a config moves over,
+and does what that sink does not: no coordinator task or control topic (each task commits its own
+snapshots, which carry the Kafka offsets they cover: ``table_sink``), commits by records and bytes as well
+as time, tables named by topic (``analytics.${topic}``), upserts and deletes by id columns with MERGE INTO.
+
+The worker's SparkSession needs Iceberg's runtime jar and, for MERGE INTO, its SQL extensions: worker
+properties ``spark.jars`` (or ``spark.jars.packages=``
+``org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:1.10.2``)
+and ``spark.sql.extensions=org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions``. The
+connector registers its catalog in the session under a name of its own (``kc_<hash of iceberg.catalog.*>``)
+with table caching off, so a table another worker committed to is read fresh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from kconnect.connectors.lakehouse import config as cfg
+from kconnect.connectors.lakehouse.commits import encode_offsets, offsets_key, resume_offsets
+from kconnect.connectors.lakehouse.evolution import Evolution, quote_path
+from kconnect.connectors.lakehouse.routing import table_parts
+from kconnect.connectors.lakehouse.table_sink import (
+    META,
+    OFFSET,
+    PARTITION,
+    TOPIC,
+    TableSinkTask,
+    merge_statement,
+)
+from kconnect.connectors.uniform import UniformTasks
+from kconnect.runtime import logs
+from kconnect.runtime.plugins.api import ConnectorError, SinkConnector, TopicPartition
+from kconnect.runtime.plugins.config_def import ConfigDef, ConfigValue, Importance
+from kconnect.runtime.plugins.config_def import Type as ConfigType
+
+log = logs.get(__name__)
+
+PREFIX = "iceberg."
+CATALOG_PREFIX = "iceberg.catalog."
+EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+
+CONFIG_DEF = cfg.config_def(
+    PREFIX,
+    ConfigDef()
+    .define(
+        "iceberg.catalog",
+        ConfigType.STRING,
+        "iceberg",
+        None,
+        Importance.LOW,
+        "The catalog's name in Apache's sink; kconnect registers the catalog in Spark under its own name.",
+    )
+    .define(
+        "iceberg.catalog.type",
+        ConfigType.STRING,
+        None,
+        None,
+        Importance.HIGH,
+        "hadoop (a warehouse directory; the default), jdbc, rest or hive; or set "
+        "iceberg.catalog.catalog-impl. "
+        "Every iceberg.catalog.<key> goes to Spark's Iceberg catalog as <key>.",
+    )
+    .define(
+        "iceberg.catalog.warehouse",
+        ConfigType.STRING,
+        None,
+        None,
+        Importance.HIGH,
+        "The warehouse location (a directory every worker sees, for the hadoop catalog).",
+    )
+    .define(
+        "iceberg.control.topic",
+        ConfigType.STRING,
+        "control-iceberg",
+        None,
+        Importance.LOW,
+        "Accepted; unused (no coordinator).",
+    )
+    .define(
+        "iceberg.control.commit.timeout-ms",
+        ConfigType.LONG,
+        30_000,
+        None,
+        Importance.LOW,
+        "Accepted; unused (no coordinator).",
+    )
+    .define("iceberg.control.commit.threads", ConfigType.INT, 1, None, Importance.LOW, "Accepted; unused.")
+    .define(
+        "iceberg.control.group-id-prefix",
+        ConfigType.STRING,
+        "cg-control",
+        None,
+        Importance.LOW,
+        "Accepted; unused.",
+    ),
+)
+
+_CALLBACK_LOCK = threading.Lock()
+
+
+def catalog_properties(props: Mapping[str, str]) -> dict[str, str]:
+    """Spark catalog options from ``iceberg.catalog.*``: hadoop by default, table caching off (a table
+    another worker committed to must be read fresh: its snapshots hold the offsets)."""
+    out = {
+        k[len(CATALOG_PREFIX) :]: v
+        for k, v in props.items()
+        if k.startswith(CATALOG_PREFIX) and v is not None
+    }
+    if "type" not in out and "catalog-impl" not in out:
+        out["type"] = "hadoop"
+    out["cache-enabled"] = "false"
+    return out
+
+
+def catalog_name(props: Mapping[str, str]) -> str:
+    """The connector's catalog's name in the worker's SparkSession: one per distinct catalog config."""
+    text = "\n".join(f"{k}={v}" for k, v in sorted(catalog_properties(props).items()))
+    return "kc_" + hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
+def catalog_problems(props: Mapping[str, str | None]) -> dict[str, str]:
+    """What the catalog keys lack: the hadoop catalog needs a warehouse."""
+    catalog = catalog_properties({k: v for k, v in props.items() if v is not None})
+    if catalog.get("type") == "hadoop" and not catalog.get("warehouse"):
+        return {
+            "iceberg.catalog.warehouse": (
+                "the hadoop catalog (the default iceberg.catalog.type) needs a warehouse directory"
+            )
+        }
+    return {}
+
+
+class IcebergSinkConnector(UniformTasks, SinkConnector):
+    """Writes its topics' records to Iceberg tables; see the module docstring."""
+
+    CONFIG = CONFIG_DEF
+    TASK_INDEX_KEY = cfg.TASK_ID_CONFIG
+
+    def check(self, props: Mapping[str, str]) -> None:
+        cfg.parse(CONFIG_DEF, props, PREFIX)
+        for key, message in catalog_problems(props).items():
+            raise ConnectorError(f"Invalid value {props.get(key)} for configuration {key}: {message}")
+
+    def validate(self, props: Mapping[str, str | None]) -> list[ConfigValue]:
+        values = cfg.validate(CONFIG_DEF, props, PREFIX)
+        by_name = {v.name: v for v in values}
+        for key, message in catalog_problems(props).items():
+            by_name[key].add_error(f"Invalid value {props.get(key)} for configuration {key}: {message}")
+        return values
+
+    def alter_offsets(self, props: Mapping[str, str], offsets: Mapping[TopicPartition, int | None]) -> bool:
+        """Any offsets: rewinding cannot duplicate rows, the tables' snapshots say what they hold."""
+        return True
+
+
+class IcebergSinkTask(TableSinkTask):
+    """Iceberg's side of the table shell: a catalog in the session, snapshots carrying the offsets."""
+
+    PREFIX = PREFIX
+    CONFIG = CONFIG_DEF
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._catalog = ""
+
+    def _ident(self, table: str) -> str:
+        return self._catalog + "." + ".".join(f"`{p}`" for p in table_parts(table))
+
+    def _prepare(self, spark: Any) -> None:
+        config = self._config()
+        self._catalog = catalog_name(config.props)
+        spark.conf.set(f"spark.sql.catalog.{self._catalog}", "org.apache.iceberg.spark.SparkCatalog")
+        for key, value in catalog_properties(config.props).items():
+            spark.conf.set(f"spark.sql.catalog.{self._catalog}.{key}", value)
+        jvm = spark._jvm
+        try:
+            loader = jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()
+            jvm.java.lang.Class.forName("org.apache.iceberg.spark.SparkCatalog", True, loader)
+        except Exception as exc:
+            raise ConnectorError(
+                "the worker's SparkSession cannot load Apache Iceberg's Spark catalog: put "
+                "iceberg-spark-runtime-4.0_2.13 on the worker's spark.jars (or spark.jars.packages) "
+                f"({str(exc).splitlines()[0]})"
+            ) from exc
+        if config.upsert and EXTENSIONS not in (spark.conf.get("spark.sql.extensions", "") or ""):
+            raise ConnectorError(
+                "upsert mode runs MERGE INTO, which needs the worker property "
+                f"spark.sql.extensions={EXTENSIONS}"
+            )
+
+    def _table_schema(self, spark: Any, table: str) -> Any:
+        try:
+            return spark.table(self._ident(table)).schema
+        except Exception as exc:
+            if "TABLE_OR_VIEW_NOT_FOUND" in str(exc) or "NoSuchTable" in str(exc):
+                return None
+            raise
+
+    def _create_table(self, spark: Any, table: str, schema: Any) -> None:
+        config = self._config()
+        parts = table_parts(table)
+        namespace = self._catalog + "." + ".".join(f"`{p}`" for p in parts[:-1])
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
+        ddl = spark._jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()).toDDL()
+        partitioning = config.partitioning(table)
+        partitioned = f" PARTITIONED BY ({', '.join(partitioning)})" if partitioning else ""
+        spark.sql(
+            f"CREATE TABLE IF NOT EXISTS {self._ident(table)} ({ddl}) USING iceberg{partitioned} "
+            "TBLPROPERTIES ('format-version'='2')"
+        )
+
+    def _evolve_table(self, spark: Any, table: str, change: Evolution) -> None:
+        ident = self._ident(table)
+        for path, data_type in change.add:
+            spark.sql(f"ALTER TABLE {ident} ADD COLUMN {quote_path(path)} {data_type.simpleString()}")
+        for path, data_type in change.widen:
+            spark.sql(f"ALTER TABLE {ident} ALTER COLUMN {quote_path(path)} TYPE {data_type.simpleString()}")
+        for path in change.make_optional:
+            spark.sql(f"ALTER TABLE {ident} ALTER COLUMN {quote_path(path)} DROP NOT NULL")
+
+    def _held_offsets(self, spark: Any, table: str) -> dict[TopicPartition, int]:
+        key = offsets_key(self._config().connector).replace("'", "\\'")
+        rows = spark.sql(
+            f"SELECT summary['{key}'] FROM {self._ident(table)}.snapshots ORDER BY committed_at, snapshot_id"
+        ).collect()
+        return resume_offsets(r[0] for r in rows)
+
+    def _write(
+        self, spark: Any, table: str, rows: Any, covered: Mapping[TopicPartition, int], ids: tuple[str, ...]
+    ) -> None:
+        from pyspark.sql import functions as F
+
+        key = offsets_key(self._config().connector)
+        encoded = encode_offsets(covered)
+        columns = spark.table(self._ident(table)).schema
+        present = set(rows.columns)
+        if not ids:
+            aligned = rows.select(
+                *[
+                    F.col(f"`{c.name}`") if c.name in present else F.lit(None).cast(c.dataType).alias(c.name)
+                    for c in columns.fields
+                ]
+            )
+            aligned.writeTo(self._ident(table)).option("snapshot-property." + key, encoded).append()
+            return
+        self._merge(
+            spark, table, rows, [c.name for c in columns.fields if c.name in present], ids, {key: encoded}
+        )
+
+    def _merge(
+        self,
+        spark: Any,
+        table: str,
+        rows: Any,
+        columns: list[str],
+        ids: tuple[str, ...],
+        summary: Mapping[str, str],
+    ) -> None:
+        """MERGE INTO by ``ids``, newest record per id (the highest offset), inside Iceberg's
+        ``CommitMetadata.withCommitProperties`` so that the MERGE's snapshot carries the offsets."""
+        from pyspark.java_gateway import ensure_callback_server_started
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        missing = [i for i in ids if i not in columns]
+        if missing:
+            raise ConnectorError(
+                f"table {table}: id column(s) {', '.join(missing)} are not fields of the records"
+            )
+        newest = Window.partitionBy(*[F.col(f"`{i}`") for i in ids]).orderBy(
+            F.col(TOPIC).desc(), F.col(PARTITION).desc(), F.col(OFFSET).desc()
+        )
+        source = (
+            rows.withColumn("_kc_rank", F.row_number().over(newest)).where("_kc_rank = 1").drop("_kc_rank")
+        )
+        view = f"kc_merge_{self._catalog}_{abs(hash((table, id(self))))}"
+        source.drop(*META).createOrReplaceTempView(view)
+
+        statement = merge_statement(self._ident(table), view, columns, ids)
+
+        class _Merge:
+            def call(self) -> None:
+                spark.sql(statement)
+
+            class Java:
+                implements = ["java.util.concurrent.Callable"]
+
+        jvm = spark._jvm
+        properties = jvm.java.util.HashMap()
+        for k, v in summary.items():
+            properties.put(k, v)
+        try:
+            with _CALLBACK_LOCK:
+                ensure_callback_server_started(spark.sparkContext._gateway)  # type: ignore[no-untyped-call]
+            jvm.org.apache.iceberg.spark.CommitMetadata.withCommitProperties(
+                properties, _Merge(), jvm.java.lang.Class.forName("java.lang.RuntimeException")
+            )
+        finally:
+            spark.catalog.dropTempView(view)
+
+
+IcebergSinkConnector.TASK = IcebergSinkTask

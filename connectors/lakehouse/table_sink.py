@@ -1,0 +1,441 @@
+"""The task shell both table sinks share: stage micro-batches, commit to tables by records, bytes or time,
+resume from the tables' own commit metadata.
+
+Why it is built this way:
+
+- Each micro-batch reaches the task as a DataFrame (``FrameSinkTask.put_frame``); it is *staged* as Parquet
+  in the task's scratch directory (a Spark job on the executors, nothing collected), so a commit can cover
+  many batches: tables get fewer, larger files and snapshots than one commit per micro-batch would make.
+- A commit (:func:`commits.commit_due`: N records, B bytes or T ms, whichever first; checked after each
+  batch and about every half second while the topic is idle) reads the staged Parquet back, routes rows to
+  tables, creates or evolves each table, and writes it with the format's own atomic commit carrying the
+  Kafka offsets it covers (``kconnect.offsets.<connector>``). Then, and only then, ``pre_commit`` lets the
+  runtime commit those offsets to Kafka.
+- Exactly once with no coordinator: just before writing a table, the task reads the offsets the table
+  already holds and drops rows below them. Records read again after a crash between a table commit and the
+  Kafka offset commit, after a rebalance, or already written by a zombie, are never written twice; staged
+  data lost in a crash was never committed anywhere, so Kafka gives it again. A partition opened here seeks
+  (``SinkTaskContext.offset``) to what its tables hold when that is ahead of the consumer group.
+"""
+
+from __future__ import annotations
+
+import abc
+import shutil
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from kconnect.connectors.lakehouse import config as cfg
+from kconnect.connectors.lakehouse.commits import commit_due, unwritten_from
+from kconnect.connectors.lakehouse.evolution import Evolution, SchemaEvolutionError, plan
+from kconnect.connectors.lakehouse.routing import topic_table
+from kconnect.runtime import __version__, logs
+from kconnect.runtime.dataplane.scratch import make_scratch_dir
+from kconnect.runtime.plugins.api import ConnectorError, FrameBatch, FrameSinkTask, TopicPartition
+from kconnect.runtime.plugins.config_def import ConfigDef
+
+log = logs.get(__name__)
+
+#: Bookkeeping columns of staged rows; user fields keep their names beside them.
+TOPIC, PARTITION, OFFSET, OP, ROUTE = "_kc_topic", "_kc_partition", "_kc_offset", "_kc_op", "_kc_route"
+META = (TOPIC, PARTITION, OFFSET)
+DELETE_OPS = ("d", "D")
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One staged micro-batch: its Parquet directory (None: no rows, e.g. only null values), the offset
+    ranges it covers, when it was staged and its size on disk."""
+
+    path: str | None
+    ranges: Mapping[TopicPartition, tuple[int, int]]
+    at: float
+    size: int
+
+
+class TableSinkTask(FrameSinkTask):
+    """Stages batches and commits them to tables; a table format supplies the ``_table_*`` methods."""
+
+    PREFIX: ClassVar[str]
+    CONFIG: ClassVar[ConfigDef]
+
+    def __init__(self) -> None:
+        self.config: cfg.TableSinkConfig | None = None
+        self._scratch: Path | None = None
+        self._spark: Any = None
+        self._staged: list[Stage] = []
+        self._value_type: Any = None
+        #: Next offset not yet staged or held by the tables (rows below it are dropped at staging).
+        self._floor: dict[TopicPartition, int] = {}
+        #: Next offset every table holds: what ``pre_commit`` lets the runtime commit to Kafka.
+        self._committed: dict[TopicPartition, int] = {}
+        self._opening: set[TopicPartition] = set()
+        self._counter = 0
+        self.commits = 0
+
+    def version(self) -> str:
+        return __version__
+
+    # --- what a table format supplies
+
+    @abc.abstractmethod
+    def _prepare(self, spark: Any) -> None:
+        """Check the worker's SparkSession can write the format (naming the spark.* keys if not)."""
+
+    @abc.abstractmethod
+    def _table_schema(self, spark: Any, table: str) -> Any:
+        """The table's Spark schema, or None if it does not exist."""
+
+    @abc.abstractmethod
+    def _create_table(self, spark: Any, table: str, schema: Any) -> None: ...
+
+    @abc.abstractmethod
+    def _evolve_table(self, spark: Any, table: str, change: Evolution) -> None: ...
+
+    @abc.abstractmethod
+    def _held_offsets(self, spark: Any, table: str) -> dict[TopicPartition, int]:
+        """The next offset per partition this connector's commits to the table hold."""
+
+    @abc.abstractmethod
+    def _write(
+        self, spark: Any, table: str, rows: Any, covered: Mapping[TopicPartition, int], ids: tuple[str, ...]
+    ) -> None:
+        """Append ``rows`` (or merge them by ``ids`` in upsert mode, ``OP`` saying delete) in one atomic
+        commit that records ``covered`` (next offset per partition) for this connector. ``rows`` keeps the
+        META columns for formats that commit per partition; drop them before writing."""
+
+    # --- lifecycle
+
+    def start(self, props: dict[str, str]) -> None:
+        self.config = cfg.parse(self.CONFIG, props, self.PREFIX)
+        label = f"{self.config.connector}-{props.get(cfg.TASK_ID_CONFIG, '0')}".replace("/", "_")
+        self._scratch = make_scratch_dir("kconnect-lakehouse-", label)
+        self._staged, self._floor, self._committed, self._opening = [], {}, {}, set()
+        self._value_type = None
+
+    def stop(self) -> None:
+        """Staged rows were never committed anywhere: dropping them is safe, Kafka has them."""
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+
+    def open(self, partitions: Iterable[TopicPartition]) -> None:
+        """Note the partitions; their tables' offsets are read at the first batch (it has the session)."""
+        self._opening.update(partitions)
+
+    def close(self, partitions: Iterable[TopicPartition]) -> None:
+        """Commit what is staged before the partitions go (a new owner would read them again, and drop what
+        the tables hold), then forget them."""
+        gone = set(partitions)
+        if self._staged and self._spark is not None:
+            self._commit("close")
+        for tp in gone:
+            self._floor.pop(tp, None)
+            self._committed.pop(tp, None)
+            self._opening.discard(tp)
+
+    # --- data
+
+    def put_frame(self, batch: FrameBatch) -> int | None:
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StructType
+
+        frame = batch.frame
+        if self._spark is None:
+            self._spark = frame.sparkSession
+            self._prepare(self._spark)
+        value_type = frame.schema["value"].dataType
+        if not isinstance(value_type, StructType):
+            raise ConnectorError(
+                f"{type(self).__name__} writes records with schemas (struct values, e.g. JsonConverter with "
+                f"schemas.enable=true); the values are {value_type.simpleString()}"
+            )
+        if self._opening:
+            self._resume(batch.offsets)
+        if self._value_type is not None and value_type != self._value_type and self._staged:
+            self._commit("schema change")  # one schema per commit's staged files
+        self._value_type = value_type
+
+        ranges: dict[TopicPartition, tuple[int, int]] = {}
+        pending = {tp for stage in self._staged for tp in stage.ranges}
+        for tp, (first, last) in batch.offsets.items():
+            todo = unwritten_from(first, last, self._floor.get(tp))
+            self._floor[tp] = max(self._floor.get(tp, 0), last + 1)
+            if todo is not None:
+                ranges[tp] = todo
+            elif tp not in pending:
+                self._committed[tp] = max(self._committed.get(tp, 0), last + 1)
+        read = sum(last - first + 1 for first, last in batch.offsets.values())
+        if not ranges:
+            return read
+        wanted = F.lit(False)
+        for tp, (lo, hi) in ranges.items():
+            wanted = wanted | (
+                (F.col("topic") == tp.topic)
+                & (F.col("partition") == tp.partition)
+                & F.col("offset").between(lo, hi)
+            )
+        self._counter += 1
+        target = self._dir() / "stage" / f"{int(time.time() * 1000)}-{self._counter}"
+        (
+            frame.where(wanted & F.col("value").isNotNull())
+            .select(
+                F.col("topic").alias(TOPIC),
+                F.col("partition").alias(PARTITION),
+                F.col("offset").alias(OFFSET),
+                "value",
+            )
+            .write.parquet(str(target))
+        )
+        files = list(target.glob("part-*.parquet"))
+        size = sum(f.stat().st_size for f in files)
+        self._staged.append(Stage(str(target) if files else None, ranges, time.time(), size))
+        return read
+
+    def pre_commit(self, current_offsets: Mapping[TopicPartition, int]) -> Mapping[TopicPartition, int]:
+        """Commit to the tables when due; answer the offsets every table holds."""
+        config = self._config()
+        records = sum(hi - lo + 1 for s in self._staged for lo, hi in s.ranges.values())
+        size = sum(s.size for s in self._staged)
+        oldest = self._staged[0].at if self._staged else None
+        reason = commit_due(config.policy, records, size, oldest, time.time())
+        if reason is not None:
+            self._commit(reason)
+        return {tp: offset for tp, offset in self._committed.items() if tp in current_offsets}
+
+    def flush(self, current_offsets: Mapping[TopicPartition, int]) -> None:
+        """Durability is the table commit's; ``pre_commit`` does it and never calls this."""
+
+    # --- resume
+
+    def _resume(self, batch: Mapping[TopicPartition, tuple[int, int]]) -> None:
+        """For partitions opened since the last batch: where their tables' commits say to resume. Where that
+        is past this batch, ask the runtime to seek there (rows below it are dropped either way)."""
+        config = self._config()
+        opening, self._opening = self._opening, set()
+        held_by: dict[str, dict[TopicPartition, int]] = {}
+        seek: dict[TopicPartition, int] = {}
+        for tp in sorted(opening, key=str):
+            tables = self._known_tables(tp)
+            if not tables:
+                continue  # dynamic routing: tables are known per row; each commit drops what its table holds
+            offsets = []
+            for table in tables:
+                if table not in held_by:
+                    held_by[table] = self._held_offsets(self._spark, table) if self._exists(table) else {}
+                offsets.append(held_by[table].get(tp))
+            if any(o is None for o in offsets):
+                continue
+            resume = min(o for o in offsets if o is not None)
+            self._floor[tp] = max(self._floor.get(tp, 0), resume)
+            self._committed[tp] = max(self._committed.get(tp, 0), resume)
+            if tp in batch and resume > batch[tp][1] + 1 and self.context is not None:
+                seek[tp] = resume
+            log.info(
+                "partition opened",
+                partition=str(tp),
+                resume=resume,
+                tables=tables,
+                connector=config.connector,
+            )
+        if seek and self.context is not None:
+            self.context.offset(seek)
+
+    def _known_tables(self, tp: TopicPartition) -> list[str]:
+        routing = self._config().routing
+        if routing.dynamic:
+            return []
+        if routing.by_topic:
+            return [topic_table(routing.tables[0], tp.topic)]
+        if routing.route_field:
+            return []  # which of the tables a partition's rows reach depends on each row
+        return list(routing.tables)
+
+    def _exists(self, table: str) -> bool:
+        return self._table_schema(self._spark, table) is not None
+
+    # --- commit
+
+    def _commit(self, reason: str) -> None:
+        """Write everything staged to its tables, then advance what ``pre_commit`` answers."""
+        from pyspark.sql import functions as F
+
+        config = self._config()
+        spark = self._spark
+        stages, self._staged = self._staged, []
+        covered: dict[TopicPartition, int] = {}
+        for stage in stages:
+            for tp, (_, hi) in stage.ranges.items():
+                covered[tp] = max(covered.get(tp, 0), hi + 1)
+        paths = [s.path for s in stages if s.path is not None]
+        started = time.monotonic()
+        tables_written: list[str] = []
+        try:
+            if paths:
+                data = spark.read.parquet(*paths)
+                columns: list[Any] = [*META, "value.*"]
+                if config.routing.route_field:
+                    columns.append(F.col("value." + config.routing.route_field).cast("string").alias(ROUTE))
+                flat = data.select(*columns)
+                rows = self._cdc(flat) if config.upsert else flat
+                for table, part, table_covered in self._routes(rows, covered):
+                    self._write_table(table, part, table_covered)
+                    tables_written.append(table)
+        except Exception:
+            self._staged = stages + self._staged  # not committed: a retry (or a restart) writes them
+            raise
+        for tp, offset in covered.items():
+            self._committed[tp] = max(self._committed.get(tp, 0), offset)
+        for stage in stages:
+            if stage.path:
+                shutil.rmtree(stage.path, ignore_errors=True)
+        self.commits += 1
+        log.info(
+            "committed to tables",
+            reason=reason,
+            tables=tables_written,
+            through={str(tp): o for tp, o in sorted(covered.items(), key=lambda i: str(i[0]))},
+            seconds=round(time.monotonic() - started, 2),
+            connector=config.connector,
+        )
+
+    def _routes(
+        self, rows: Any, covered: Mapping[TopicPartition, int]
+    ) -> list[tuple[str, Any, dict[TopicPartition, int]]]:
+        """(table, its rows, the offsets its commit records) for each table this commit writes."""
+        from pyspark.sql import functions as F
+
+        routing = self._config().routing
+        if routing.by_topic:
+            pattern = routing.tables[0]
+            topics = sorted({tp.topic for tp in covered})
+            return [
+                (
+                    topic_table(pattern, topic),
+                    rows.where(F.col(TOPIC) == topic),
+                    {tp: o for tp, o in covered.items() if tp.topic == topic},
+                )
+                for topic in topics
+            ]
+        field = routing.route_field
+        if field is None:
+            return [(table, rows, dict(covered)) for table in routing.tables]
+        routed = rows
+        if routing.dynamic:
+            missing = routed.where(F.col(ROUTE).isNull()).select(*META).limit(1).collect()
+            if missing:
+                m = missing[0]
+                raise ConnectorError(
+                    f"record {m[0]}-{m[1]}@{m[2]} has no value in route field {field}: it names no table"
+                )
+            names = sorted(r[0] for r in routed.select(ROUTE).distinct().collect())
+            return [(name, routed.where(F.col(ROUTE) == name).drop(ROUTE), dict(covered)) for name in names]
+        return [
+            (
+                table,
+                routed.where(F.col(ROUTE).rlike(routing.route_regex[table])).drop(ROUTE),
+                dict(covered),
+            )
+            for table in routing.tables
+        ]
+
+    def _cdc(self, flat: Any) -> Any:
+        """Upsert mode: a Debezium envelope (``op``, ``before``, ``after``) becomes the row image (``after``,
+        or ``before`` for a delete) with ``OP``; else the cdc-field (if any) gives ``OP``. Only the newest
+        record per id within the commit is kept (ids are per table; deduplicated at the write)."""
+        from pyspark.sql import functions as F
+
+        config = self._config()
+        names = set(flat.columns)
+        if {"op", "before", "after"} <= names:
+            image = F.when(F.col("op").isin(*DELETE_OPS), F.col("before")).otherwise(F.col("after"))
+            extra = [ROUTE] if ROUTE in names else []
+            return flat.select(*META, *extra, F.col("op").alias(OP), image.alias("_kc_image")).select(
+                *META, *extra, OP, "_kc_image.*"
+            )
+        if config.cdc_field:
+            return flat.withColumn(OP, F.col(config.cdc_field).cast("string"))
+        return flat.withColumn(OP, F.lit("u"))
+
+    def _write_table(self, table: str, rows: Any, covered: dict[TopicPartition, int]) -> None:
+        """Create or evolve the table, drop rows it already holds, write the rest with the offsets."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StructType
+
+        config = self._config()
+        spark = self._spark
+        data_schema = StructType([f for f in rows.schema.fields if f.name not in (*META, OP, ROUTE)])
+        schema = self._table_schema(spark, table)
+        if schema is None:
+            if not config.auto_create:
+                raise ConnectorError(
+                    f"table {table} does not exist and {self.PREFIX}tables.auto-create-enabled is false"
+                )
+            self._create_table(spark, table, data_schema)
+            log.info(
+                "table created", table=table, schema=data_schema.simpleString(), connector=config.connector
+            )
+            held: dict[TopicPartition, int] = {}
+        else:
+            try:
+                change = plan(schema, data_schema, config.evolve)
+            except SchemaEvolutionError as exc:
+                raise ConnectorError(f"table {table}: {exc}") from exc
+            if not change.empty:
+                self._evolve_table(spark, table, change)
+                log.info(
+                    "table evolved",
+                    table=table,
+                    add=[p for p, _ in change.add],
+                    widen=[p for p, _ in change.widen],
+                )
+            held = self._held_offsets(spark, table)
+        todo = {tp: o for tp, o in covered.items() if held.get(tp, 0) < o}
+        if not todo:
+            log.warning(
+                "table already holds these offsets (a zombie or an earlier run wrote them)", table=table
+            )
+            return
+        keep = F.lit(False)
+        for tp in todo:
+            keep = keep | (
+                (F.col(TOPIC) == tp.topic)
+                & (F.col(PARTITION) == tp.partition)
+                & (F.col(OFFSET) >= held.get(tp, 0))
+            )
+        ids = config.ids(table) if config.upsert else ()
+        self._write(spark, table, rows.where(keep), todo, ids)
+
+    # --- helpers
+
+    def _dir(self) -> Path:
+        if self._scratch is None:
+            raise ConnectorError(f"{type(self).__name__} is not started")
+        return self._scratch
+
+    def _config(self) -> cfg.TableSinkConfig:
+        if self.config is None:
+            raise ConnectorError(f"{type(self).__name__} is not started")
+        return self.config
+
+
+def merge_statement(target: str, view: str, columns: list[str], ids: tuple[str, ...]) -> str:
+    """MERGE INTO ``target`` from ``view`` by ``ids``: a delete op deletes a matched row, any other op
+    updates it or inserts a new one; a delete of an id the table does not hold does nothing."""
+
+    def q(name: str) -> str:
+        return "`" + name.replace("`", "``") + "`"
+
+    on = " AND ".join(f"t.{q(i)} = s.{q(i)}" for i in ids)
+    deletes = ", ".join(f"'{op}'" for op in DELETE_OPS)
+    sets = ", ".join(f"t.{q(c)} = s.{q(c)}" for c in columns)
+    names = ", ".join(q(c) for c in columns)
+    values = ", ".join("s." + q(c) for c in columns)
+    return (
+        f"MERGE INTO {target} t USING {view} s ON {on} "
+        f"WHEN MATCHED AND s.{OP} IN ({deletes}) THEN DELETE "
+        f"WHEN MATCHED THEN UPDATE SET {sets} "
+        f"WHEN NOT MATCHED AND s.{OP} NOT IN ({deletes}) THEN INSERT ({names}) VALUES ({values})"
+    )

@@ -1,0 +1,258 @@
+"""The table sinks' pure parts: routing rules, commit triggers, offsets in commit metadata, schema
+evolution plans, and config validation (refused keys named with the reason)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pyspark.sql.types import (
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from kconnect.connectors.lakehouse import config as cfg
+from kconnect.connectors.lakehouse.commits import (
+    CommitPolicy,
+    commit_due,
+    decode_offsets,
+    encode_offsets,
+    resume_offsets,
+    unwritten_from,
+)
+from kconnect.connectors.lakehouse.delta import DeltaSinkConnector
+from kconnect.connectors.lakehouse.evolution import SchemaEvolutionError, plan
+from kconnect.connectors.lakehouse.iceberg import CONFIG_DEF, IcebergSinkConnector, catalog_properties
+from kconnect.connectors.lakehouse.routing import (
+    Routing,
+    RoutingError,
+    routing_problems,
+    static_targets,
+    table_parts,
+    topic_table,
+)
+from kconnect.runtime.plugins.api import TopicPartition
+from kconnect.runtime.plugins.config_def import ConfigValidationError
+
+TP0, TP1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
+
+
+# --- routing
+
+
+def test_topic_pattern_names_one_table_per_topic() -> None:
+    assert topic_table("analytics.${topic}", "orders-eu") == "analytics.orders-eu"
+    assert table_parts("analytics.orders-eu") == ("analytics", "orders-eu")
+
+
+@pytest.mark.parametrize("name", ["orders", "a..b", "a.b c", "a.${x}"])
+def test_table_names_a_catalog_cannot_hold_are_refused(name: str) -> None:
+    with pytest.raises(RoutingError, match="namespace"):
+        table_parts(name)
+
+
+@pytest.mark.parametrize(
+    ("routing", "problems"),
+    [
+        (Routing(("db.a",), False, None, {}), {}),
+        (Routing(("db.${topic}",), False, None, {}), {}),
+        (Routing((), True, "t", {}), {}),
+        (Routing((), False, None, {}), {"iceberg.tables": "name at least one table"}),
+        (Routing((), True, None, {}), {"iceberg.tables.route-field": "needs a route field"}),
+        (Routing(("db.a",), True, "t", {}), {"iceberg.tables": "must be empty"}),
+        (Routing(("db.${topic}", "db.b"), False, None, {}), {"iceberg.tables": "must be the only table"}),
+        (Routing(("db.a", "db.b"), False, "t", {"db.a": "x"}), {"iceberg.tables.route-field": "db.b"}),
+    ],
+)
+def test_routing_problems_name_the_key(routing: Routing, problems: dict[str, str]) -> None:
+    found = routing_problems(routing, "iceberg.")
+    assert set(found) == set(problems)
+    for key, part in problems.items():
+        assert part in found[key]
+
+
+def test_static_routing_by_field_matches_each_tables_regex() -> None:
+    routing = Routing(("db.eu", "db.us"), False, "region", {"db.eu": "^eu-", "db.us": "^us-"})
+    assert static_targets(routing, "eu-west") == ["db.eu"]
+    assert static_targets(routing, "ap-south") == []
+    assert static_targets(Routing(("db.a", "db.b"), False, None, {}), None) == ["db.a", "db.b"]
+
+
+# --- commits
+
+
+@pytest.mark.parametrize(
+    ("records", "size", "age_ms", "expected"),
+    [
+        (0, 0, None, None),
+        (10, 10, 100, None),
+        (100, 0, 100, "records"),
+        (1, 5000, 100, "bytes"),
+        (1, 1, 1000, "interval"),
+    ],
+)
+def test_commit_when_records_bytes_or_time_come_first(
+    records: int, size: int, age_ms: int | None, expected: str | None
+) -> None:
+    policy = CommitPolicy(interval_ms=1000, max_records=100, max_bytes=4096)
+    oldest = None if age_ms is None else 50.0 - age_ms / 1000
+    assert commit_due(policy, records, size, oldest, 50.0) == expected
+
+
+def test_a_trickle_commits_every_interval_with_the_other_bounds_off() -> None:
+    policy = CommitPolicy(interval_ms=2000)
+    assert commit_due(policy, 1, 10, 10.0, 11.9) is None
+    assert commit_due(policy, 1, 10, 10.0, 12.0) == "interval"
+
+
+@given(
+    st.dictionaries(st.tuples(st.sampled_from(["a", "b.c", "d-e"]), st.integers(0, 5)), st.integers(0, 2**62))
+)
+def test_offsets_round_trip_through_commit_metadata(tree: dict[tuple[str, int], int]) -> None:
+    offsets = {TopicPartition(t, p): o for (t, p), o in tree.items()}
+    assert decode_offsets(encode_offsets(offsets)) == offsets
+
+
+@pytest.mark.parametrize("text", [None, "", "x", "[1]", '{"t": 3}', '{"t": {"x": 1}}', '{"t": {"0": "1"}}'])
+def test_foreign_or_broken_metadata_reads_as_no_offsets(text: str | None) -> None:
+    assert decode_offsets(text) == {}
+
+
+def test_the_newest_commit_naming_a_partition_wins() -> None:
+    commits = [encode_offsets({TP0: 10, TP1: 5}), None, encode_offsets({TP1: 9}), encode_offsets({TP0: 12})]
+    assert resume_offsets(commits) == {TP0: 12, TP1: 9}
+
+
+def test_rows_below_what_a_table_holds_are_not_staged_again() -> None:
+    assert unwritten_from(0, 9, None) == (0, 9)
+    assert unwritten_from(0, 9, 5) == (5, 9)
+    assert unwritten_from(0, 9, 10) is None
+    assert unwritten_from(20, 29, 5) == (20, 29)
+
+
+# --- evolution
+
+
+def struct(*fields: tuple[str, object, bool]) -> StructType:
+    return StructType([StructField(name, t, nullable) for name, t, nullable in fields])  # type: ignore[arg-type]
+
+
+def test_new_fields_are_added_and_int_and_float_widen() -> None:
+    table = struct(("id", IntegerType(), False), ("x", FloatType(), True))
+    records = struct(("id", LongType(), False), ("x", DoubleType(), True), ("note", StringType(), True))
+    change = plan(table, records, evolve=True)
+    assert change.add == [("note", StringType())]
+    assert change.widen == [("id", LongType()), ("x", DoubleType())]
+    assert change.make_optional == []
+
+
+def test_narrower_records_need_no_change_and_optional_fields_relax_required_columns() -> None:
+    table = struct(("id", LongType(), False), ("x", DoubleType(), True))
+    records = struct(("id", ShortType(), True), ("x", FloatType(), True))
+    change = plan(table, records, evolve=True)
+    assert change.add == [] and change.widen == [] and change.make_optional == ["id"]
+
+
+def test_nested_fields_are_added_by_path() -> None:
+    table = struct(("a", struct(("b", IntegerType(), True)), True))
+    records = struct(("a", struct(("b", IntegerType(), True), ("c", StringType(), True)), True))
+    assert plan(table, records, evolve=True).add == [("a.c", StringType())]
+
+
+@pytest.mark.parametrize(
+    ("column", "record", "evolve", "message"),
+    [
+        (IntegerType(), StringType(), True, "field 'v' is string but its column is int"),
+        (LongType(), IntegerType(), False, None),
+        (IntegerType(), LongType(), False, "wider than its column"),
+        (StringType(), struct(("z", IntegerType(), True)), True, "field 'v' is struct<z:int>"),
+    ],
+)
+def test_impossible_changes_fail_naming_the_field(
+    column: object, record: object, evolve: bool, message: str | None
+) -> None:
+    table = struct(("v", column, True))
+    records = struct(("v", record, True))
+    if message is None:
+        assert plan(table, records, evolve).empty
+        return
+    with pytest.raises(SchemaEvolutionError, match=message.replace("(", r"\(")):
+        plan(table, records, evolve)
+
+
+def test_a_new_field_without_evolution_fails_rather_than_being_dropped() -> None:
+    with pytest.raises(SchemaEvolutionError, match=r"field 'note'.*schema evolution is off"):
+        plan(
+            struct(("id", IntegerType(), False)),
+            struct(("id", IntegerType(), False), ("note", StringType(), True)),
+            False,
+        )
+
+
+# --- config
+
+
+BASE = {
+    "name": "ice",
+    "connector.class": "IcebergSinkConnector",
+    "topics": "orders",
+    "iceberg.tables": "db.orders",
+    "iceberg.catalog.warehouse": "/tmp/wh",
+}
+
+
+def errors(connector: object, props: dict[str, str]) -> dict[str, list[str]]:
+    values = connector.validate(props)  # type: ignore[attr-defined]
+    return {v.name: v.errors for v in values if v.errors}
+
+
+def test_apache_sink_keys_are_accepted_with_its_defaults() -> None:
+    parsed = cfg.parse(CONFIG_DEF, {**BASE, "iceberg.control.topic": "control-iceberg"}, "iceberg.")
+    assert parsed.policy == CommitPolicy(interval_ms=300_000, max_records=-1, max_bytes=-1)
+    assert not parsed.auto_create and not parsed.evolve and not parsed.upsert
+    assert errors(IcebergSinkConnector(), BASE) == {}
+
+
+def test_unsupported_keys_are_refused_with_the_reason() -> None:
+    found = errors(
+        IcebergSinkConnector(),
+        {**BASE, "iceberg.tables.default-commit-branch": "b", "iceberg.table.db.orders.commit-branch": "b"},
+    )
+    assert set(found) == {"iceberg.tables.default-commit-branch", "iceberg.table.db.orders.commit-branch"}
+    assert all("branch is not supported" in e[0] for e in found.values())
+
+
+def test_upsert_needs_id_columns_and_hadoop_needs_a_warehouse() -> None:
+    found = errors(IcebergSinkConnector(), {**BASE, "iceberg.tables.upsert-mode-enabled": "true"})
+    assert "needs id columns" in found["iceberg.tables.default-id-columns"][0]
+    no_warehouse = {k: v for k, v in BASE.items() if k != "iceberg.catalog.warehouse"}
+    assert "needs a warehouse" in errors(IcebergSinkConnector(), no_warehouse)["iceberg.catalog.warehouse"][0]
+    with pytest.raises(ConfigValidationError, match=r"iceberg\.tables\.default-id-columns"):
+        cfg.parse(CONFIG_DEF, {**BASE, "iceberg.tables.upsert-mode-enabled": "true"}, "iceberg.")
+
+
+def test_partition_transforms_split_on_top_level_commas_and_delta_refuses_them() -> None:
+    parsed = cfg.parse(
+        CONFIG_DEF, {**BASE, "iceberg.tables.default-partition-by": "bucket(16, id), days(ts)"}, "iceberg."
+    )
+    assert parsed.default_partition_by == ("bucket(16, id)", "days(ts)")
+    delta = {
+        "name": "dl",
+        "topics": "orders",
+        "delta.tables": "db.orders",
+        "delta.warehouse": "/tmp/wh",
+        "delta.tables.default-partition-by": "days(ts)",
+    }
+    assert "columns only" in errors(DeltaSinkConnector(), delta)["delta.tables.default-partition-by"][0]
+
+
+def test_the_catalog_defaults_to_hadoop_and_never_caches_tables() -> None:
+    assert catalog_properties(BASE) == {"warehouse": "/tmp/wh", "type": "hadoop", "cache-enabled": "false"}
+    rest = catalog_properties({"iceberg.catalog.type": "rest", "iceberg.catalog.uri": "http://x"})
+    assert rest == {"type": "rest", "uri": "http://x", "cache-enabled": "false"}
