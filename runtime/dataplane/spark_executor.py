@@ -4,8 +4,9 @@ SparkSession per worker.
 Why lazily: a local SparkSession takes about 8 s to start and holds a JVM, so it is created when the
 first sink task needs it (on that task's own thread, never on the herder's, which must keep heartbeating),
 not at worker start; workers that only take part in the group stay light. The session uses
-``spark.scheduler.mode=FAIR`` so that each task, in a pool of its own, gets a share of the executors
-instead of waiting behind another task's micro-batch. Every ``spark.*`` worker property is passed to it.
+``spark.scheduler.mode=FAIR`` with two configured pools (``scheduler_pools``: the source hosts', and the
+sinks', FAIR inside, so that no sink task's micro-batch waits behind another's). Every ``spark.*``
+worker property is passed to it.
 
 ``start_task`` does only quick work on the herder's thread (instantiate the plugin task, start its
 thread) and answers UNASSIGNED (PAUSED for a paused connector, FAILED with the trace for a task that
@@ -21,6 +22,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import shutil
 import socket
 import sys
 import threading
@@ -28,6 +30,7 @@ import traceback
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kconnect.config.worker import (
@@ -43,10 +46,13 @@ from kconnect.runtime.dataplane.converters import converter_config
 from kconnect.runtime.dataplane.exactly_once import ExactlyOnce, exactly_once
 from kconnect.runtime.dataplane.executor import TaskCounters, TaskListener, TaskState
 from kconnect.runtime.dataplane.producer_pool import ProducerPool
+from kconnect.runtime.dataplane.scheduler_pools import allocation_xml
+from kconnect.runtime.dataplane.scratch import make_scratch_dir
 from kconnect.runtime.dataplane.sink_batch import SinkPlan, sink_plan
 from kconnect.runtime.dataplane.sink_loop import WorkerSinkTaskRunner, sink_placement
 from kconnect.runtime.dataplane.sink_reader import SinkReaders
 from kconnect.runtime.dataplane.sink_runner import SinkTaskRunner
+from kconnect.runtime.dataplane.source_hosts import SourceHosts, application_slots
 from kconnect.runtime.dataplane.source_runner import SourceTaskRunner
 from kconnect.runtime.dataplane.spark_home import ShadowSparkHome, shadows_spark_home
 from kconnect.runtime.dataplane.spark_source import SourceJob, SparkSourceRunner, connection_settings
@@ -183,6 +189,8 @@ class SparkSessionHolder:
         self._lock = threading.Lock()
         self._session: Any = None
         self._home: ShadowSparkHome | None = None
+        #: The directory of the scheduler pools' allocation file the worker writes (``scheduler_pools``).
+        self._pools: Path | None = None
 
     @property
     def started(self) -> bool:
@@ -216,6 +224,11 @@ class SparkSessionHolder:
                     except OSError as exc:  # a read-only temporary directory: Spark's own home then
                         log.warning("no SPARK_HOME of links; PySpark's own is used", error=str(exc))
 
+                if "spark.scheduler.allocation.file" not in self._settings:
+                    self._pools = make_scratch_dir("kconnect-pools-")
+                    allocation = self._pools / "fairscheduler.xml"
+                    allocation.write_text(allocation_xml())
+                    self._settings["spark.scheduler.allocation.file"] = str(allocation)
                 builder = SparkSession.builder
                 for key, value in self._settings.items():
                     builder = builder.config(key, value)
@@ -236,6 +249,10 @@ class SparkSessionHolder:
             home, self._home = self._home, None
         if session is not None:
             session.stop()
+        with self._lock:
+            pools, self._pools = self._pools, None
+        if pools is not None:
+            shutil.rmtree(pools, ignore_errors=True)
         if home is not None:
             if os.environ.get("SPARK_HOME") == str(home.path):
                 del os.environ["SPARK_HOME"]
@@ -298,6 +315,13 @@ class SparkExecutor:
         #: Where source tasks run as Spark jobs report to: its TLS key is made now, it listens from the
         #: first such task on.
         self.channel = ChannelServer(*channel_hosts(settings))
+        #: The long-running Spark jobs that run executor-placed source tasks, many per job (issue 32).
+        self.source_hosts = SourceHosts(
+            self.spark.get,
+            self.channel,
+            lambda: application_slots(settings, int(self.spark.get().sparkContext.defaultParallelism)),
+            logging.getLevelName(logging.getLogger(logs.ROOT_NAMESPACE).getEffectiveLevel()),
+        )
         unprotected = unprotected_spark_rpc(settings)
         if unprotected:
             log.warning(
@@ -557,6 +581,7 @@ class SparkExecutor:
                     job=self._source_job(task_id, config, converters, producer, eos),
                     channel=self.channel,
                     spark=self.spark.get,
+                    hosts=self.source_hosts,
                     fence=self._fence if eos is not None else None,
                     plugin_metrics=self.plugin_metrics,
                     on_running=self._loop_began,
@@ -706,5 +731,6 @@ class SparkExecutor:
             preparations = list(self._prepared.items())
         for task, entry in preparations:
             self.discard_prepared(task, entry.attempt)
+        self.source_hosts.close()
         self.channel.close()
         self.spark.stop()
