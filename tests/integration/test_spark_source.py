@@ -1,13 +1,13 @@
 """Source tasks as Spark jobs (``source.task.placement=executor``, ``runtime/dataplane/spark_source.py``).
 
 One worker on a local master with three Spark task slots, a FileStream source whose task polls and
-produces inside a Spark task (a thread of a source host, ``source_hosts``), and a FileStream sink reading what it wrote. What a user sees must not
-change with the placement: every line arrives, the task is RUNNING once its loop runs in the Spark task,
-its source offset (a byte position) reaches the offsets topic after the records did, pause stops its
-records and resume brings them back, a restart resumes from the committed offset, and a stop calls the
-task's ``stop()`` where it runs and ends its Spark job. A task whose code fails there is FAILED with the
-trace from the Python worker it ran in. The two-executor version (an executor killed under the task) is in
-``test_spark_standalone.py``.
+produces inside a Spark task (a thread of a source host, ``source_hosts``), and a FileStream sink reading
+what it wrote. What a user sees must not change with the placement: every line arrives, the task is
+RUNNING once its loop runs in the Spark task, its source offset (a byte position) reaches the offsets
+topic after the records did, pause stops its records and resume brings them back, a restart resumes from
+the committed offset, and a stop calls the task's ``stop()`` where it runs and ends its attempt there. A
+task whose code fails there is FAILED with the trace from the Python worker it ran in. The two-executor
+version (an executor killed under the task) is in ``test_spark_standalone.py``.
 """
 
 from __future__ import annotations
