@@ -745,9 +745,10 @@ def broker_running(kind: str, work: Path) -> Iterator[tuple[str, int | None]]:
 def query_sinks_on_embedded(kind: str, worker_props: list[str]) -> str | None:
     """Why a run cannot be measured, or None: ``--broker embedded`` with kconnect worker properties that make
     the FileStream sinks Structured Streaming queries (``sink.task.placement=query``). A query plans up to
-    the high watermark, which the embedded broker reports as the base offset of a partition's last batch + 1 (DESIGN.md, test broker quirk 2): the tail of each batch would
-    wait for the next one (latency) and the last one's for ever (the drain). The product targets Apache
-    Kafka and does nothing about it; such runs belong on ``--broker kafka``."""
+    the high watermark, which the embedded broker reports as the base offset of a partition's last batch
+    + 1 (DESIGN.md, test broker quirk 2): the tail of each batch would wait for the next one (latency) and
+    the last one's for ever (the drain). The product targets Apache Kafka and does nothing about it; such
+    runs belong on ``--broker kafka``."""
     props = {k.strip(): v.strip() for k, _, v in (item.partition("=") for item in worker_props)}
     # A cluster master's auto is the consumer loop too while records are few (issue 32), as here.
     if kind != "embedded" or props.get("sink.task.placement", "auto").lower() != "query":
