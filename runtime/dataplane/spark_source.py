@@ -42,6 +42,7 @@ from typing import Any
 from kconnect.runtime import logs
 from kconnect.runtime.dataplane.active_topics import ActiveTopics
 from kconnect.runtime.dataplane.exactly_once import ExactlyOnce
+from kconnect.runtime.dataplane.producer_pool import ProducerPool
 from kconnect.runtime.dataplane.source_hosts import SourceHosts
 from kconnect.runtime.dataplane.source_runner import SourceTaskRunner
 from kconnect.runtime.dataplane.task_channel import (
@@ -161,7 +162,7 @@ class OffsetsTopicView:
             job.offsets_topic,
             job.bootstrap,
             on_record,
-            client_id=f"connector-offsets-{job.task_id}",
+            client_id="connector-offsets-host",
             client_settings=job.offsets_settings,
         )
         # The first read waits as long as a worker's start-up does: a new consumer has to connect first.
@@ -188,6 +189,58 @@ class OffsetsTopicView:
 
     def close(self) -> None:
         self._log.stop()
+
+
+#: What the source tasks of one Python worker (a host) share, as a worker's driver-run tasks do: the
+#: offsets topic's view, one per way of reading it, counted by its users; and the non-transactional
+#: producers (``producer_pool``): a hundred tasks on a host are then one consumer and one producer, not
+#: two hundred clients each with its threads.
+_shared_lock = threading.Lock()
+_offset_views: dict[tuple[Any, ...], tuple[OffsetsTopicView, int]] = {}
+_host_producers: ProducerPool | None = None
+
+
+def _offsets_key(job: SourceJob) -> tuple[Any, ...]:
+    return (
+        job.bootstrap,
+        job.offsets_topic,
+        tuple(sorted(job.offsets_settings.items())),
+        job.sync_timeout_ms,
+    )
+
+
+def acquire_offsets(job: SourceJob) -> OffsetsTopicView:
+    """The process's view of the job's offsets topic, made (and read to its end) by its first user."""
+    key = _offsets_key(job)
+    with _shared_lock:
+        view, users = _offset_views.get(key) or (None, 0)
+        if view is None:
+            view = OffsetsTopicView(job)
+        _offset_views[key] = (view, users + 1)
+        return view
+
+
+def release_offsets(job: SourceJob) -> None:
+    """One user fewer; the last one closes the view."""
+    key = _offsets_key(job)
+    with _shared_lock:
+        view, users = _offset_views.get(key) or (None, 0)
+        if view is None:
+            return
+        if users <= 1:
+            del _offset_views[key]
+            view.close()
+        else:
+            _offset_views[key] = (view, users - 1)
+
+
+def host_producers() -> ProducerPool:
+    """The process's pool of non-transactional producers."""
+    global _host_producers
+    with _shared_lock:
+        if _host_producers is None:
+            _host_producers = ProducerPool()
+        return _host_producers
 
 
 def configure_logs(level: str) -> None:
@@ -230,7 +283,7 @@ def _run_attempt(job: SourceJob, client: ChannelClient) -> dict[str, Any]:
         task = instantiate_task(_registry(job.plugin_path, job.file_connectors), job.config)
         if not isinstance(task, SourceTask):
             raise ConnectorError(f"{type(task).__name__} is no SourceTask")
-        offsets = OffsetsTopicView(job)
+        offsets = acquire_offsets(job)
     except Exception:
         client.send({"event": "failed", "trace": traceback.format_exc()})
         return {"ended": "failed"}
@@ -262,9 +315,10 @@ def _run_attempt(job: SourceJob, client: ChannelClient) -> dict[str, Any]:
             sync_offsets=offsets.sync,
             plugin_metrics=metrics,
             on_running=running,
+            producers=host_producers() if job.exactly_once is None else None,
         )
     except Exception:
-        offsets.close()
+        release_offsets(job)
         client.send({"event": "failed", "trace": traceback.format_exc()})
         return {"ended": "failed"}
     # The worker owns the status topic and decides what is recorded: every topic goes to it (once per
@@ -295,7 +349,7 @@ def _run_attempt(job: SourceJob, client: ChannelClient) -> dict[str, Any]:
                 next_figures = time.monotonic() + FIGURES_S
     finally:
         _send_figures(client, runner, metrics)
-        offsets.close()
+        release_offsets(job)
     return {"ended": "failed" if runner.failed is not None else ended}
 
 

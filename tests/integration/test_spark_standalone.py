@@ -197,7 +197,7 @@ def test_pipeline_runs_on_the_standalone_cluster_survives_an_executor_kill_and_r
         return sink_file.read_text().splitlines() if sink_file.exists() else []
 
     try:
-        standalone.wait_ready()
+        standalone.wait_ready(300)  # three JVMs starting on a loaded 2-core machine took ~120 s
         wait_until(lambda: (worker.workers() or {}).get("generation", -1) >= 0, 60, "the worker to join")
         create_topic(broker.bootstrap, topic)
         source_file.write_text("".join(f"line {n}\n" for n in range(LINES)))
