@@ -185,7 +185,10 @@ class _Host(TaskHandler):
             if self.connection is not connection:
                 return
             self.connection = None
-        log.warning("source host lost; its tasks start again on a live host", host=self.name)
+        if self.retired:
+            log.info("source host retired", host=self.name)
+        else:
+            log.warning("source host lost; its tasks start again on a live host", host=self.name)
         self.owner._lost(self.name)
 
 
