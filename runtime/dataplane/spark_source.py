@@ -1,30 +1,29 @@
-"""A source task as a Spark job: its poll, conversion and produce run in a Python worker on an executor.
+"""A source task run by an executor: its poll, conversion and produce run in a Python worker there.
 
-With ``source.task.placement=executor`` (or ``auto`` and a cluster master) a source task is one long-running
-Spark job of one Spark task, as Spark Streaming's receivers are: the executor side (:func:`run_source_job`)
-makes the plugin task, reads the offsets topic, and runs the same loop as on the worker
-(``source_runner.SourceTaskRunner``: poll, convert, produce with an idempotent producer, source offsets
-written to the offsets topic only once Kafka acknowledged every record before them, on
-``offset.flush.interval.ms``), with its own Kafka clients, on the executor: the task's client settings
-only, the offsets topic included (:func:`connection_settings`), so that no job carries the worker's own
-credentials. The worker side
-(:class:`SparkSourceRunner`) submits the job, serves the task's connection (``task_channel``: RUNNING when the
-executor says its loop runs, FAILED with the executor's trace, its figures, KIP-877 plugin metrics and active
-topics, pause and resume) and stops it: a stop goes to the executor, where the task's ``stop()`` is called and
-its offsets flushed; a job still running after ``task.shutdown.graceful.timeout.ms`` is cancelled.
+With ``source.task.placement=executor`` (or ``auto`` and a cluster master) a source task runs on a source
+host (``source_hosts``: a long-running Spark job of one Spark task running many source tasks, each on a
+thread). The executor side (:func:`run_source_job`, one attempt) makes the plugin task, reads the offsets
+topic, and runs the same loop as on the worker (``source_runner.SourceTaskRunner``: poll, convert, produce
+with an idempotent producer, source offsets written to the offsets topic only once Kafka acknowledged every
+record before them, on ``offset.flush.interval.ms``), with Kafka clients of the host's process: the task's
+client settings only, the offsets topic included (:func:`connection_settings`), so that no job carries the
+worker's own credentials; the offsets view and the non-transactional producers are shared by a host's
+tasks with the same settings. The worker side (:class:`SparkSourceRunner`) hands the task to the hosts,
+serves the task's connection (``task_channel``: RUNNING when the executor says its loop runs, FAILED with
+the executor's trace, its figures, KIP-877 plugin metrics and active topics, pause and resume) and stops
+it: a stop goes to the executor, where the task's ``stop()`` is called and its offsets flushed; a task
+still running after ``task.shutdown.graceful.timeout.ms`` is abandoned.
 
-Why this gives "restart elsewhere" for free: an executor that dies takes the Spark task with it, Spark runs
-it again on another executor (``spark.task.maxFailures``), and the new attempt starts from the offsets in
-Kafka, as a task moved to another worker does; records produced after the last committed offset are
-produced again (at-least-once, as in Connect).
+Why this gives "restart elsewhere": an executor that dies takes its host's connection with it, the hosts
+start its tasks again on a live host (Spark also runs the host again on another executor), and each new
+attempt starts from the offsets in Kafka, as a task moved to another worker does; records produced after
+the last committed offset are produced again (at-least-once, as in Connect).
 
-With exactly-once support the worker waits for the leader's round of zombie fencing before it submits the
-job, and the executor's transactional producer (the task's stable ``transactional.id``) fences every
-older instance of the task when it initializes, an attempt that Spark runs again after an executor died
-included. What stays on the worker (a warning says so): tasks whose connector has transforms (the chain
-is a Spark plan, and an executor has no SparkSession to run one). Each running source task
-holds one executor core for as long as it runs; a cluster needs a core per source task besides what sink
-tasks use.
+With exactly-once support the worker waits for the leader's round of zombie fencing before it hands the
+task to the hosts, and the executor's transactional producer (the task's stable ``transactional.id``)
+fences every older instance of the task when it initializes, an attempt started again after an executor
+died included. What stays on the worker (a warning says so): tasks whose connector has transforms (the
+chain is a Spark plan, and an executor has no SparkSession to run one).
 """
 
 from __future__ import annotations
