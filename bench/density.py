@@ -32,9 +32,15 @@ sink task and per second; the UI's own cost is then in the cores. Levers to meas
 product: ``--sink-trigger "2 seconds"`` starts kconnect's worker through a wrapper that sets
 ``runtime.dataplane.sink_runner.SINK_TRIGGER`` before ``kconnect worker`` runs (the product's trigger is
 500 ms); ``--worker-prop key=value`` (repeatable) adds or overrides a kconnect worker property (e.g. a
-``spark.*`` setting). Sinks as Structured Streaming queries (``sink.task.placement=query``, a cluster
-``spark.master``) run on Apache Kafka only: with ``--broker embedded`` the bench refuses them
-(``query_sinks_on_embedded``: that broker's high watermark stops short of a batch's tail).
+``spark.*`` setting). Sinks as Structured Streaming queries (``sink.task.placement=query``) run on Apache
+Kafka only: with ``--broker embedded`` the bench refuses them (``query_sinks_on_embedded``: that broker's
+high watermark stops short of a batch's tail).
+
+``--spark-master standalone`` (issue 32) runs kconnect's worker against a standalone Spark cluster of one
+worker with 2 cores that the bench starts from PySpark's jars (``tests/support/spark_cluster.py``) for that
+run and stops after it; cores, RSS and processes then count the kconnect worker's tree, the Spark master's
+and the Spark worker's (whose children are the application's executors and their Python workers).
+``--spark-master both`` runs kconnect on ``local[2]`` and then on the cluster, for the side-by-side.
 
 The bench cleans up what it starts (workers, the Spark JVM and Python workers below kconnect's worker,
 the reference JVM, the broker) on exit, on an error and on Ctrl-C / SIGTERM. Nothing is asserted; it
@@ -45,6 +51,7 @@ prints one table and exits 0 (1 if a system failed to start its pipelines).
     .venv/bin/python bench/density.py --pipelines 10 --idle --only kconnect --spark-ui
     .venv/bin/python bench/density.py --only kconnect --sink-trigger "2 seconds"
     .venv/bin/python bench/density.py --broker embedded --reference-version 4.x --keep
+    .venv/bin/python bench/density.py --spark-master both --pipelines 100 --rate 1 --reference-version 4.x
 """
 
 from __future__ import annotations
@@ -76,6 +83,7 @@ import httpx
 
 from kconnect.runtime.cli import broker as embedded
 from kconnect.runtime.cli.broker import free_port
+from tests.support import spark_cluster
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
 from tests.support.held_worker import with_repo_on_path
@@ -130,8 +138,11 @@ class TreeWatch:
     and remembers every process seen in it with its start time, so that :meth:`kill_leftovers` can end
     exactly those (and no pid the kernel reused) after the worker stopped."""
 
-    def __init__(self, root: int) -> None:
+    def __init__(self, root: int, others: Sequence[int] = ()) -> None:
         self.root = root
+        #: More roots whose trees count with the worker's (a standalone Spark master and worker, whose
+        #: executors are the worker's children); never killed here: they belong to the cluster.
+        self.others = list(others)
         self.peak_kib = 0
         self.seen: dict[int, int] = {}
         self._armed = False
@@ -147,6 +158,8 @@ class TreeWatch:
                 if start is not None:
                     self.seen.setdefault(pid, start)
                 total += dp._rss_kib(pid)
+            for other in self.others:
+                total += sum(dp._rss_kib(pid) for pid in tree_pids(other))
             if self._armed:
                 self.peak_kib = max(self.peak_kib, total)
             self._stop.wait(RSS_POLL_S)
@@ -316,11 +329,20 @@ class System(Protocol):
 
 
 class KconnectSystem:
-    """One ``kconnect worker`` with the Spark executor (``local[2]``, as ``dataplane.py``)."""
+    """One ``kconnect worker`` with the Spark executor: ``local[2]`` (as ``dataplane.py``), or with
+    ``cluster`` a standalone Spark cluster of one 2-core worker (``--spark-master standalone``), whose
+    master, worker and executors count with the worker's process tree."""
 
-    def __init__(self, bootstrap: str, work: Path, args: argparse.Namespace) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        work: Path,
+        args: argparse.Namespace,
+        cluster: spark_cluster.StandaloneCluster | None = None,
+    ) -> None:
         group = f"density-kc-{uuid.uuid4().hex[:6]}"
         props = worker_properties(bootstrap, group, free_port())
+        self.cluster = cluster
         self.ui_port = free_port() if args.spark_ui else None
         props.update(
             {
@@ -337,10 +359,23 @@ class KconnectSystem:
         )
         if self.ui_port:
             props["spark.ui.port"] = str(self.ui_port)
+        if cluster is not None:
+            props.update(
+                {
+                    "spark.master": cluster.master_url,
+                    "spark.cores.max": str(cluster.cores * cluster.workers),
+                    "spark.executor.memory": "1g",
+                    "spark.pyspark.python": sys.executable,
+                }
+            )
         for item in args.worker_prop:
             key, _, value = item.partition("=")
             props[key.strip()] = value.strip()
-        self.label = "kconnect" + (f" (trigger {args.sink_trigger})" if args.sink_trigger else "")
+        self.label = (
+            "kconnect"
+            + (f" (standalone, {cluster.cores} cores)" if cluster is not None else " (local[2])")
+            + (f" (trigger {args.sink_trigger})" if args.sink_trigger else "")
+        )
         self.worker = WorkerProcess(work, props, name=group, spark=True)
         self.trigger = args.sink_trigger
         self._start()
@@ -364,6 +399,11 @@ class KconnectSystem:
     def pid(self) -> int:
         assert self.worker.proc is not None
         return self.worker.proc.pid
+
+    @property
+    def others(self) -> list[int]:
+        """The standalone cluster's master and worker (the executors are the worker's children)."""
+        return [p.pid for p in self.cluster.processes] if self.cluster is not None else []
 
     def alive(self) -> bool:
         return self.worker.alive()
@@ -423,6 +463,8 @@ class ReferenceSystem:
 
     def spark_jobs(self) -> int | None:
         return None
+
+    others: list[int] = []
 
     def stop(self) -> None:
         self.worker.close()
@@ -505,14 +547,35 @@ def broker_ticks(broker_pid: int | None) -> float:
 def run_system(
     kind: str, bootstrap: str, broker_pid: int | None, work: Path, args: argparse.Namespace
 ) -> Row:
+    """One system's run; ``kconnect-standalone`` inside a standalone Spark cluster of its own."""
+    if kind != "kconnect-standalone":
+        return _run_system(kind, bootstrap, broker_pid, work, args)
+    if spark_cluster.java() is None:
+        return Row("kconnect (standalone)", note="not available: no Java 17 for a standalone cluster")
+    try:
+        with spark_cluster.running(work / "spark", cores=2, memory="2g", wait=False) as cluster:
+            cluster.wait_ready(300)
+            return _run_system(kind, bootstrap, broker_pid, work, args, cluster)
+    except RuntimeError as exc:
+        return Row("kconnect (standalone)", note=f"FAILED: {str(exc).splitlines()[0][:200]}")
+
+
+def _run_system(
+    kind: str,
+    bootstrap: str,
+    broker_pid: int | None,
+    work: Path,
+    args: argparse.Namespace,
+    cluster: spark_cluster.StandaloneCluster | None = None,
+) -> Row:
     label = kind
     system: KconnectSystem | ReferenceSystem | None = None
     watch: TreeWatch | None = None
     feeder: Feeder | None = None
     tailer: Tailer | None = None
     try:
-        if kind == "kconnect":
-            system = KconnectSystem(bootstrap, work, args)
+        if kind.startswith("kconnect"):
+            system = KconnectSystem(bootstrap, work, args, cluster)
         else:
             version = REFERENCE_4X if args.reference_version == "4.x" else REFERENCE_39
             ok, why = reference_available(version)
@@ -520,7 +583,7 @@ def run_system(
                 return Row(f"reference Connect {args.reference_version}", note=f"not available: {why}")
             system = ReferenceSystem(bootstrap, work, version)
         label = system.label
-        watch = TreeWatch(system.pid)
+        watch = TreeWatch(system.pid, system.others)
         system.wait_ready()
         tag = f"{kind[:3]}{uuid.uuid4().hex[:4]}"
         print(f"{label}: creating {args.pipelines} pipelines ...", flush=True)
@@ -542,21 +605,23 @@ def run_system(
         load_start = load_average()
         print(f"{label}: window of {args.window:.0f} s (load average {load_start}) ...", flush=True)
         jobs_before = system.spark_jobs()
-        cpu_before, broker_before = dp.tree_cpu(system.pid), broker_ticks(broker_pid)
+        roots = [system.pid, *system.others]
+        cpu_before, broker_before = [dp.tree_cpu(r) for r in roots], broker_ticks(broker_pid)
         window_start, t0 = time.time(), time.monotonic()
         watch.arm()
         time.sleep(args.window)
-        cpu_after, broker_after = dp.tree_cpu(system.pid), broker_ticks(broker_pid)
+        cpu_after, broker_after = [dp.tree_cpu(r) for r in roots], broker_ticks(broker_pid)
         elapsed = time.monotonic() - t0
         window_end = time.time()
         watch.disarm()
         jobs_after = system.spark_jobs()
-        pids = [p for p in tree_pids(system.pid) if _starttime(p) is not None]
+        pids = [p for r in roots for p in tree_pids(r) if _starttime(p) is not None]
         pss = sum(_pss_kib(p) for p in pids)
         load_end = load_average()
         row = Row(
             label,
-            cores=(sum(cpu_after.values()) - sum(cpu_before.values())) / elapsed,
+            cores=sum(sum(a.values()) - sum(b.values()) for a, b in zip(cpu_after, cpu_before, strict=True))
+            / elapsed,
             broker_cores=(broker_after - broker_before) / elapsed if broker_pid else None,
             peak_rss_kib=watch.peak_kib,
             pss_kib=pss,
@@ -692,15 +757,14 @@ def broker_running(
 
 def query_sinks_on_embedded(kind: str, worker_props: list[str]) -> str | None:
     """Why a run cannot be measured, or None: ``--broker embedded`` with kconnect worker properties that make
-    the FileStream sinks Structured Streaming queries (``sink.task.placement=query``, or a cluster
-    ``spark.master``). A query plans up to the high watermark, which the embedded broker reports as the base
-    offset of a partition's last batch + 1 (DESIGN.md, test broker quirk 2): the tail of each batch would
-    wait for the next one (latency) and the last one's for ever (the drain). The product targets Apache
-    Kafka and does nothing about it; such runs belong on ``--broker kafka``."""
+    the FileStream sinks Structured Streaming queries (``sink.task.placement=query``). A query plans up to
+    the high watermark, which the embedded broker reports as the base offset of a partition's last batch
+    + 1 (DESIGN.md, test broker quirk 2): the tail of each batch would wait for the next one (latency) and
+    the last one's for ever (the drain). The product targets Apache Kafka and does nothing about it; such
+    runs belong on ``--broker kafka``."""
     props = {k.strip(): v.strip() for k, _, v in (item.partition("=") for item in worker_props)}
-    placement = props.get("sink.task.placement", "auto").lower()
-    local = props.get("spark.master", "local[2]").lower().startswith("local")
-    if kind != "embedded" or not (placement == "query" or (placement == "auto" and not local)):
+    # A cluster master's auto is the consumer loop too while records are few (issue 32), as here.
+    if kind != "embedded" or props.get("sink.task.placement", "auto").lower() != "query":
         return None
     return (
         "--broker embedded with sinks as Structured Streaming queries: their micro-batches end at the high "
@@ -769,11 +833,20 @@ def main(argv: list[str] | None = None) -> int:
         "--sink-trigger", default="", help='kconnect: the sink queries\' trigger ("2 seconds")'
     )
     parser.add_argument("--worker-prop", action="append", default=[], help="kconnect worker key=value")
+    parser.add_argument(
+        "--spark-master",
+        choices=("local", "standalone", "both"),
+        default="local",
+        help="kconnect's Spark: local[2], a standalone cluster of one 2-core worker it starts, or both",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, files)")
     args = parser.parse_args(argv)
     systems = [s.strip() for s in args.only.split(",") if s.strip()]
     if not systems or set(systems) - {"kconnect", "reference"}:
         parser.error(f"--only takes kconnect and/or reference, not {args.only!r}")
+    masters = {"local": ["kconnect"], "standalone": ["kconnect-standalone"]}
+    masters["both"] = masters["local"] + masters["standalone"]
+    systems = [m for s in systems for m in (masters[args.spark_master] if s == "kconnect" else [s])]
     if refused := query_sinks_on_embedded(args.broker, args.worker_prop):
         parser.error(refused)
     rows = run_systems(

@@ -19,9 +19,8 @@ What stays per task (:class:`TaskProducer`, the handle a task produces through):
   sequence) fails every task sharing that producer, at its next ``poll``, ``produce`` or ``flush``; the
   pool forgets that producer so tasks started later get a fresh one.
 
-Exactly-once source tasks keep a transactional producer each (a transaction belongs to one producer), and
-executor-run source tasks (``spark_source``) keep their own producer in their Spark task: neither uses
-the pool.
+Exactly-once source tasks keep a transactional producer each (a transaction belongs to one producer).
+Executor-run source tasks share a pool of their host's Python worker (``spark_source.host_producers``).
 """
 
 from __future__ import annotations

@@ -9,10 +9,12 @@ cost, as Java's WorkerSinkTask does: ``poll`` wakes for a record, converts it in
 converter's record-by-record ``to_connect`` (the reference the column path is tested against), hands
 ``put`` at most ``MAX_PUT_RECORDS`` at a time and commits what ``pre_commit`` says is durable.
 
-Where it applies (:func:`sink_placement`): under a local ``spark.master``, where Spark's "executors" are
-this machine anyway, and only for tasks whose plan needs no Spark: no transforms (a chain is a Spark
-plan), not a ``FrameSinkTask`` (it writes a DataFrame), no dead letter queue (whose records are built as a
-frame). A cluster master keeps every sink task a query, so that its records move on executors.
+Where it applies (:func:`sink_placement`): only for tasks whose plan needs no Spark: no transforms (a
+chain is a Spark plan), not a ``FrameSinkTask`` (it writes a DataFrame), no dead letter queue (whose
+records are built as a frame); under a local ``spark.master``, where Spark's "executors" are this machine
+anyway, always, and under a cluster master while the task's records are few (issue 32): one that sustains
+``QUERY_RECORDS_PER_S`` over a review (``REVIEW_S``) is restarted as a query of its own, so that its
+records move on executors.
 
 The records come from the worker's shared reader (``sink_reader``: one consumer for every such task with
 the same client settings, so that an idle task costs no fetches and no librdkafka threads of its own). The
@@ -87,13 +89,28 @@ LOOK_S = 5.0
 STALL_TIMEOUT_S = 60.0
 
 
+#: On a cluster master, a sink task under ``auto`` whose records come faster than this (over one review,
+#: ``REVIEW_S``) gets a Structured Streaming query of its own, so that its reads and conversion run on
+#: executors; below it, the worker's consumer loop (issue 32).
+QUERY_RECORDS_PER_S = 2000.0
+#: How often a cluster worker reviews its consumer-loop sink tasks' rates.
+REVIEW_S = 30.0
+
+
 def sink_placement(
-    configured: SinkTaskPlacement, local_master: bool, task: SinkTask, plan: SinkPlan
+    configured: SinkTaskPlacement,
+    local_master: bool,
+    task: SinkTask,
+    plan: SinkPlan,
+    records_per_s: float | None = None,
 ) -> tuple[SinkTaskPlacement, str]:
     """Where a sink task runs (``worker`` or ``query``) and why, from ``sink.task.placement``.
 
-    ``auto`` is ``worker`` under a local master and ``query`` under a cluster master. A task whose plan
-    needs Spark (transforms, a frame sink, a dead letter queue) is a query whatever was asked.
+    ``auto`` is ``worker`` under a local master. Under a cluster master it is ``worker`` too while the
+    task's records are few (``records_per_s`` below ``QUERY_RECORDS_PER_S``, or not measured yet: a task
+    starts on the loop), and ``query`` once they are many: a micro-batch's fixed cost is worth paying only
+    for records enough to move their reads and conversion to executors. A task whose plan needs Spark
+    (transforms, a frame sink, a dead letter queue) is a query whatever was asked.
     """
     needs_spark = (
         "the connector has transforms (a Spark plan)"
@@ -112,7 +129,17 @@ def sink_placement(
         return SinkTaskPlacement.WORKER, "sink.task.placement=worker"
     if local_master:
         return SinkTaskPlacement.WORKER, "auto, a local spark.master"
-    return SinkTaskPlacement.QUERY, "auto, a cluster spark.master: records move on executors"
+    if records_per_s is not None and records_per_s >= QUERY_RECORDS_PER_S:
+        return (
+            SinkTaskPlacement.QUERY,
+            f"auto, a cluster spark.master and {records_per_s:.0f} records/s (at least "
+            f"{QUERY_RECORDS_PER_S:.0f}): a query of its own, its records read on executors",
+        )
+    return (
+        SinkTaskPlacement.WORKER,
+        f"auto, a cluster spark.master and few records (under {QUERY_RECORDS_PER_S:.0f}/s): the worker's "
+        "consumer loop",
+    )
 
 
 def records_of_messages(

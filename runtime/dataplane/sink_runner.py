@@ -8,7 +8,8 @@ committed; good rows -> ``SinkRecord`` -> ``put`` -> ``pre_commit`` (which flush
 consumer offsets. A ``FrameSinkTask`` (Parquet, JDBC) gets the good rows as one DataFrame
 (``put_frame``) instead: its writes run on Spark's executors and no row is collected to the driver.
 Offsets move only after the output is durable: at-least-once, and a task restarted anywhere resumes from
-that group's offsets. Each sink task's Spark work runs in its own FAIR scheduler pool and job group.
+that group's offsets. Each sink task's Spark work runs in a job group of its own, in the sinks' FAIR
+scheduler pool (``scheduler_pools``).
 
 The decisions (which offsets to commit) are pure functions at the top of the module.
 """
@@ -23,6 +24,7 @@ from typing import Any
 
 from py4j.protocol import Py4JJavaError
 
+from kconnect.runtime.dataplane.scheduler_pools import SINKS_POOL
 from kconnect.runtime.dataplane.scratch import make_scratch_dir
 from kconnect.runtime.dataplane.sink_batch import (
     FAILURE_COLUMNS,
@@ -230,8 +232,8 @@ class SinkTaskRunner(TaskRunner):
 
     @property
     def pool(self) -> str:
-        """The task's FAIR scheduler pool and job group name, so that its Spark work gets a share of the
-        executors of its own and can be cancelled alone."""
+        """The task's name in Spark (its job group, query, checkpoint directory and data source), so that
+        its Spark work can be told apart and cancelled alone."""
         return f"{self.task_id.connector}-{self.task_id.task}"
 
     def _client_conf(self) -> dict[str, str]:
@@ -631,7 +633,7 @@ class SinkTaskRunner(TaskRunner):
         spark = self._spark()
         # The task's pool and job group are the starting thread's (the query's thread inherits them).
         sc = spark.sparkContext
-        sc.setLocalProperty("spark.scheduler.pool", self.pool)
+        sc.setLocalProperty("spark.scheduler.pool", SINKS_POOL)  # configured (``scheduler_pools``)
         sc.setJobGroup(f"kconnect-{self.pool}", f"kconnect sink task {self.task_id}", True)
         writer, self._planned = self._planned, None
         return (writer or self._plan_query()).start()

@@ -4,8 +4,9 @@ SparkSession per worker.
 Why lazily: a local SparkSession takes about 8 s to start and holds a JVM, so it is created when the
 first sink task needs it (on that task's own thread, never on the herder's, which must keep heartbeating),
 not at worker start; workers that only take part in the group stay light. The session uses
-``spark.scheduler.mode=FAIR`` so that each task, in a pool of its own, gets a share of the executors
-instead of waiting behind another task's micro-batch. Every ``spark.*`` worker property is passed to it.
+``spark.scheduler.mode=FAIR`` with two configured pools (``scheduler_pools``: the source hosts', and the
+sinks', FAIR inside, so that no sink task's micro-batch waits behind another's). Every ``spark.*``
+worker property is passed to it.
 
 ``start_task`` does only quick work on the herder's thread (instantiate the plugin task, start its
 thread) and answers UNASSIGNED (PAUSED for a paused connector, FAILED with the trace for a task that
@@ -21,13 +22,16 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import shutil
 import socket
 import sys
 import threading
+import time
 import traceback
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kconnect.config.worker import (
@@ -43,10 +47,18 @@ from kconnect.runtime.dataplane.converters import converter_config
 from kconnect.runtime.dataplane.exactly_once import ExactlyOnce, exactly_once
 from kconnect.runtime.dataplane.executor import TaskCounters, TaskListener, TaskState
 from kconnect.runtime.dataplane.producer_pool import ProducerPool
+from kconnect.runtime.dataplane.scheduler_pools import allocation_xml
+from kconnect.runtime.dataplane.scratch import make_scratch_dir
 from kconnect.runtime.dataplane.sink_batch import SinkPlan, sink_plan
-from kconnect.runtime.dataplane.sink_loop import WorkerSinkTaskRunner, sink_placement
+from kconnect.runtime.dataplane.sink_loop import (
+    QUERY_RECORDS_PER_S,
+    REVIEW_S,
+    WorkerSinkTaskRunner,
+    sink_placement,
+)
 from kconnect.runtime.dataplane.sink_reader import SinkReaders
 from kconnect.runtime.dataplane.sink_runner import SinkTaskRunner
+from kconnect.runtime.dataplane.source_hosts import SourceHosts, application_slots
 from kconnect.runtime.dataplane.source_runner import SourceTaskRunner
 from kconnect.runtime.dataplane.spark_home import ShadowSparkHome, shadows_spark_home
 from kconnect.runtime.dataplane.spark_source import SourceJob, SparkSourceRunner, connection_settings
@@ -183,6 +195,8 @@ class SparkSessionHolder:
         self._lock = threading.Lock()
         self._session: Any = None
         self._home: ShadowSparkHome | None = None
+        #: The directory of the scheduler pools' allocation file the worker writes (``scheduler_pools``).
+        self._pools: Path | None = None
 
     @property
     def started(self) -> bool:
@@ -216,6 +230,11 @@ class SparkSessionHolder:
                     except OSError as exc:  # a read-only temporary directory: Spark's own home then
                         log.warning("no SPARK_HOME of links; PySpark's own is used", error=str(exc))
 
+                if "spark.scheduler.allocation.file" not in self._settings:
+                    self._pools = make_scratch_dir("kconnect-pools-")
+                    allocation = self._pools / "fairscheduler.xml"
+                    allocation.write_text(allocation_xml())
+                    self._settings["spark.scheduler.allocation.file"] = str(allocation)
                 builder = SparkSession.builder
                 for key, value in self._settings.items():
                     builder = builder.config(key, value)
@@ -236,6 +255,10 @@ class SparkSessionHolder:
             home, self._home = self._home, None
         if session is not None:
             session.stop()
+        with self._lock:
+            pools, self._pools = self._pools, None
+        if pools is not None:
+            shutil.rmtree(pools, ignore_errors=True)
         if home is not None:
             if os.environ.get("SPARK_HOME") == str(home.path):
                 del os.environ["SPARK_HOME"]
@@ -298,6 +321,13 @@ class SparkExecutor:
         #: Where source tasks run as Spark jobs report to: its TLS key is made now, it listens from the
         #: first such task on.
         self.channel = ChannelServer(*channel_hosts(settings))
+        #: The long-running Spark jobs that run executor-placed source tasks, many per job (issue 32).
+        self.source_hosts = SourceHosts(
+            self.spark.get,
+            self.channel,
+            lambda: application_slots(settings, int(self.spark.get().sparkContext.defaultParallelism)),
+            logging.getLevelName(logging.getLogger(logs.ROOT_NAMESPACE).getEffectiveLevel()),
+        )
         unprotected = unprotected_spark_rpc(settings)
         if unprotected:
             log.warning(
@@ -323,6 +353,9 @@ class SparkExecutor:
         #: The plugin version each held task runs (KIP-891), for the statuses its transitions report.
         self._versions: dict[TaskId, str | None] = {}
         self._listener: TaskListener | None = None
+        #: The review of consumer-loop sinks' rates on a cluster master (started with the first such task).
+        self._review: threading.Thread | None = None
+        self._closing = threading.Event()
         self.starts: Counter[TaskId] = Counter()
         self.stops: Counter[TaskId] = Counter()
         self._worker_converters = {
@@ -378,9 +411,11 @@ class SparkExecutor:
             return TaskState("FAILED", trace)
         return self._hold_and_start(task, runner, plugin_version(self.registry, config), target_state)
 
-    def _made_runner(self, task: TaskId, config: Mapping[str, str]) -> TaskRunner:
+    def _made_runner(
+        self, task: TaskId, config: Mapping[str, str], sink_rate: float | None = None
+    ) -> TaskRunner:
         """The task's runner, its plugin calls bounded and its topics tracked."""
-        runner = self._runner(task, config)
+        runner = self._runner(task, config, sink_rate)
         runner.bound_calls(self.plugin_calls, self.config.task_method_timeout_ms / 1000)
         if self._topic_status is not None:
             runner.active_topics = ActiveTopics(task, *self._topic_status)
@@ -499,7 +534,11 @@ class SparkExecutor:
     def _client_settings(self, kind: Role, config: Mapping[str, str]) -> dict[str, str]:
         return client_settings(kind, self.config.security_protocol, self.config.passthrough, config)
 
-    def _runner(self, task_id: TaskId, config: Mapping[str, str]) -> TaskRunner:
+    def _runner(
+        self, task_id: TaskId, config: Mapping[str, str], sink_rate: float | None = None
+    ) -> TaskRunner:
+        """The task's runner; ``sink_rate``: a consumer-loop sink's measured records per second, when the
+        review (:meth:`_review_sinks`) makes it again."""
         task = instantiate_task(self.registry, config)
         # Checked again where the clients are made, as Java's Worker does: the worker's policy may have
         # changed since the config was validated (a restart with a stricter one).
@@ -516,7 +555,7 @@ class SparkExecutor:
             if count <= 0:
                 count = int(config.get("tasks.max", "1"))
             plan = sink_plan(converters, config, task_id.connector, task_id.task)
-            on_worker = self._sink_placement(task_id, task, plan) == SinkTaskPlacement.WORKER
+            on_worker = self._sink_placement(task_id, task, plan, sink_rate) == SinkTaskPlacement.WORKER
             extra: dict[str, Any] = (
                 {"readers": self._readers, "stall_timeout_s": self.config.sink_task_stall_timeout_ms / 1000}
                 if on_worker
@@ -561,6 +600,7 @@ class SparkExecutor:
                     job=self._source_job(task_id, config, converters, producer, eos),
                     channel=self.channel,
                     spark=self.spark.get,
+                    hosts=self.source_hosts,
                     fence=self._fence if eos is not None else None,
                     plugin_metrics=self.plugin_metrics,
                     on_running=self._loop_began,
@@ -587,13 +627,69 @@ class SparkExecutor:
             )
         raise ConnectorError(f"{type(task).__name__} is neither a SourceTask nor a SinkTask")
 
-    def _sink_placement(self, task_id: TaskId, task: SinkTask, plan: SinkPlan) -> SinkTaskPlacement:
+    def _sink_placement(
+        self, task_id: TaskId, task: SinkTask, plan: SinkPlan, rate: float | None = None
+    ) -> SinkTaskPlacement:
         """A sink task's placement (``sink.task.placement``, see ``sink_loop``)."""
         local = is_local_master(self.config.spark_master)
-        placement, reason = sink_placement(self.config.sink_task_placement, local, task, plan)
+        placement, reason = sink_placement(self.config.sink_task_placement, local, task, plan, rate)
+        if placement == SinkTaskPlacement.WORKER and not local:
+            self._start_review()
         say = log.info if self.config.sink_task_placement not in (placement, "auto") else log.debug
         say("sink task placement", task=str(task_id), placement=placement.value, reason=reason)
         return placement
+
+    def _start_review(self) -> None:
+        """Start the review of consumer-loop sinks' rates, once (a cluster master's ``auto``)."""
+        with self._lock:
+            if self._review is not None or self.config.sink_task_placement != SinkTaskPlacement.AUTO:
+                return
+            self._review = threading.Thread(target=self._review_sinks, name="sink-review", daemon=True)
+        self._review.start()
+
+    def _review_sinks(self) -> None:
+        """Every ``REVIEW_S``: a consumer-loop sink task whose records came at ``QUERY_RECORDS_PER_S`` or
+        more since the last review is made again as a query of its own (``sink_loop.sink_placement``)."""
+        marks: dict[TaskId, tuple[TaskRunner, float, int]] = {}
+        while not self._closing.wait(REVIEW_S):
+            now = time.monotonic()
+            with self._lock:
+                loops = {t: r for t, r in self._runners.items() if isinstance(r, WorkerSinkTaskRunner)}
+            for task, runner in loops.items():
+                mark = marks.get(task)
+                marks[task] = (runner, now, runner.counters.records)
+                if mark is None or mark[0] is not runner or runner.failed is not None:
+                    continue
+                rate = (runner.counters.records - mark[2]) / max(1e-3, now - mark[1])
+                if rate >= QUERY_RECORDS_PER_S:
+                    self._replace_loop(task, runner, rate)
+            for task in set(marks) - set(loops):
+                del marks[task]
+
+    def _replace_loop(self, task: TaskId, loop: TaskRunner, rate: float) -> None:
+        """Stop a busy consumer-loop sink task (its offsets committed) and start it again as a query, unless
+        the herder stopped or replaced it meanwhile."""
+        try:
+            runner = self._made_runner(task, loop.config, sink_rate=rate)
+        except Exception as exc:
+            log.warning("a busy sink task could not be made a query", task=str(task), error=str(exc))
+            return
+        if runner.placement == loop.placement:
+            runner.release_prepared()
+            return
+        log.info(
+            "sink task's records are many: it becomes a query", task=str(task), records_per_s=round(rate)
+        )
+        loop.stop(self.config.task_shutdown_graceful_timeout_ms / 1000)
+        with self._lock:
+            current = self._runners.get(task) is loop
+            version = self._versions.get(task)
+            if current:
+                del self._runners[task]
+        if not current:
+            runner.release_prepared()
+            return
+        self._hold_and_start(task, runner, version, "PAUSED" if loop.state() == "PAUSED" else "STARTED")
 
     def _on_executor(self, task_id: TaskId, config: Mapping[str, str]) -> bool:
         configured = self.config.source_task_placement
@@ -705,11 +801,13 @@ class SparkExecutor:
     def close(self, timeout_s: float) -> None:
         """Stop every held task, in a stable order, and release every preparation, then the SparkSession,
         which goes last because the sink tasks' queries run in it."""
+        self._closing.set()
         for task in sorted(self.held()):
             self.stop_task(task, timeout_s)
         with self._lock:
             preparations = list(self._prepared.items())
         for task, entry in preparations:
             self.discard_prepared(task, entry.attempt)
+        self.source_hosts.close()
         self.channel.close()
         self.spark.stop()

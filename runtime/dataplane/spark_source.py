@@ -1,30 +1,29 @@
-"""A source task as a Spark job: its poll, conversion and produce run in a Python worker on an executor.
+"""A source task run by an executor: its poll, conversion and produce run in a Python worker there.
 
-With ``source.task.placement=executor`` (or ``auto`` and a cluster master) a source task is one long-running
-Spark job of one Spark task, as Spark Streaming's receivers are: the executor side (:func:`run_source_job`)
-makes the plugin task, reads the offsets topic, and runs the same loop as on the worker
-(``source_runner.SourceTaskRunner``: poll, convert, produce with an idempotent producer, source offsets
-written to the offsets topic only once Kafka acknowledged every record before them, on
-``offset.flush.interval.ms``), with its own Kafka clients, on the executor: the task's client settings
-only, the offsets topic included (:func:`connection_settings`), so that no job carries the worker's own
-credentials. The worker side
-(:class:`SparkSourceRunner`) submits the job, serves the task's connection (``task_channel``: RUNNING when the
-executor says its loop runs, FAILED with the executor's trace, its figures, KIP-877 plugin metrics and active
-topics, pause and resume) and stops it: a stop goes to the executor, where the task's ``stop()`` is called and
-its offsets flushed; a job still running after ``task.shutdown.graceful.timeout.ms`` is cancelled.
+With ``source.task.placement=executor`` (or ``auto`` and a cluster master) a source task runs on a source
+host (``source_hosts``: a long-running Spark job of one Spark task running many source tasks, each on a
+thread). The executor side (:func:`run_source_job`, one attempt) makes the plugin task, reads the offsets
+topic, and runs the same loop as on the worker (``source_runner.SourceTaskRunner``: poll, convert, produce
+with an idempotent producer, source offsets written to the offsets topic only once Kafka acknowledged every
+record before them, on ``offset.flush.interval.ms``), with Kafka clients of the host's process: the task's
+client settings only, the offsets topic included (:func:`connection_settings`), so that no job carries the
+worker's own credentials; the offsets view and the non-transactional producers are shared by a host's
+tasks with the same settings. The worker side (:class:`SparkSourceRunner`) hands the task to the hosts,
+serves the task's connection (``task_channel``: RUNNING when the executor says its loop runs, FAILED with
+the executor's trace, its figures, KIP-877 plugin metrics and active topics, pause and resume) and stops
+it: a stop goes to the executor, where the task's ``stop()`` is called and its offsets flushed; a task
+still running after ``task.shutdown.graceful.timeout.ms`` is abandoned.
 
-Why this gives "restart elsewhere" for free: an executor that dies takes the Spark task with it, Spark runs
-it again on another executor (``spark.task.maxFailures``), and the new attempt starts from the offsets in
-Kafka, as a task moved to another worker does; records produced after the last committed offset are
-produced again (at-least-once, as in Connect).
+Why this gives "restart elsewhere": an executor that dies takes its host's connection with it, the hosts
+start its tasks again on a live host (Spark also runs the host again on another executor), and each new
+attempt starts from the offsets in Kafka, as a task moved to another worker does; records produced after
+the last committed offset are produced again (at-least-once, as in Connect).
 
-With exactly-once support the worker waits for the leader's round of zombie fencing before it submits the
-job, and the executor's transactional producer (the task's stable ``transactional.id``) fences every
-older instance of the task when it initializes, an attempt that Spark runs again after an executor died
-included. What stays on the worker (a warning says so): tasks whose connector has transforms (the chain
-is a Spark plan, and an executor has no SparkSession to run one). Each running source task
-holds one executor core for as long as it runs; a cluster needs a core per source task besides what sink
-tasks use.
+With exactly-once support the worker waits for the leader's round of zombie fencing before it hands the
+task to the hosts, and the executor's transactional producer (the task's stable ``transactional.id``)
+fences every older instance of the task when it initializes, an attempt started again after an executor
+died included. What stays on the worker (a warning says so): tasks whose connector has transforms (the
+chain is a Spark plan, and an executor has no SparkSession to run one).
 """
 
 from __future__ import annotations
@@ -42,6 +41,8 @@ from typing import Any
 from kconnect.runtime import logs
 from kconnect.runtime.dataplane.active_topics import ActiveTopics
 from kconnect.runtime.dataplane.exactly_once import ExactlyOnce
+from kconnect.runtime.dataplane.producer_pool import ProducerPool
+from kconnect.runtime.dataplane.source_hosts import SourceHosts
 from kconnect.runtime.dataplane.source_runner import SourceTaskRunner
 from kconnect.runtime.dataplane.task_channel import (
     ChannelAddress,
@@ -120,6 +121,7 @@ def connection_settings(client: Mapping[str, str]) -> dict[str, str]:
 
 _registries: dict[tuple[tuple[str, ...], bool], Any] = {}
 _logs_configured = False
+_registry_lock = threading.Lock()
 
 
 def _registry(plugin_path: tuple[str, ...], file_connectors: bool) -> Any:
@@ -128,9 +130,10 @@ def _registry(plugin_path: tuple[str, ...], file_connectors: bool) -> Any:
     from kconnect.runtime.plugins.registry import PluginRegistry
 
     key = (plugin_path, file_connectors)
-    if key not in _registries:
-        _registries[key] = PluginRegistry.discover(list(plugin_path), file_connectors=file_connectors)
-    return _registries[key]
+    with _registry_lock:  # a host's tasks start on threads of their own
+        if key not in _registries:
+            _registries[key] = PluginRegistry.discover(list(plugin_path), file_connectors=file_connectors)
+        return _registries[key]
 
 
 class OffsetsTopicView:
@@ -158,7 +161,7 @@ class OffsetsTopicView:
             job.offsets_topic,
             job.bootstrap,
             on_record,
-            client_id=f"connector-offsets-{job.task_id}",
+            client_id="connector-offsets-host",
             client_settings=job.offsets_settings,
         )
         # The first read waits as long as a worker's start-up does: a new consumer has to connect first.
@@ -187,15 +190,73 @@ class OffsetsTopicView:
         self._log.stop()
 
 
-def run_source_job(jobs: Iterator[SourceJob]) -> Iterator[str]:
-    """The Spark task's body (``mapPartitions`` over the one job): runs the source task until the worker
-    says stop, or the task fails, or the worker's end of the channel goes away; yields one JSON line of
-    how it ended."""
+#: What the source tasks of one Python worker (a host) share, as a worker's driver-run tasks do: the
+#: offsets topic's view, one per way of reading it, counted by its users; and the non-transactional
+#: producers (``producer_pool``): a hundred tasks on a host are then one consumer and one producer, not
+#: two hundred clients each with its threads.
+_shared_lock = threading.Lock()
+_offset_views: dict[tuple[Any, ...], tuple[OffsetsTopicView, int]] = {}
+_host_producers: ProducerPool | None = None
+
+
+def _offsets_key(job: SourceJob) -> tuple[Any, ...]:
+    return (
+        job.bootstrap,
+        job.offsets_topic,
+        tuple(sorted(job.offsets_settings.items())),
+        job.sync_timeout_ms,
+    )
+
+
+def acquire_offsets(job: SourceJob) -> OffsetsTopicView:
+    """The process's view of the job's offsets topic, made (and read to its end) by its first user."""
+    key = _offsets_key(job)
+    with _shared_lock:
+        view, users = _offset_views.get(key) or (None, 0)
+        if view is None:
+            view = OffsetsTopicView(job)
+        _offset_views[key] = (view, users + 1)
+        return view
+
+
+def release_offsets(job: SourceJob) -> None:
+    """One user fewer; the last one closes the view."""
+    key = _offsets_key(job)
+    with _shared_lock:
+        view, users = _offset_views.get(key) or (None, 0)
+        if view is None:
+            return
+        if users <= 1:
+            del _offset_views[key]
+            view.close()
+        else:
+            _offset_views[key] = (view, users - 1)
+
+
+def host_producers() -> ProducerPool:
+    """The process's pool of non-transactional producers."""
+    global _host_producers
+    with _shared_lock:
+        if _host_producers is None:
+            _host_producers = ProducerPool()
+        return _host_producers
+
+
+def configure_logs(level: str) -> None:
+    """Configure logging once per Python worker process (workers are reused, hosts run many tasks)."""
     global _logs_configured
-    for job in jobs:
+    with _registry_lock:
         if not _logs_configured:
-            logs.configure(job.log_level)
+            logs.configure(level)
             _logs_configured = True
+
+
+def run_source_job(jobs: Iterator[SourceJob]) -> Iterator[str]:
+    """One attempt of the task (a source host runs it on a thread of its own, ``source_hosts``): runs
+    the source task until the worker says stop, or the task fails, or the worker's end of the channel goes
+    away; yields one JSON line of how it ended."""
+    for job in jobs:
+        configure_logs(job.log_level)
         logs.bind(task=str(job.task_id))
         client = ChannelClient(job.channel)
         try:
@@ -221,7 +282,7 @@ def _run_attempt(job: SourceJob, client: ChannelClient) -> dict[str, Any]:
         task = instantiate_task(_registry(job.plugin_path, job.file_connectors), job.config)
         if not isinstance(task, SourceTask):
             raise ConnectorError(f"{type(task).__name__} is no SourceTask")
-        offsets = OffsetsTopicView(job)
+        offsets = acquire_offsets(job)
     except Exception:
         client.send({"event": "failed", "trace": traceback.format_exc()})
         return {"ended": "failed"}
@@ -253,15 +314,16 @@ def _run_attempt(job: SourceJob, client: ChannelClient) -> dict[str, Any]:
             sync_offsets=offsets.sync,
             plugin_metrics=metrics,
             on_running=running,
+            producers=host_producers() if job.exactly_once is None else None,
         )
     except Exception:
-        offsets.close()
+        release_offsets(job)
         client.send({"event": "failed", "trace": traceback.format_exc()})
         return {"ended": "failed"}
     # The worker owns the status topic and decides what is recorded: every topic goes to it (once per
     # RETRY_S), and its own ActiveTopics writes what the status topic lacks.
     runner.active_topics = ActiveTopics(task_id, lambda _c, _t: False, topics)
-    log.info("source task running in a Spark task", executor=_executor_id())
+    log.info("source task running in a Spark task", executor=executor_id())
     runner.start(paused=bool(first.get("paused")))
     ended = "returned"
     try:
@@ -286,7 +348,7 @@ def _run_attempt(job: SourceJob, client: ChannelClient) -> dict[str, Any]:
                 next_figures = time.monotonic() + FIGURES_S
     finally:
         _send_figures(client, runner, metrics)
-        offsets.close()
+        release_offsets(job)
     return {"ended": "failed" if runner.failed is not None else ended}
 
 
@@ -305,7 +367,7 @@ def _send_figures(client: ChannelClient, runner: TaskRunner, metrics: PluginMetr
     )
 
 
-def _executor_id() -> str | None:
+def executor_id() -> str | None:
     """The Spark executor this runs in (``driver`` in a local master), for the log line."""
     try:
         from pyspark import TaskContext
@@ -340,6 +402,7 @@ class SparkSourceRunner(TaskRunner, TaskHandler):
         job: Callable[[ChannelAddress], SourceJob],
         channel: ChannelServer,
         spark: Callable[[], Any],
+        hosts: SourceHosts,
         fence: Callable[[str], None] | None = None,
         plugin_metrics: PluginMetricsRegistry | None = None,
         on_running: Callable[[TaskId], None] | None = None,
@@ -351,7 +414,11 @@ class SparkSourceRunner(TaskRunner, TaskHandler):
         self._make_job = job
         self._channel = channel
         self._spark = spark
-        self.pool = f"kconnect-{task_id.connector}-{task_id.task}"
+        #: Where the task's attempts run (``source_hosts``): a host's thread, not a Spark job of its own.
+        self._hosts = hosts
+        #: Records per second over the last figures, the task's load when hosts are balanced.
+        self._rate = 0.0
+        self._rate_mark = (time.monotonic(), 0.0)
         self._connection: Connection | None = None
         self._connection_lock = threading.Lock()
         #: The executor's trace when the task failed there.
@@ -397,6 +464,7 @@ class SparkSourceRunner(TaskRunner, TaskHandler):
             self._current = [
                 float(message.get(k) or 0) for k in ("records", "offset_commits", "offset_commit_ms_total")
             ]
+            self._measure(self._earlier[0] + self._current[0])
             records, commits, commit_ms = (a + b for a, b in zip(self._earlier, self._current, strict=True))
             self.counters.records = int(records)
             self.counters.offset_commits = int(commits)
@@ -404,6 +472,18 @@ class SparkSourceRunner(TaskRunner, TaskHandler):
             self._mirror_metrics(message.get("plugin_metrics") or [])
         elif event == "topics":
             self.track_topics(str(t) for t in message.get("topics") or [])
+
+    def _measure(self, records: float) -> None:
+        """Records per second since the last mark at least a figures' interval ago (the task's load)."""
+        now = time.monotonic()
+        then, before = self._rate_mark
+        if now - then >= FIGURES_S:
+            self._rate = max(0.0, records - before) / (now - then)
+            self._rate_mark = (now, records)
+
+    def records_per_s(self) -> float:
+        """The task's recent records per second (``source_host_plan.task_load``)."""
+        return self._rate
 
     def _mirror_metrics(self, samples: list[Any]) -> None:
         """Show the executor's plugin metrics as reported: new ones registered, gone ones removed, values
@@ -459,20 +539,17 @@ class SparkSourceRunner(TaskRunner, TaskHandler):
 
     def stop(self, timeout_s: float) -> bool:
         """Ask the executor to stop the task (its ``stop()`` runs there, its offsets are flushed) and wait
-        ``timeout_s``; past that, cancel the job, as Java abandons a task past
-        ``task.shutdown.graceful.timeout.ms``."""
+        ``timeout_s``; past that the task's thread on its host is abandoned, as Java abandons a task past
+        ``task.shutdown.graceful.timeout.ms`` (its channel is unregistered: nothing it says counts)."""
         self._stop_timeout_s = max(0.0, timeout_s - 1.0)  # the executor's part, within the worker's wait
         stopped = super().stop(timeout_s)
         if not stopped:
-            self.log.warning("source task job still running past the graceful timeout; cancelling it")
-            self._cancel()
+            self.log.warning("source task still running on its host past the graceful timeout; abandoned")
         return stopped
 
-    def _cancel(self) -> None:
-        try:
-            self._spark().sparkContext.cancelJobGroup(self.pool)
-        except Exception as exc:
-            self.log.warning("cancelling the source task's Spark job failed", error=str(exc))
+    def _stop_attempt(self) -> None:
+        """Stop the current attempt only (the hosts move the task): its offsets are flushed as in a stop."""
+        self._send({"command": "stop", "timeout_s": self._stop_timeout_s})
 
     def _main(self) -> None:
         logs.bind(task=str(self.task_id))
@@ -499,16 +576,12 @@ class SparkSourceRunner(TaskRunner, TaskHandler):
             self.close_plugin_metrics()
 
     def run_job(self, address: ChannelAddress) -> list[str]:
-        """Submit the task's job and wait for it: it runs until the task stops or fails; what its Spark
-        task said on the way out."""
-        spark = self._spark()
-        context = spark.sparkContext
-        context.setJobGroup(self.pool, f"kconnect source task {self.task_id}", interruptOnCancel=True)
-        context.setLocalProperty("spark.scheduler.pool", self.pool)
+        """Run the task on a source host until it stops or fails (``source_hosts``: placed by load, started
+        again on another host when its host is lost); how its last attempt ended."""
         job = self._make_job(address)
-        self.log.info("source task job submitted", pool=self.pool)
-        ended: list[str] = context.parallelize([job], 1).mapPartitions(run_source_job).collect()
-        self.log.info("source task job ended", ended=ended)
+        self.log.info("source task handed to the source hosts")
+        ended = self._hosts.run(address, job, self.records_per_s, self._stop_attempt, self._stopping)
+        self.log.info("source task ended on its host", ended=ended)
         return ended
 
     def run(self) -> None:  # pragma: no cover - the job replaces the loop (_main)

@@ -383,7 +383,8 @@ def worker_families(f: WorkerFigures) -> list[Family]:
             "kconnect_task_placement",
             "gauge",
             "Where the task's records are handled: worker (a thread of this worker), query (a Structured "
-            "Streaming query) or executor (a long-running Spark job).",
+            "Streaming query) or executor (a thread of a source host: a long-running Spark job on an "
+            "executor).",
             placed,
         )
     )

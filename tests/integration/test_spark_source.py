@@ -1,13 +1,13 @@
 """Source tasks as Spark jobs (``source.task.placement=executor``, ``runtime/dataplane/spark_source.py``).
 
 One worker on a local master with three Spark task slots, a FileStream source whose task polls and
-produces inside a Spark task, and a FileStream sink reading what it wrote. What a user sees must not
-change with the placement: every line arrives, the task is RUNNING once its loop runs in the Spark task,
-its source offset (a byte position) reaches the offsets topic after the records did, pause stops its
-records and resume brings them back, a restart resumes from the committed offset, and a stop calls the
-task's ``stop()`` where it runs and ends its Spark job. A task whose code fails there is FAILED with the
-trace from the Python worker it ran in. The two-executor version (an executor killed under the task) is in
-``test_spark_standalone.py``.
+produces inside a Spark task (a thread of a source host, ``source_hosts``), and a FileStream sink reading
+what it wrote. What a user sees must not change with the placement: every line arrives, the task is
+RUNNING once its loop runs in the Spark task, its source offset (a byte position) reaches the offsets
+topic after the records did, pause stops its records and resume brings them back, a restart resumes from
+the committed offset, and a stop calls the task's ``stop()`` where it runs and ends its attempt there. A
+task whose code fails there is FAILED with the trace from the Python worker it ran in. The two-executor
+version (an executor killed under the task) is in ``test_spark_standalone.py``.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, broker: Broker) -> Iterato
     props.update(
         {
             "source.task.placement": "executor",
-            # A source task holds a Spark task slot while it runs: two sources and the sink's reads.
+            # Source tasks share a host (one Spark task slot); the other two are the sink's.
             "spark.master": "local[3]",
             "spark.ui.enabled": "false",
             "spark.sql.shuffle.partitions": "1",
@@ -145,9 +145,10 @@ def test_a_source_task_polls_and_produces_in_a_spark_task(cluster: Cluster) -> N
     assert c.sink_lines() == [f"line {n}" for n in range(500)]
     wait_until(lambda: c.state("src") == "RUNNING", 30, "the source task RUNNING")
     # The poll loop ran in a Spark task: its executor side said so in the worker's log (a local master's
-    # Python workers write to the worker's stderr), and the worker submitted its job.
+    # Python workers write to the worker's stderr), on a source host the worker submitted (issue 32).
     text = c.worker.log_text()
-    assert "source task running in a Spark task" in text and "source task job submitted" in text
+    assert "source task running in a Spark task" in text and "source host running in a Spark task" in text
+    assert "source task placed on a host" in text
 
     size = c.source_file.stat().st_size
 
@@ -183,7 +184,7 @@ def test_a_source_task_polls_and_produces_in_a_spark_task(cluster: Cluster) -> N
     assert c.end_offset(c.topic) == end_at_pause, "records produced while paused"
     assert c.committed("src", "position") == size, "the paused source committed a new position"
     assert len(c.sink_lines()) == 500, "records produced while paused"
-    assert c.worker.request("DELETE", "/connectors/twin").status_code == 204  # its Spark task slot
+    assert c.worker.request("DELETE", "/connectors/twin").status_code == 204  # its thread on the host
     assert c.worker.request("PUT", "/connectors/src/resume").status_code == 202
     wait_until(lambda: len(c.sink_lines()) >= 600, 60, "600 lines after resume")
 
@@ -207,11 +208,13 @@ def test_a_source_task_polls_and_produces_in_a_spark_task(cluster: Cluster) -> N
     )
     assert c.sink_lines() == [f"line {n}" for n in range(700)]
 
-    # Stop: the task's stop() runs in the Spark task, its job ends, and the worker says so.
+    # Stop: the task's stop() runs on its host, its attempt ends there, and the worker says so.
     started = time.monotonic()
     assert c.worker.request("PUT", "/connectors/src/stop").status_code in (202, 204)
-    wait_until(lambda: c.worker.log_text().count("source task job ended") >= 2, 60, "the source job ended")
-    print(f"\nsource task job ended {time.monotonic() - started:.1f} s after the stop request")
+    wait_until(
+        lambda: c.worker.log_text().count("source task ended on its host") >= 2, 60, "the source task ended"
+    )
+    print(f"\nsource task ended on its host {time.monotonic() - started:.1f} s after the stop request")
 
 
 @pytest.mark.timeout(300)
@@ -294,7 +297,8 @@ def test_an_exactly_once_source_task_commits_transactions_from_its_spark_task(
             lambda: len(read_committed(broker.bootstrap, topic)) >= before + 100, 90, "100 more after restart"
         )
         assert worker.request("PUT", "/connectors/eos/stop").status_code in (202, 204)
-        wait_until(lambda: worker.log_text().count("source task job ended") >= 2, 60, "both jobs ended")
+        ended = "source task ended on its host"
+        wait_until(lambda: worker.log_text().count(ended) >= 2, 60, "both attempts ended")
 
         seqnos = Counter(seqno for _task, seqno in read_committed(broker.bootstrap, topic, quiet_s=5.0))
         duplicates = sorted(s for s, n in seqnos.items() if n > 1)

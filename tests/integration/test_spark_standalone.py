@@ -6,8 +6,9 @@ each), points one kconnect worker at it (``source.task.placement`` left at ``aut
 master) and runs FileStream source
 -> topic -> FileStream sink. Every line must arrive, and both tasks must have run on the cluster: the
 master lists kconnect's application, each standalone worker launched an executor for it, the source task's
-poll loop runs in a Spark task on one executor (it holds that executor's core, its log says so) and the
-sink's Kafka reads (``runtime/dataplane/kafka_reader.py``) ran on the other. So this also proves the reader
+poll loop runs in a Spark task on one executor (a source host's, holding that executor's core; its log
+says so) and the sink's Kafka reads (``runtime/dataplane/kafka_reader.py``, ``sink.task.placement=query``)
+ran on the other. So this also proves the reader
 and the source job are serializable and that kconnect and confluent-kafka import on the executors'
 interpreter.
 
@@ -182,6 +183,9 @@ def test_pipeline_runs_on_the_standalone_cluster_survives_an_executor_kill_and_r
             "spark.ui.enabled": "false",
             "spark.sql.shuffle.partitions": "1",
             "offset.flush.interval.ms": "1000",
+            # The sink's reads on an executor: a query (auto would run this small sink as the worker's
+            # consumer loop, issue 32; test_spark_hosts.py covers that).
+            "sink.task.placement": "query",
             **one_record_batches("producer."),  # the source's records (module docstring)
         }
     )
@@ -193,7 +197,7 @@ def test_pipeline_runs_on_the_standalone_cluster_survives_an_executor_kill_and_r
         return sink_file.read_text().splitlines() if sink_file.exists() else []
 
     try:
-        standalone.wait_ready()
+        standalone.wait_ready(300)  # three JVMs starting on a loaded 2-core machine took ~120 s
         wait_until(lambda: (worker.workers() or {}).get("generation", -1) >= 0, 60, "the worker to join")
         create_topic(broker.bootstrap, topic)
         source_file.write_text("".join(f"line {n}\n" for n in range(LINES)))

@@ -20,7 +20,11 @@ from kconnect.runtime.dataplane.sink_batch import (
     records_from_columns,
     sink_plan,
 )
-from kconnect.runtime.dataplane.sink_loop import records_of_messages, sink_placement
+from kconnect.runtime.dataplane.sink_loop import (
+    QUERY_RECORDS_PER_S,
+    records_of_messages,
+    sink_placement,
+)
 from kconnect.runtime.dataplane.sink_reader import Claims, Inbox, admin_settings
 from kconnect.runtime.plugins.api import Header, SinkRecord, TopicPartition
 from tests.support.spark import local_spark
@@ -40,7 +44,7 @@ W, Q = SinkTaskPlacement.WORKER, SinkTaskPlacement.QUERY
     ("configured", "local", "task", "config", "placed", "why"),
     [
         (SinkTaskPlacement.AUTO, True, FileStreamSinkTask, {}, W, "local"),
-        (SinkTaskPlacement.AUTO, False, FileStreamSinkTask, {}, Q, "executors"),
+        (SinkTaskPlacement.AUTO, False, FileStreamSinkTask, {}, W, "few records"),
         (SinkTaskPlacement.WORKER, False, FileStreamSinkTask, {}, W, "placement=worker"),
         (SinkTaskPlacement.QUERY, True, FileStreamSinkTask, {}, Q, "placement=query"),
         (SinkTaskPlacement.AUTO, True, FileStreamSinkTask, ROUTE, Q, "transforms"),
@@ -67,6 +71,25 @@ def test_where_a_sink_task_runs(
 ) -> None:
     plan = sink_plan({"key.converter": STRING, "value.converter": STRING}, config, "c", 0)
     placement, reason = sink_placement(configured, local, task(), plan)
+    assert placement == placed and why in reason
+
+
+@pytest.mark.parametrize(
+    ("configured", "local", "rate", "placed", "why"),
+    [
+        (SinkTaskPlacement.AUTO, False, None, W, "few records"),  # not measured yet: the loop
+        (SinkTaskPlacement.AUTO, False, QUERY_RECORDS_PER_S - 1, W, "few records"),
+        (SinkTaskPlacement.AUTO, False, QUERY_RECORDS_PER_S, Q, "a query of its own"),
+        (SinkTaskPlacement.AUTO, True, 10 * QUERY_RECORDS_PER_S, W, "local"),  # a local master: no executors
+        (SinkTaskPlacement.WORKER, False, 10 * QUERY_RECORDS_PER_S, W, "placement=worker"),
+        (SinkTaskPlacement.QUERY, False, 0.0, Q, "placement=query"),
+    ],
+)
+def test_on_a_cluster_a_sink_with_many_records_gets_a_query_of_its_own(
+    configured: SinkTaskPlacement, local: bool, rate: float | None, placed: SinkTaskPlacement, why: str
+) -> None:
+    plan = sink_plan({"key.converter": STRING, "value.converter": STRING}, {}, "c", 0)
+    placement, reason = sink_placement(configured, local, FileStreamSinkTask(), plan, rate)
     assert placement == placed and why in reason
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from kconnect.runtime.dataplane.source_hosts import SourceHosts
 from kconnect.runtime.dataplane.spark_source import SparkSourceRunner
 from kconnect.runtime.dataplane.task_channel import (
     ChannelClient,
@@ -105,8 +106,9 @@ def _runner(
         {},
         lambda _t, _trace: None,
         job=lambda _address: pytest.fail("no job in a unit test"),
-        channel=ChannelServer("127.0.0.1", "127.0.0.1"),
+        channel=(channel := ChannelServer("127.0.0.1", "127.0.0.1")),
         spark=lambda: None,
+        hosts=SourceHosts(lambda: None, channel, lambda: 2, "INFO"),
         plugin_metrics=metrics,
         on_running=running.append if running is not None else None,
     )
