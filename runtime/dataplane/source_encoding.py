@@ -1,10 +1,11 @@
 """Source records to Kafka bytes with the task's configured converters, record by record.
 
 Why record by record: ``SourceTask.poll`` runs on the driver and its records are produced in poll order
-(see ``source_runner``), so each is encoded with the converter's ``from_connect`` in Python. kconnect's
-``SourceRecord`` carries no Connect schema, so one is inferred from the Python value as Java's
-FileStream source declares it: str -> STRING (required), bool -> BOOLEAN, int -> INT64, float -> FLOAT64,
-bytes -> BYTES; dicts and lists have no schema (JsonConverter writes them schemaless, ``"schema":null``).
+(see ``source_runner``), so each is encoded with the converter's ``from_connect`` in Python. A record's own
+``key_schema`` / ``value_schema`` is used when set (the JDBC and CDC sources declare theirs); otherwise one
+is inferred from the Python value as Java's FileStream source declares it: str -> STRING (required),
+bool -> BOOLEAN, int -> INT64, float -> FLOAT64, bytes -> BYTES; dicts and lists have no schema
+(JsonConverter writes them schemaless, ``"schema":null``).
 Transforms, when a connector has them, run on the encoded batch as a Spark frame (``source_batch``).
 """
 
@@ -67,8 +68,13 @@ class SourceEncoder:
                 raw = str(raw).encode("utf-8")
             headers.append((header.key, None if raw is None else bytes(raw)))
         return (
-            self.key_converter.from_connect(record.key, infer_schema(record.key)),
-            self.value_converter.from_connect(record.value, infer_schema(record.value)),
+            self.key_converter.from_connect(
+                record.key, infer_schema(record.key) if record.key_schema is None else record.key_schema
+            ),
+            self.value_converter.from_connect(
+                record.value,
+                infer_schema(record.value) if record.value_schema is None else record.value_schema,
+            ),
             headers,
         )
 

@@ -44,6 +44,7 @@ def test_plugins_validation_and_log_levels(tmp_path: Path, broker: Broker) -> No
             ("FileStreamSinkConnector", "sink"),
             ("FileStreamSourceConnector", "source"),
             ("JdbcSinkConnector", "sink"),
+            ("JdbcSourceConnector", "source"),
             ("ParquetSinkConnector", "sink"),
             ("VerifiableSinkConnector", "sink"),
             ("VerifiableSourceConnector", "source"),
