@@ -46,6 +46,7 @@ def test_plugins_validation_and_log_levels(tmp_path: Path, broker: Broker) -> No
             ("JdbcSinkConnector", "sink"),
             ("JdbcSourceConnector", "source"),
             ("ParquetSinkConnector", "sink"),
+            ("PostgresCdcSourceConnector", "source"),
             ("VerifiableSinkConnector", "sink"),
             ("VerifiableSourceConnector", "source"),
         ]
