@@ -275,6 +275,30 @@ def text_value(pg: PgType, text: str | None) -> Any:
         raise DebeziumFormatError(f"a {pg.name or pg.oid} value {text!r} does not parse: {exc}") from exc
 
 
+def fallback(schema: ConnectSchema) -> Any:
+    """The value Debezium writes for a required column whose value the server did not send (a delete's
+    non-key columns under the default replica identity): the type's zero, since null would not fit."""
+    if schema.optional:
+        return None
+    if schema.name == DECIMAL:
+        return decimal.Decimal(0).scaleb(-int(schema.params.get("scale", "0")))
+    zero: dict[str, Any] = {
+        "int8": 0,
+        "int16": 0,
+        "int32": 0,
+        "int64": 0,
+        "float": 0.0,
+        "double": 0.0,
+        "boolean": False,
+        "string": "",
+        "bytes": b"",
+        "array": [],
+    }
+    if schema.type == "struct":
+        return {f.name: fallback(f.schema) for f in schema.fields}
+    return zero.get(schema.type)
+
+
 # ------------------------------------------------------------------------------------------ the event
 
 

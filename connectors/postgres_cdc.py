@@ -559,17 +559,20 @@ class PostgresCdcSourceTask(SourceTask):
             return []  # published (FOR ALL TABLES) but not captured
         columns = relation.columns
 
+        fields = relation.schemas.row.fields
+
         def row(
             texts: tuple[pgoutput.ColumnValue, ...] | None, key_only: bool = False
         ) -> dict[str, Any] | None:
+            """A row's struct; columns the server did not send (a key-only old row, an unchanged TOASTed
+            value) are Debezium's: its placeholder for text, else null, or the type's zero if required."""
             if texts is None:
                 return None
             values: dict[str, Any] = {}
-            for column, text in zip(columns, texts, strict=True):
-                if key_only and not column.key:
-                    values[column.name] = None
-                elif text is pgoutput.UNCHANGED:
-                    values[column.name] = UNAVAILABLE if column.type.oid in (dbz.TEXT, dbz.VARCHAR) else None
+            for column, text, fld in zip(columns, texts, fields, strict=True):
+                if (key_only and not column.key) or text is pgoutput.UNCHANGED:
+                    unsent = not key_only and column.type.oid in (dbz.TEXT, dbz.VARCHAR)
+                    values[column.name] = UNAVAILABLE if unsent else dbz.fallback(fld.schema)
                 else:
                     values[column.name] = dbz.text_value(column.type, text)  # type: ignore[arg-type]
             return values
@@ -609,6 +612,7 @@ class PostgresCdcSourceTask(SourceTask):
 
     def _acknowledge(self) -> None:
         """Confirm to the server every transaction whose records are all written; keepalive otherwise."""
+        before = self._flush_lsn
         with self._lock:
             while self._inflight:
                 record, end_lsn = self._inflight[0]
@@ -620,7 +624,10 @@ class PostgresCdcSourceTask(SourceTask):
                     self._flush_lsn = max(self._flush_lsn, end_lsn)
                 self._inflight.popleft()
         if self._cursor is not None:
-            self._cursor.send_feedback(flush_lsn=self._flush_lsn, write_lsn=self._flush_lsn)
+            # Sent at once when it moved (psycopg2 otherwise waits for its status interval).
+            self._cursor.send_feedback(
+                flush_lsn=self._flush_lsn, write_lsn=self._flush_lsn, force=self._flush_lsn != before
+            )
         now = time.monotonic()
         if now - self._retained_at > 5 and self._catalog is not None:
             self._retained_at = now
