@@ -2,8 +2,9 @@
 pgoutput's text values converted to them, and the change event's key, envelope and source block.
 
 Why Debezium's shapes: a consumer written for Debezium's output (sink connectors, ``ExtractNewRecordState``
-users, stream jobs) must read kconnect's records unchanged. The shapes are Debezium 3.x's with its
-defaults (``decimal.handling.mode=precise``, ``time.precision.mode=adaptive``,
+users, stream jobs) must read kconnect's records unchanged. The shapes are Debezium 3.6's (compared
+field by field with Debezium 3.6.1.Final's own records in tests/integration/test_postgres_cdc_debezium.py),
+with its defaults (``decimal.handling.mode=precise``, ``time.precision.mode=adaptive``,
 ``binary.handling.mode=bytes``): key ``<prefix>.<schema>.<table>.Key`` (the primary key columns), value
 ``<prefix>.<schema>.<table>.Envelope`` version 2 with ``before``/``after`` (``...Value``), ``source``
 (``io.debezium.connector.postgresql.Source``), ``transaction``, ``op``, ``ts_ms``/``ts_us``/``ts_ns``.
@@ -33,7 +34,7 @@ from kconnect.runtime.dataplane.connect_data import DECIMAL, ConnectField, Conne
 CONNECTOR: Final = "postgresql"
 SOURCE_SCHEMA_NAME: Final = "io.debezium.connector.postgresql.Source"
 ENVELOPE_VERSION: Final = 2
-SNAPSHOT_ALLOWED: Final = "true,last,false,incremental"
+SNAPSHOT_ALLOWED: Final = "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"
 
 # pg_type OIDs
 BOOL, BYTEA, INT8, INT2, INT4, TEXT, OID = 16, 17, 20, 21, 23, 25, 26
@@ -320,6 +321,7 @@ def source_schema() -> ConnectSchema:
         "struct",
         False,
         name=SOURCE_SCHEMA_NAME,
+        version=1,
         fields=(
             f("version", "string"),
             f("connector", "string"),
@@ -335,6 +337,8 @@ def source_schema() -> ConnectSchema:
             f("txId", "int64", True),
             f("lsn", "int64", True),
             f("xmin", "int64", True),
+            f("origin", "string", True),
+            f("origin_lsn", "int64", True),
         ),
     )
 
@@ -436,8 +440,8 @@ class SourceInfo:
 
 
 def source_value(info: SourceInfo) -> dict[str, Any]:
-    """The ``source`` struct, with Debezium's ``sequence``: the JSON text of [last commit LSN, LSN], each
-    as a string (null when unknown)."""
+    """The ``source`` struct, with Debezium's ``sequence``: the JSON text of [the end LSN of the last
+    transaction streamed before this one, LSN], each as a string (null when unknown)."""
     sequence = json.dumps(
         [
             None if info.last_commit_lsn is None else str(info.last_commit_lsn),
@@ -460,6 +464,8 @@ def source_value(info: SourceInfo) -> dict[str, Any]:
         "txId": info.tx_id,
         "lsn": info.lsn,
         "xmin": None,
+        "origin": None,
+        "origin_lsn": None,
     }
 
 

@@ -533,7 +533,7 @@ class PostgresCdcSourceTask(SourceTask):
             self._txn = _Txn(message.final_lsn, message.commit_time_us, message.xid)
         elif isinstance(message, pgoutput.Commit):
             self._txn = None
-            self._last_commit_lsn = message.commit_lsn
+            self._last_commit_lsn = message.end_lsn  # what Debezium's sequence names: the commit's end
             self._latest_end_lsn = message.end_lsn
             self._inflight.append((None, message.end_lsn))
         elif isinstance(message, pgoutput.Relation):

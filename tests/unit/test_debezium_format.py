@@ -1,6 +1,6 @@
 """Debezium's PostgreSQL record format (connectors/debezium_format.py): type schemas, pgoutput texts to
-values, and the envelope's JSON with schemas as Java's JsonConverter writes it, checked against a record
-Debezium 3.0 wrote (the source block and envelope shapes below are copied from that record's schema)."""
+values, and the envelope's JSON with schemas, checked against the shapes Debezium 3.6.1.Final writes (as
+tests/integration/test_postgres_cdc_debezium.py read them from Debezium itself)."""
 
 from __future__ import annotations
 
@@ -182,7 +182,8 @@ def test_nested_arrays_are_refused() -> None:
         parse_array("{{1,2},{3,4}}")
 
 
-#: The source block and envelope of a record Debezium 3.0.0.Final wrote (public example), minus the row.
+#: Debezium 3.6.1.Final's snapshot markers and source block.
+SNAPSHOT_ALLOWED = "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"
 DEBEZIUM_SOURCE_SCHEMA = {
     "type": "struct",
     "fields": [
@@ -195,7 +196,7 @@ DEBEZIUM_SOURCE_SCHEMA = {
             "optional": True,
             "name": "io.debezium.data.Enum",
             "version": 1,
-            "parameters": {"allowed": "true,last,false,incremental"},
+            "parameters": {"allowed": SNAPSHOT_ALLOWED},
             "default": "false",
             "field": "snapshot",
         },
@@ -208,9 +209,12 @@ DEBEZIUM_SOURCE_SCHEMA = {
         {"type": "int64", "optional": True, "field": "txId"},
         {"type": "int64", "optional": True, "field": "lsn"},
         {"type": "int64", "optional": True, "field": "xmin"},
+        {"type": "string", "optional": True, "field": "origin"},
+        {"type": "int64", "optional": True, "field": "origin_lsn"},
     ],
     "optional": False,
     "name": "io.debezium.connector.postgresql.Source",
+    "version": 1,
     "field": "source",
 }
 
@@ -319,6 +323,8 @@ def test_an_insert_event_reads_as_debeziums_payload() -> None:
         "txId": 32545,
         "lsn": 2078978480,
         "xmin": None,
+        "origin": None,
+        "origin_lsn": None,
     }
     assert payload["op"] == "c" and payload["before"] is None and payload["transaction"] is None
     assert (payload["ts_ms"], payload["ts_us"]) == (1740218269005, 1740218269005541)
