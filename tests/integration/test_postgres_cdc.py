@@ -276,6 +276,18 @@ def test_snapshot_and_changes_in_debeziums_shapes(bench: Bench) -> None:
         lsns = [v["source"]["lsn"] for _, v in changes if v is not None]
         assert lsns == sorted(lsns)  # shop's changes were committed before audit's
         assert json.loads(insert["source"]["sequence"])[1] == str(insert["source"]["lsn"])
+
+        # A column added while streaming: the next change carries it, and its schema has it.
+        pg.psql("ALTER TABLE audit ADD COLUMN extra int")
+        pg.psql("INSERT INTO audit VALUES (5, 'fifth', 7)")
+        records = reader.until(2 + 8, 60)
+        _, _, added = records[-1]
+        assert added["payload"]["after"] == {"id": 5, "note": "fifth", "extra": 7}
+        assert fields(fields(added["schema"])["after"])["extra"] == {
+            "type": "int32",
+            "optional": True,
+            "field": "extra",
+        }
     finally:
         reader.close()
     # The slot is acknowledged as records are committed: its confirmed position moves past the changes.
