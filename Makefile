@@ -22,9 +22,11 @@ demo: setup
 	$(BIN)/kconnect demo
 
 # Apache Kafka from Maven Central (tests/apache-kafka/pom.xml): the brokers the integration tests start and
-# the Apache Kafka Connect 4.x reference worker. Copied once into the cache; tests fetch it too if missing.
+# the Apache Kafka Connect 4.x reference worker, and Debezium's PostgreSQL connector (tests/debezium/pom.xml) for
+# the CDC comparison and bench/cdc.py. Copied once into the cache; tests fetch them too if missing.
 kafka: setup
 	$(BIN)/python -c 'from tests.support.apache_kafka import kafka_libs; print("Apache Kafka jars:", kafka_libs())'
+	$(BIN)/python -c 'from tests.support.debezium import debezium_plugin; print("Debezium plugin:", debezium_plugin())'
 
 # The Iceberg and Delta Lake runtimes for Spark (tests/lakehouse/pom.xml) that the table sinks' tests load
 # through spark.jars: copied once from Maven Central into ~/.cache/kconnect; tests fetch them too if missing.
@@ -38,8 +40,9 @@ reference:
 	  PYTHON=$(BIN)/python $(REFERENCE) setup >/dev/null || echo "reference-connect setup failed; interop tests will skip"; \
 	fi
 
-# The JDBC sink tests start a PostgreSQL server of their own (initdb into a temporary directory) and
-# load Debian's PostgreSQL JDBC driver jar into Spark: install both when missing (root, or sudo).
+# The JDBC and CDC tests start PostgreSQL servers of their own (initdb into a temporary directory; the CDC
+# ones with wal_level=logical, which Debian's server needs no extension for) and load Debian's PostgreSQL
+# JDBC driver jar into Spark: install both when missing (root, or sudo).
 PG_JAR := /usr/share/java/postgresql.jar
 postgres:
 	@if { ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; } \

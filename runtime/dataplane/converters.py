@@ -415,6 +415,11 @@ def _escape_non_bmp(text: Column) -> Column:
 # ----------------------------------------------------------------------------------------- converters
 
 
+#: How many schema objects' envelope JSON a JsonConverter keeps written (Java's ``schemas.cache.size``
+#: default).
+SCHEMA_TEXT_CACHE = 1000
+
+
 class Converter(ABC):
     """Apache Kafka Connect's Converter: configure once, then convert keys or values both ways."""
 
@@ -605,6 +610,7 @@ class JsonConverter(Converter):
         #: ``schema.content`` (KIP-1054), parsed: the schema every record is read with (None: each
         #: record's envelope says).
         self.content_schema: ConnectSchema | None = None
+        self._schema_texts: dict[int, tuple[ConnectSchema, str]] = {}
 
     def config_def(self) -> ConfigDef:
         """Java's JsonConverter keys: ``schemas.enable``, ``schemas.cache.size``, ``schema.content``,
@@ -682,8 +688,23 @@ class JsonConverter(Converter):
         )
         if not self.schemas_enable:
             return java_json.write(payload).encode("utf-8")
-        envelope = {"schema": schema_to_json(schema), "payload": payload}
-        return java_json.write(envelope).encode("utf-8")
+        return f'{{"schema":{self._schema_text(schema)},"payload":{java_json.write(payload)}}}'.encode()
+
+    def _schema_text(self, schema: ConnectSchema | None) -> str:
+        """The envelope's schema JSON, written once per schema object: a source reuses one schema object
+        per table, and writing a wide schema (a Debezium envelope: ~100 nodes) for every record cost five
+        times the payload (Java's JsonConverter caches it too, ``schemas.cache.size``). Keyed by identity,
+        with the schema held so the id stays its own; the cache is emptied when it reaches its bound."""
+        if schema is None:
+            return "null"
+        cached = self._schema_texts.get(id(schema))
+        if cached is not None and cached[0] is schema:
+            return cached[1]
+        if len(self._schema_texts) >= SCHEMA_TEXT_CACHE:
+            self._schema_texts.clear()
+        text = java_json.write(schema_to_json(schema))
+        self._schema_texts[id(schema)] = (schema, text)
+        return text
 
     # -- Spark frames
 

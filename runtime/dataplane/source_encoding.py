@@ -1,11 +1,11 @@
 """Source records to Kafka bytes with the task's configured converters, record by record.
 
 Why record by record: ``SourceTask.poll`` runs on the driver and its records are produced in poll order
-(see ``source_runner``), so each is encoded with the converter's ``from_connect`` in Python. kconnect's
-``SourceRecord`` may carry a Connect schema (``key_schema``/``value_schema``, which the Schema Registry
-converters need for structs); without one, a schema is inferred from the Python value as Java's
-FileStream source declares it: str -> STRING (required), bool -> BOOLEAN, int -> INT64, float -> FLOAT64,
-bytes -> BYTES; dicts and lists have no schema (JsonConverter writes them schemaless, ``"schema":null``).
+(see ``source_runner``), so each is encoded with the converter's ``from_connect`` in Python. A record's own
+``key_schema`` / ``value_schema`` is used when set (the JDBC and CDC sources declare theirs); otherwise one
+is inferred from the Python value as Java's FileStream source declares it: str -> STRING (required),
+bool -> BOOLEAN, int -> INT64, float -> FLOAT64, bytes -> BYTES; dicts and lists have no schema
+(JsonConverter writes them schemaless, ``"schema":null``).
 Transforms, when a connector has them, run on the encoded batch as a Spark frame (``source_batch``).
 """
 
@@ -69,10 +69,14 @@ class SourceEncoder:
             headers.append((header.key, None if raw is None else bytes(raw)))
         return (
             self.key_converter.from_connect(
-                record.key, record.key_schema or infer_schema(record.key), record.topic
+                record.key,
+                infer_schema(record.key) if record.key_schema is None else record.key_schema,
+                record.topic,
             ),
             self.value_converter.from_connect(
-                record.value, record.value_schema or infer_schema(record.value), record.topic
+                record.value,
+                infer_schema(record.value) if record.value_schema is None else record.value_schema,
+                record.topic,
             ),
             headers,
         )

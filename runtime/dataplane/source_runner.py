@@ -157,11 +157,19 @@ class _SourceContext:
         reader: _OffsetReader,
         metrics: PluginMetrics,
         transactions: TaskTransactionContext | None,
+        spark: Callable[[], Any] = _no_spark,
     ) -> None:
         self._config = config
         self._reader = reader
         self._metrics = metrics
         self._transactions = transactions
+        self._spark = spark
+
+    def spark_session(self) -> Any:
+        """The worker's SparkSession (started by the first caller), for a task that reads its input with
+        Spark (the JDBC source's bulk loads); ConnectorError where the task runs without one (an executor).
+        Not part of ``SourceTaskContext``: a task looks it up with ``getattr`` and does without."""
+        return self._spark()
 
     def configs(self) -> Mapping[str, str]:
         return self._config
@@ -268,7 +276,7 @@ class SourceTaskRunner(TaskRunner):
             self.monitor_converters(self._encoder.key_converter, self._encoder.value_converter)
             reader = _OffsetReader(task_id.connector, read_offsets)
             self.source.initialize(
-                _SourceContext(self.config, reader, self.plugin_metrics, self._transactions)
+                _SourceContext(self.config, reader, self.plugin_metrics, self._transactions, self._spark)
             )
         except BaseException:
             self.close_plugin_metrics()

@@ -53,7 +53,10 @@ class SourceRecord:
 
     ``source_partition`` and ``source_offset`` are JSON-like maps that the runtime stores in the
     offsets topic (keyed ``[connector, partition]``) so a restarted task can resume where it stopped.
-    ``partition`` None lets the producer's partitioner choose.
+    ``partition`` None lets the producer's partitioner choose. ``key_schema`` / ``value_schema`` are
+    Connect schemas (``runtime/dataplane/connect_data.ConnectSchema``), as Java's ``keySchema`` /
+    ``valueSchema``: a converter with schemas writes them with the data; None infers one from a primitive
+    Python value (a dict or list then goes schemaless).
     """
 
     source_partition: Mapping[str, Any] | None

@@ -44,7 +44,9 @@ def test_plugins_validation_and_log_levels(tmp_path: Path, broker: Broker) -> No
             ("FileStreamSinkConnector", "sink"),
             ("FileStreamSourceConnector", "source"),
             ("JdbcSinkConnector", "sink"),
+            ("JdbcSourceConnector", "source"),
             ("ParquetSinkConnector", "sink"),
+            ("PostgresCdcSourceConnector", "source"),
             ("VerifiableSinkConnector", "sink"),
             ("VerifiableSourceConnector", "source"),
         ]

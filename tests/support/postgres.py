@@ -1,5 +1,5 @@
-"""A throwaway PostgreSQL server for the JDBC sink tests: initdb into a temporary directory, start on a
-random port, stop and delete at the end.
+"""A throwaway PostgreSQL server for the JDBC and change data capture tests: initdb into a temporary
+directory, start on a random port, stop and delete at the end.
 
 Why not a shared server: the tests must run on a fresh CI machine with nothing but the Debian packages
 (``make test`` installs ``postgresql`` and ``libpostgresql-jdbc-java`` when missing). PostgreSQL refuses
@@ -105,8 +105,10 @@ class PostgresServer:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def start_postgres() -> PostgresServer:
-    """initdb + pg_ctl start (waits until it accepts connections); password auth over TCP."""
+def start_postgres(logical: bool = False) -> PostgresServer:
+    """initdb + pg_ctl start (waits until it accepts connections); password auth over TCP. ``logical``:
+    ``wal_level=logical`` with room for replication slots, for the change data capture tests (initdb's
+    pg_hba.conf already lets the superuser open replication connections from 127.0.0.1)."""
     user = _run_as()
     directory = Path(tempfile.mkdtemp(prefix="kconnect-pg-"))
     if user is not None:
@@ -142,7 +144,8 @@ def start_postgres() -> PostgresServer:
             "-l",
             str(directory / "server.log"),
             "-o",
-            f"-p {server.port} -k {directory} -c listen_addresses=127.0.0.1 -c fsync=off",
+            f"-p {server.port} -k {directory} -c listen_addresses=127.0.0.1 -c fsync=off"
+            + (" -c wal_level=logical -c max_replication_slots=10 -c max_wal_senders=10" if logical else ""),
         ),
     ]
     for step in steps:

@@ -50,6 +50,8 @@ NULL_ERROR = "Null value can not be supplied as the configuration value."
 SOURCE = "kconnect.connectors.file.FileStreamSourceConnector"
 SINK = "kconnect.connectors.file.FileStreamSinkConnector"
 JDBC = "kconnect.connectors.jdbc.JdbcSinkConnector"
+JDBC_SOURCE = "kconnect.connectors.jdbc_source.JdbcSourceConnector"
+POSTGRES_CDC = "kconnect.connectors.postgres_cdc.PostgresCdcSourceConnector"
 PARQUET = "kconnect.connectors.parquet.ParquetSinkConnector"
 VERIFIABLE = [
     "kconnect.connectors.verifiable.VerifiableSinkConnector",
@@ -190,7 +192,9 @@ def test_entry_points_provide_the_builtin_connectors(registry: PluginRegistry) -
         {"class": SINK, "type": "sink", "version": __version__},
         {"class": SOURCE, "type": "source", "version": __version__},
         {"class": JDBC, "type": "sink", "version": __version__},
+        {"class": JDBC_SOURCE, "type": "source", "version": __version__},
         {"class": PARQUET, "type": "sink", "version": __version__},
+        {"class": POSTGRES_CDC, "type": "source", "version": __version__},
         {"class": VERIFIABLE[0], "type": "sink", "version": __version__},
         {"class": VERIFIABLE[1], "type": "source", "version": __version__},
     ]
@@ -198,7 +202,9 @@ def test_entry_points_provide_the_builtin_connectors(registry: PluginRegistry) -
         "entry-point:FileStreamSinkConnector",
         "entry-point:FileStreamSourceConnector",
         "entry-point:JdbcSinkConnector",
+        "entry-point:JdbcSourceConnector",
         "entry-point:ParquetSinkConnector",
+        "entry-point:PostgresCdcSourceConnector",
         "entry-point:VerifiableSinkConnector",
         "entry-point:VerifiableSourceConnector",
     ]
@@ -365,7 +371,7 @@ def test_plugin_path_modules_and_packages_are_imported_and_scanned(
     greeter = f"{module}.GreeterConnector"
     deep = f"{package}.inner.deep.DeepSourceConnector"
     assert [d["class"] for d in registry.plugin_info()] == sorted(
-        [SINK, SOURCE, JDBC, PARQUET, *VERIFIABLE, greeter, deep]
+        [SINK, SOURCE, JDBC, JDBC_SOURCE, PARQUET, POSTGRES_CDC, *VERIFIABLE, greeter, deep]
     )
     for name in (greeter, "GreeterConnector", "Greeter"):
         assert registry.find(name).class_name == greeter

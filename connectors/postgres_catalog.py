@@ -1,0 +1,253 @@
+"""The CDC source's conversations with PostgreSQL's catalog over a plain connection: checks that explain a
+server that cannot do logical replication, the publication, the slot's state, the snapshot's transaction
+and rows, and each table's columns as ``debezium_format`` needs them (types, nullability, primary key,
+enum labels, array elements).
+
+Why a module of its own: ``postgres_cdc`` is the replication loop; everything here is ordinary SQL whose
+failures become a :class:`CdcError` naming the cause (wrong credentials, ``wal_level``, a user without
+REPLICATION, a slot in use, a missing publication).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kconnect.connectors import debezium_format as dbz
+from kconnect.connectors import pgoutput
+from kconnect.runtime.plugins.api import ConnectorError
+
+
+class CdcError(RuntimeError):
+    """The server cannot serve the CDC source as configured; the message names the cause and the fix."""
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def connect(dsn: dict[str, str], where: str) -> Any:
+    """A plain connection in autocommit, with UTC as the session time zone; ConnectorError with the
+    server's own reason (never the password) when it cannot be made."""
+    import psycopg2
+
+    try:
+        connection = psycopg2.connect(**dsn, options="-c TimeZone=UTC")
+    except psycopg2.Error as exc:
+        raise ConnectorError(
+            f"connecting to PostgreSQL at {where} as {dsn.get('user')} failed: {str(exc).strip()}"
+        ) from exc
+    connection.autocommit = True
+    return connection
+
+
+def replication_connect(dsn: dict[str, str], where: str) -> Any:
+    """A logical replication connection (psycopg2's LogicalReplicationConnection)."""
+    import psycopg2
+    import psycopg2.extras
+
+    try:
+        return psycopg2.connect(
+            **dsn, options="-c TimeZone=UTC", connection_factory=psycopg2.extras.LogicalReplicationConnection
+        )
+    except psycopg2.Error as exc:
+        raise ConnectorError(
+            f"opening a replication connection to PostgreSQL at {where} as {dsn.get('user')} failed: "
+            f"{str(exc).strip()} (the user needs REPLICATION and pg_hba.conf a replication entry)"
+        ) from exc
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """One captured table: where it is, its columns in pgoutput's order, and its record schemas."""
+
+    oid: int
+    schema: str
+    name: str
+    columns: tuple[dbz.PgColumn, ...]
+    schemas: dbz.TableSchemas
+
+
+_COLUMNS_SQL = """
+SELECT a.attname, a.atttypid::int, a.atttypmod, NOT a.attnotnull, t.typname,
+       EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisprimary
+               AND a.attnum = ANY (i.indkey)),
+       (SELECT array_agg(e.enumlabel::text ORDER BY e.enumsortorder)
+          FROM pg_enum e WHERE e.enumtypid = t.oid),
+       CASE WHEN t.typcategory = 'A' THEN t.typelem::int END,
+       et.typname,
+       (SELECT array_agg(e.enumlabel::text ORDER BY e.enumsortorder)
+          FROM pg_enum e WHERE e.enumtypid = et.oid)
+FROM pg_attribute a
+JOIN pg_type t ON t.oid = a.atttypid
+LEFT JOIN pg_type et ON et.oid = t.typelem AND t.typcategory = 'A'
+WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+ORDER BY a.attnum
+"""
+
+
+class Catalog:
+    """Catalog queries over one plain connection (autocommit, except inside the snapshot's transaction)."""
+
+    def __init__(self, connection: Any, prefix: str) -> None:
+        self.connection = connection
+        self._by_oid: dict[int, TableInfo] = {}
+        self._prefix = prefix
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        import psycopg2
+
+        try:
+            with self.connection.cursor() as cursor:
+                cursor.execute(sql, tuple(params))
+                return list(cursor.fetchall()) if cursor.description is not None else []
+        except psycopg2.Error as exc:
+            raise CdcError(f"{str(exc).strip()} (statement: {' '.join(sql.split())[:200]})") from exc
+
+    def check_logical(self) -> None:
+        """wal_level and the REPLICATION attribute, with the fix in the message."""
+        [(level,)] = self._rows("SHOW wal_level")
+        if level != "logical":
+            raise CdcError(
+                f"the server's wal_level is {level!r}: logical replication needs wal_level=logical "
+                "(set it in postgresql.conf and restart the server)"
+            )
+        [(allowed,)] = self._rows(
+            "SELECT rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user"
+        )
+        if not allowed:
+            raise CdcError("the database user lacks the REPLICATION attribute (ALTER ROLE ... REPLICATION)")
+
+    def tables(self) -> list[str]:
+        """Every ordinary and partitioned table, ``schema.table``."""
+        return [
+            str(r[0])
+            for r in self._rows(
+                "SELECT n.nspname || '.' || c.relname FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
+                "AND n.nspname NOT LIKE 'pg_toast%%' ORDER BY 1"
+            )
+        ]
+
+    def ensure_publication(self, name: str, mode: str, tables: Sequence[str]) -> None:
+        """Create the publication when missing, as ``publication.autocreate.mode`` says."""
+        if self._rows("SELECT 1 FROM pg_publication WHERE pubname = %s", (name,)):
+            return
+        if mode == "disabled":
+            raise CdcError(f"publication {name!r} does not exist and publication.autocreate.mode=disabled")
+        if mode == "all_tables":
+            self._rows(f"CREATE PUBLICATION {_quote(name)} FOR ALL TABLES")
+            return
+        if not tables:
+            raise CdcError(f"publication {name!r} cannot be created for no tables (check table.include.list)")
+        listed = ", ".join(".".join(_quote(p) for p in t.split(".", 1)) for t in tables)
+        self._rows(f"CREATE PUBLICATION {_quote(name)} FOR TABLE {listed}")
+
+    def slot_holder(self, slot: str) -> int | None:
+        """The backend pid streaming from the slot now, or None."""
+        rows = self._rows(
+            "SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s AND active", (slot,)
+        )
+        return int(rows[0][0]) if rows and rows[0][0] is not None else None
+
+    def slot_exists(self, slot: str) -> bool:
+        rows = self._rows("SELECT plugin FROM pg_replication_slots WHERE slot_name = %s", (slot,))
+        if rows and rows[0][0] != "pgoutput":
+            raise CdcError(f"replication slot {slot!r} exists with plugin {rows[0][0]!r}, not pgoutput")
+        return bool(rows)
+
+    def retained_wal(self, slot: str) -> int:
+        rows = self._rows(
+            "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint FROM pg_replication_slots "
+            "WHERE slot_name = %s",
+            (slot,),
+        )
+        return int(rows[0][0] or 0) if rows else 0
+
+    def drop_slot(self, slot: str) -> None:
+        self._rows(
+            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
+            (slot,),
+        )
+
+    # --- tables
+
+    def _load(self, oid: int, schema: str, name: str) -> TableInfo:
+        columns = []
+        for row in self._rows(_COLUMNS_SQL, (oid,)):
+            attname, typid, typmod, nullable, typname, is_pk, labels, elem, elem_name, elem_labels = row
+            element = (
+                dbz.PgType(int(elem), -1, str(elem_name), None, tuple(elem_labels) if elem_labels else None)
+                if elem is not None
+                else None
+            )
+            pg_type = dbz.PgType(
+                int(typid), int(typmod), str(typname), element, tuple(labels) if labels else None
+            )
+            columns.append(dbz.PgColumn(str(attname), pg_type, bool(nullable), bool(is_pk)))
+        info = TableInfo(
+            oid, schema, name, tuple(columns), dbz.table_schemas(self._prefix, schema, name, columns)
+        )
+        self._by_oid[oid] = info
+        return info
+
+    def relation(self, message: pgoutput.Relation) -> TableInfo:
+        """A Relation message: the table's columns now (sent before its first change and after each
+        change of its columns), so schemas evolve with ALTER TABLE."""
+        info = self._load(message.oid, message.namespace, message.name)
+        names = tuple(c.name for c in message.columns)
+        if tuple(c.name for c in info.columns) != names:
+            raise CdcError(
+                f"table {message.namespace}.{message.name} has columns {list(names)} in the stream but "
+                f"{[c.name for c in info.columns]} in the catalog (changed again since): restart the task"
+            )
+        return info
+
+    def relation_by_oid(self, oid: int) -> TableInfo:
+        info = self._by_oid.get(oid)
+        if info is None:
+            raise CdcError(f"a change names relation {oid}, which no Relation message described")
+        return info
+
+    def relation_by_name(self, schema: str, name: str) -> TableInfo:
+        for info in self._by_oid.values():
+            if (info.schema, info.name) == (schema, name):
+                return info
+        rows = self._rows("SELECT %s::regclass::oid::int", (f"{_quote(schema)}.{_quote(name)}",))
+        return self._load(int(rows[0][0]), schema, name)
+
+    # --- the snapshot
+
+    def begin_snapshot(self, exported: str | None) -> int:
+        """A REPEATABLE READ transaction on the slot's exported snapshot (or a fresh one when the slot
+        already existed); returns the snapshot's xmin as its transaction id."""
+        self.connection.autocommit = False
+        self._rows("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        if exported is not None:
+            self._rows("SET TRANSACTION SNAPSHOT %s", (exported,))
+        [(xmin,)] = self._rows("SELECT txid_snapshot_xmin(txid_current_snapshot())")
+        return int(xmin)
+
+    def end_snapshot(self) -> None:
+        self.connection.commit()
+        self.connection.autocommit = True
+
+    def snapshot_rows(self, tables: Sequence[str], batch: int) -> Iterator[tuple[str, dict[str, Any], bool]]:
+        """Every row of every table as column texts (the same texts pgoutput sends), the last one flagged."""
+        pending: tuple[str, dict[str, Any]] | None = None
+        for table in tables:
+            schema, name = table.split(".", 1)
+            info = self.relation_by_name(schema, name)
+            names = [c.name for c in info.columns]
+            select = ", ".join(f"{_quote(n)}::text" for n in names)
+            with self.connection.cursor(name=f"kc_snapshot_{info.oid}") as cursor:
+                cursor.itersize = batch
+                cursor.execute(f"SELECT {select} FROM {_quote(schema)}.{_quote(name)}")
+                for row in cursor:
+                    if pending is not None:
+                        yield pending[0], pending[1], False
+                    pending = (table, dict(zip(names, row, strict=True)))
+        if pending is not None:
+            yield pending[0], pending[1], True

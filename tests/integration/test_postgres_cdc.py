@@ -1,0 +1,402 @@
+"""PostgreSQL change data capture end to end: a real PostgreSQL with ``wal_level=logical`` the tests start,
+the suite's Apache Kafka broker, and kconnect workers with ``exactly.once.source.support=enabled``.
+
+A snapshot then inserts, updates and deletes reach Kafka in Debezium's shapes, checked field by field
+(key, envelope, source block, ``op``, tombstones, REPLICA IDENTITY FULL and default, the types); a worker
+SIGKILLed while rows are being written loses and repeats none of them; wrong credentials, a server
+without ``wal_level=logical`` and a slot held by another client fail the connector naming the cause.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg2
+import psycopg2.extras
+import pytest
+from confluent_kafka import Consumer
+
+from kconnect.runtime.cli.broker import free_port
+from tests.support.apache_kafka import Broker
+from tests.support.cluster import WorkerProcess, wait_until, worker_properties
+from tests.support.postgres import DATABASE, PASSWORD, USER, PostgresServer, start_postgres
+
+pytestmark = pytest.mark.integration
+
+
+class Reader:
+    """read_committed JSON records (key, value) of some topics, collected across calls."""
+
+    def __init__(self, bootstrap: str, topics: list[str]) -> None:
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"cdc-check-{uuid.uuid4().hex[:6]}",
+                "auto.offset.reset": "earliest",
+                "isolation.level": "read_committed",
+                "topic.metadata.refresh.interval.ms": "1000",
+            }
+        )
+        self.consumer.subscribe(topics)
+        self.records: list[tuple[str, Any, Any]] = []
+
+    def _drain(self) -> None:
+        for message in self.consumer.consume(num_messages=500, timeout=0.5):
+            if message.error() is None:
+                key, value = message.key(), message.value()
+                self.records.append(
+                    (
+                        message.topic(),
+                        None if key is None else json.loads(key),
+                        None if value is None else json.loads(value),
+                    )
+                )
+
+    def until(self, count: int, timeout: float) -> list[tuple[str, Any, Any]]:
+        def enough() -> bool:
+            self._drain()
+            return len(self.records) >= count
+
+        wait_until(enough, timeout, f"{count} records (have {len(self.records)})", interval=0)
+        return self.records
+
+    def settle(self, seconds: float) -> list[tuple[str, Any, Any]]:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self._drain()
+        return self.records
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+class Bench:
+    def __init__(self, tmp: Path, broker: Broker, pg: PostgresServer) -> None:
+        self.tmp = tmp
+        self.broker = broker
+        self.pg = pg
+        self.group = f"cdc-{uuid.uuid4().hex[:8]}"
+        self.port = free_port()
+        self.worker = self.start_worker("w0")
+
+    def start_worker(self, name: str) -> WorkerProcess:
+        props = worker_properties(self.broker.bootstrap, self.group, self.port)
+        props.update(
+            {
+                "exactly.once.source.support": "enabled",
+                "offset.flush.interval.ms": "500",
+                "scheduled.rebalance.max.delay.ms": "0",
+            }
+        )
+        worker = WorkerProcess(self.tmp, props, name=name, spark=True).start()
+        wait_until(lambda: (worker.workers() or {}).get("generation", -1) >= 0, 90, "the worker to join")
+        return worker
+
+    def create(self, name: str, config: dict[str, str], port: int | None = None) -> None:
+        full = {
+            "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+            "tasks.max": "1",
+            "database.hostname": "127.0.0.1",
+            "database.port": str(port or self.pg.port),
+            "database.user": USER,
+            "database.password": PASSWORD,
+            "database.dbname": DATABASE,
+            "key.converter.schemas.enable": "true",
+            "value.converter.schemas.enable": "true",
+            **config,
+        }
+        resp = self.worker.request("POST", "/connectors", json={"name": name, "config": full})
+        assert resp.status_code == 201, resp.text
+
+    def status(self, name: str) -> dict[str, Any]:
+        resp = self.worker.get(f"/connectors/{name}/status")
+        return dict(resp.json()) if resp.status_code == 200 else {}
+
+    def failure(self, name: str) -> str:
+        def failed() -> Any:
+            status = self.status(name)
+            if status.get("connector", {}).get("state") == "FAILED":
+                return status["connector"]["trace"]
+            tasks = status.get("tasks") or []
+            return tasks and tasks[0]["state"] == "FAILED" and tasks[0]["trace"]
+
+        trace: str = wait_until(failed, 90, f"{name} FAILED")
+        return trace
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory: pytest.TempPathFactory, broker: Broker) -> Iterator[Bench]:
+    pg = start_postgres(logical=True)
+    b = Bench(tmp_path_factory.mktemp("cdc"), broker, pg)
+    try:
+        yield b
+    finally:
+        if b.worker.alive():
+            b.worker.stop(60)
+        print(b.worker.log_text()[-4000:])
+        pg.stop()
+
+
+def fields(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f["field"]: f for f in schema["fields"]}
+
+
+def test_snapshot_and_changes_in_debeziums_shapes(bench: Bench) -> None:
+    pg = bench.pg
+    pg.psql("CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy')")
+    pg.psql(
+        "CREATE TABLE shop (id int PRIMARY KEY, name text NOT NULL, price numeric(10,2), m mood, "
+        "tags text[], doc jsonb, u uuid, at timestamptz, d date, b bytea, flag boolean)"
+    )
+    pg.psql("CREATE TABLE audit (id int PRIMARY KEY, note text)")
+    pg.psql("ALTER TABLE audit REPLICA IDENTITY FULL")
+    pg.psql(
+        "INSERT INTO shop VALUES (1, 'one', 1.50, 'ok', '{x,\"y z\"}', '{\"k\": 1}', "
+        "'ef9b5beb-9c21-4d66-a769-47207c205bbe', '2026-11-28 08:00:00.5+00', '2026-11-28', '\\x0102', true)"
+    )
+    pg.psql("INSERT INTO audit VALUES (1, 'first')")
+    bench.create(
+        "cdc-shapes",
+        {
+            "topic.prefix": "srv",
+            "slot.name": "kc_shapes",
+            "publication.name": "kc_shapes_pub",
+            "table.include.list": "public\\.shop,public\\.audit",
+        },
+    )
+    reader = Reader(bench.broker.bootstrap, ["srv.public.shop", "srv.public.audit"])
+    try:
+        records = reader.until(2, 120)  # the snapshot
+        shop = [(k, v) for t, k, v in records if t == "srv.public.shop"]
+        assert len(shop) == 1
+        key, value = shop[0]
+        assert key == {
+            "schema": {
+                "type": "struct",
+                "fields": [{"type": "int32", "optional": False, "field": "id"}],
+                "optional": False,
+                "name": "srv.public.shop.Key",
+            },
+            "payload": {"id": 1},
+        }
+        envelope = value["schema"]
+        assert envelope["version"] == 2
+        assert [f["field"] for f in envelope["fields"]] == [
+            "before",
+            "after",
+            "source",
+            "transaction",
+            "op",
+            "ts_ms",
+            "ts_us",
+            "ts_ns",
+        ]
+        row = fields(fields(envelope)["after"])
+        assert row["name"] == {"type": "string", "optional": False, "field": "name"}
+        assert row["price"]["name"] == "org.apache.kafka.connect.data.Decimal"
+        assert row["price"]["parameters"] == {"scale": "2", "connect.decimal.precision": "10"}
+        assert row["m"]["name"] == "io.debezium.data.Enum" and row["m"]["parameters"] == {
+            "allowed": "sad,ok,happy"
+        }
+        assert row["tags"] == {
+            "type": "array",
+            "items": {"type": "string", "optional": True},
+            "optional": True,
+            "field": "tags",
+        }
+        assert row["doc"]["name"] == "io.debezium.data.Json"
+        assert row["u"]["name"] == "io.debezium.data.Uuid"
+        assert row["at"]["name"] == "io.debezium.time.ZonedTimestamp"
+        assert row["d"]["name"] == "io.debezium.time.Date"
+        payload = value["payload"]
+        assert payload["op"] == "r" and payload["before"] is None
+        assert payload["after"] == {
+            "id": 1,
+            "name": "one",
+            "price": "AJY=",  # 150 unscaled, base64 as JsonConverter writes Decimal
+            "m": "ok",
+            "tags": ["x", "y z"],
+            "doc": '{"k": 1}',
+            "u": "ef9b5beb-9c21-4d66-a769-47207c205bbe",
+            "at": "2026-11-28T08:00:00.500000Z",
+            "d": 20785,
+            "b": "AQI=",
+            "flag": True,
+        }
+        source = payload["source"]
+        assert source["connector"] == "postgresql" and source["name"] == "srv" and source["db"] == DATABASE
+        assert (source["schema"], source["table"]) == ("public", "shop")
+        assert source["snapshot"] in ("true", "last") and isinstance(source["lsn"], int)
+
+        # Streaming: insert, update, delete on a default-identity table and a FULL one.
+        pg.psql("INSERT INTO shop (id, name) VALUES (2, 'two')")
+        pg.psql("UPDATE shop SET name = 'TWO' WHERE id = 2")
+        pg.psql("DELETE FROM shop WHERE id = 2")
+        pg.psql("UPDATE audit SET note = 'second' WHERE id = 1")
+        pg.psql("DELETE FROM audit WHERE id = 1")
+        records = reader.until(2 + 7, 90)
+        changes = [
+            (k["payload"], None if v is None else v["payload"])
+            for t, k, v in records[2:]
+            if t == "srv.public.shop"
+        ] + [
+            (k["payload"], None if v is None else v["payload"])
+            for t, k, v in records[2:]
+            if t == "srv.public.audit"
+        ]
+        ops = [(key, None if value is None else value["op"]) for key, value in changes]
+        assert ops == [
+            ({"id": 2}, "c"),
+            ({"id": 2}, "u"),
+            ({"id": 2}, "d"),
+            ({"id": 2}, None),  # the tombstone
+            ({"id": 1}, "u"),
+            ({"id": 1}, "d"),
+            ({"id": 1}, None),
+        ]
+        insert, update, delete = changes[0][1], changes[1][1], changes[2][1]
+        assert insert["after"]["name"] == "two" and insert["source"]["snapshot"] == "false"
+        assert update["before"] is None and update["after"]["name"] == "TWO"  # default identity: no before
+        # Default identity: the old row has only its key; a required column gets its type's zero.
+        assert delete["after"] is None and delete["before"]["id"] == 2 and delete["before"]["name"] == ""
+        assert delete["before"]["price"] is None
+        full_update, full_delete = changes[4][1], changes[5][1]
+        assert full_update["before"] == {"id": 1, "note": "first"} and full_update["after"] == {
+            "id": 1,
+            "note": "second",
+        }
+        assert full_delete["before"] == {"id": 1, "note": "second"}
+        lsns = [v["source"]["lsn"] for _, v in changes if v is not None]
+        assert lsns == sorted(lsns)  # shop's changes were committed before audit's
+        assert json.loads(insert["source"]["sequence"])[1] == str(insert["source"]["lsn"])
+
+        # A column added while streaming: the next change carries it, and its schema has it.
+        pg.psql("ALTER TABLE audit ADD COLUMN extra int")
+        pg.psql("INSERT INTO audit VALUES (5, 'fifth', 7)")
+        records = reader.until(2 + 8, 60)
+        _, _, added = records[-1]
+        assert added["payload"]["after"] == {"id": 5, "note": "fifth", "extra": 7}
+        assert fields(fields(added["schema"])["after"])["extra"] == {
+            "type": "int32",
+            "optional": True,
+            "field": "extra",
+        }
+    finally:
+        reader.close()
+    # The slot is acknowledged as records are committed: its confirmed position moves past the changes.
+    wait_until(
+        lambda: (
+            int(
+                pg.psql(
+                    "SELECT confirmed_flush_lsn - '0/0' FROM pg_replication_slots "
+                    "WHERE slot_name = 'kc_shapes'"
+                )[0][0]
+            )
+            >= lsns[-1]
+        ),
+        30,
+        "the slot acknowledged",
+    )
+    offsets = bench.worker.get("/connectors/cdc-shapes/offsets").json()["offsets"]
+    assert offsets[0]["partition"] == {"server": "srv"}
+    assert {"lsn", "lsn_commit", "txId"} <= set(offsets[0]["offset"])
+
+
+def test_a_worker_killed_mid_stream_loses_and_repeats_nothing(bench: Bench) -> None:
+    pg = bench.pg
+    pg.psql("CREATE TABLE events (id int PRIMARY KEY, payload text)")
+    bench.create(
+        "cdc-kill",
+        {
+            "topic.prefix": "kill",
+            "slot.name": "kc_kill",
+            "publication.name": "kc_kill_pub",
+            "publication.autocreate.mode": "filtered",
+            "table.include.list": "public\\.events",
+            "max.batch.size": "50",
+        },
+    )
+    wait_until(
+        lambda: (bench.status("cdc-kill").get("tasks") or [{}])[0].get("state") == "RUNNING", 60, "RUNNING"
+    )
+    total = 600
+    connection = psycopg2.connect(
+        host="127.0.0.1", port=pg.port, user=USER, password=PASSWORD, dbname=DATABASE
+    )
+    connection.autocommit = True
+
+    def write() -> None:
+        with connection.cursor() as cursor:
+            for i in range(total):
+                cursor.execute("INSERT INTO events VALUES (%s, %s)", (i, f"event {i}"))
+                time.sleep(0.01)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    reader = Reader(bench.broker.bootstrap, ["kill.public.events"])
+    try:
+        reader.until(50, 60)  # streaming is under way
+        bench.worker.kill()  # SIGKILL: transactions open, offsets and the slot unacknowledged
+        writer.join(60)
+        bench.worker = bench.start_worker("w1")
+        records = reader.until(total, 180)
+        records = reader.settle(3)
+    finally:
+        reader.close()
+        connection.close()
+    ids = Counter(v["payload"]["after"]["id"] for _, _, v in records if v is not None)
+    assert sorted(ids) == list(range(total)), f"missing: {sorted(set(range(total)) - set(ids))[:20]}"
+    repeated = {i: n for i, n in ids.items() if n > 1}
+    assert repeated == {}, f"repeated: {list(repeated.items())[:20]}"
+
+
+def test_bad_input_fails_the_connector_naming_the_cause(bench: Bench) -> None:
+    bench.create(
+        "cdc-badpw",
+        {"topic.prefix": "bad", "slot.name": "kc_bad", "database.password": "not-the-password"},
+    )
+    trace = bench.failure("cdc-badpw")
+    assert "password authentication failed" in trace and "not-the-password" not in trace, trace
+
+    # A slot another client streams from.
+    pg = bench.pg
+    pg.psql("SELECT pg_create_logical_replication_slot('kc_busy', 'pgoutput')")
+    holder = psycopg2.connect(
+        host="127.0.0.1",
+        port=pg.port,
+        user=USER,
+        password=PASSWORD,
+        dbname=DATABASE,
+        connection_factory=psycopg2.extras.LogicalReplicationConnection,
+    )
+    try:
+        cursor = holder.cursor()
+        pg.psql("CREATE PUBLICATION kc_busy_pub FOR ALL TABLES")
+        cursor.start_replication(
+            slot_name="kc_busy",
+            decode=False,
+            options={"proto_version": "1", "publication_names": "kc_busy_pub"},
+        )
+        bench.create(
+            "cdc-busy", {"topic.prefix": "busy", "slot.name": "kc_busy", "publication.name": "kc_busy_pub"}
+        )
+        trace = bench.failure("cdc-busy")
+        assert "replication slot 'kc_busy' is in use by another client" in trace, trace
+    finally:
+        holder.close()
+
+    # A server without wal_level=logical.
+    plain = start_postgres()
+    try:
+        bench.create("cdc-nolog", {"topic.prefix": "nolog", "slot.name": "kc_nolog"}, port=plain.port)
+        trace = bench.failure("cdc-nolog")
+        assert "wal_level is 'replica'" in trace and "wal_level=logical" in trace, trace
+    finally:
+        plain.stop()
