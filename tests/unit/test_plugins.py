@@ -53,6 +53,8 @@ JDBC = "kconnect.connectors.jdbc.JdbcSinkConnector"
 JDBC_SOURCE = "kconnect.connectors.jdbc_source.JdbcSourceConnector"
 POSTGRES_CDC = "kconnect.connectors.postgres_cdc.PostgresCdcSourceConnector"
 PARQUET = "kconnect.connectors.parquet.ParquetSinkConnector"
+ICEBERG = "kconnect.connectors.lakehouse.iceberg.IcebergSinkConnector"
+DELTA = "kconnect.connectors.lakehouse.delta.DeltaSinkConnector"
 VERIFIABLE = [
     "kconnect.connectors.verifiable.VerifiableSinkConnector",
     "kconnect.connectors.verifiable.VerifiableSourceConnector",
@@ -193,6 +195,8 @@ def test_entry_points_provide_the_builtin_connectors(registry: PluginRegistry) -
         {"class": SOURCE, "type": "source", "version": __version__},
         {"class": JDBC, "type": "sink", "version": __version__},
         {"class": JDBC_SOURCE, "type": "source", "version": __version__},
+        {"class": DELTA, "type": "sink", "version": __version__},
+        {"class": ICEBERG, "type": "sink", "version": __version__},
         {"class": PARQUET, "type": "sink", "version": __version__},
         {"class": POSTGRES_CDC, "type": "source", "version": __version__},
         {"class": VERIFIABLE[0], "type": "sink", "version": __version__},
@@ -203,6 +207,8 @@ def test_entry_points_provide_the_builtin_connectors(registry: PluginRegistry) -
         "entry-point:FileStreamSourceConnector",
         "entry-point:JdbcSinkConnector",
         "entry-point:JdbcSourceConnector",
+        "entry-point:DeltaSinkConnector",
+        "entry-point:IcebergSinkConnector",
         "entry-point:ParquetSinkConnector",
         "entry-point:PostgresCdcSourceConnector",
         "entry-point:VerifiableSinkConnector",
