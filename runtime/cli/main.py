@@ -244,6 +244,9 @@ def cmd_worker(args: argparse.Namespace, executor: Executor | None = None) -> in
     # `kill -USR1 <pid>` prints every thread's stack to stderr (Java's jstack): a stuck worker explains
     # itself without a debugger.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
+    # A fatal signal in native code (librdkafka, the JVM bridge) otherwise ends the process with no line in
+    # its log: bench/brokers_random.py saw a worker vanish so (issue 29). Every thread's Python stack then.
+    faulthandler.enable(all_threads=True)
     tune_garbage_collector()
     try:
         config = load_worker_config(args.properties)
