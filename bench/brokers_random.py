@@ -282,16 +282,12 @@ def run_one(kind: str, bootstrap: str, _pid: int | None, work: Path, args: argpa
         print(f"{label}: failed: {exc}", file=sys.stderr, flush=True)
         return Row(label, note=f"FAILED: {str(exc).splitlines()[0][:200]}")
     finally:
-        for step in (
+        dn.cleanup(
+            label,
             feeder.stop if feeder is not None else None,
             tailer.stop if tailer is not None else None,
             workers.stop if workers is not None else None,
-        ):
-            if step is not None:
-                try:
-                    step()
-                except BaseException as exc:
-                    print(f"{label}: cleanup step failed: {exc!r}", file=sys.stderr, flush=True)
+        )
         for node in cluster.nodes:  # the next system starts on a whole cluster
             if not node.alive():
                 with contextlib.suppress(Exception):

@@ -304,6 +304,17 @@ class Tailer(threading.Thread):
         self.join(10)
 
 
+def cleanup(label: str, *steps: Callable[[], object] | None) -> None:
+    """A bench run's clean-up: each step on its own (None skipped), so that one failing (or a second
+    Ctrl-C) does not skip the others."""
+    for step in steps:
+        if step is not None:
+            try:
+                step()
+            except BaseException as exc:  # cleanup goes on whatever happened
+                print(f"{label}: cleanup step failed: {exc!r}", file=sys.stderr, flush=True)
+
+
 def percentile(sorted_values: list[float], q: float) -> float:
     """The nearest-rank percentile ``q`` (0-100) of an ascending list."""
     if not sorted_values:
@@ -655,18 +666,13 @@ def _run_system(
         print(f"{label}: failed: {exc}", file=sys.stderr, flush=True)
         return Row(label, note=f"FAILED: {str(exc).splitlines()[0][:200]}")
     finally:
-        # Each step on its own, so that one failing (or a second Ctrl-C) does not skip the others.
-        for step in (
+        cleanup(
+            label,
             feeder.stop if feeder is not None else None,
             tailer.stop if tailer is not None else None,
             system.stop if system is not None else None,
             watch.close if watch is not None else None,
-        ):
-            if step is not None:
-                try:
-                    step()
-                except BaseException as exc:  # cleanup goes on whatever happened
-                    print(f"{label}: cleanup step failed: {exc!r}", file=sys.stderr, flush=True)
+        )
         if watch is not None:
             leftovers = watch.kill_leftovers()
             if leftovers:

@@ -374,16 +374,12 @@ def run_system(kind: str, bootstrap: str, work: Path, args: argparse.Namespace) 
         row.gaps = {}
         return row
     finally:
-        for step in (
+        dn.cleanup(
+            label,
             feeder.stop if feeder is not None else None,
             tailer.stop if tailer is not None else None,
             *(node.stop for node in reversed(nodes)),
-        ):
-            if step is not None:
-                try:
-                    step()
-                except BaseException as exc:  # cleanup goes on whatever happened
-                    print(f"{label}: cleanup step failed: {exc!r}", file=sys.stderr, flush=True)
+        )
 
 
 # ------------------------------------------------------------------------------------------ output
