@@ -78,10 +78,33 @@ def change(op: str, before: dict[str, Any] | None, after: dict[str, Any] | None)
     return json.dumps({"schema": DEBEZIUM, "payload": {"before": before, "after": after, "op": op}}).encode()
 
 
+def fresh_spark_jvm() -> None:
+    """Stop this process's SparkSession and its JVM, if another test made them: jars join the driver's
+    class path only when its JVM starts, so a session built on a JVM started without Iceberg and Delta
+    cannot load their catalogs (under pytest-xdist a worker process runs many test files)."""
+    from pyspark import SparkContext
+
+    existing = SparkSession.getActiveSession()
+    if existing is not None:
+        existing.stop()
+    if SparkContext._active_spark_context is not None:
+        SparkContext._active_spark_context.stop()
+    gateway = SparkContext._gateway
+    if gateway is not None:
+        proc = getattr(gateway, "proc", None)
+        gateway.shutdown()
+        if proc is not None:
+            proc.kill()
+            proc.wait(30)
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+
+
 @pytest.fixture(scope="module")
 def reader(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SparkSession, Path]]:
     """The test's SparkSession (Iceberg and Delta loaded) and the warehouse directory both sinks use."""
     warehouse = tmp_path_factory.mktemp("lakehouse")
+    fresh_spark_jvm()
     builder = SparkSession.builder.master("local[1]").appName("kconnect-lakehouse-reader")
     for key, value in {
         **spark_properties(),

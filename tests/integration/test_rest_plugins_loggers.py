@@ -45,6 +45,8 @@ def test_plugins_validation_and_log_levels(tmp_path: Path, broker: Broker) -> No
             ("FileStreamSourceConnector", "source"),
             ("JdbcSinkConnector", "sink"),
             ("JdbcSourceConnector", "source"),
+            ("DeltaSinkConnector", "sink"),
+            ("IcebergSinkConnector", "sink"),
             ("ParquetSinkConnector", "sink"),
             ("PostgresCdcSourceConnector", "source"),
             ("VerifiableSinkConnector", "sink"),

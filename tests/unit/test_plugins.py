@@ -377,7 +377,7 @@ def test_plugin_path_modules_and_packages_are_imported_and_scanned(
     greeter = f"{module}.GreeterConnector"
     deep = f"{package}.inner.deep.DeepSourceConnector"
     assert [d["class"] for d in registry.plugin_info()] == sorted(
-        [SINK, SOURCE, JDBC, JDBC_SOURCE, PARQUET, POSTGRES_CDC, *VERIFIABLE, greeter, deep]
+        [SINK, SOURCE, JDBC, JDBC_SOURCE, DELTA, ICEBERG, PARQUET, POSTGRES_CDC, *VERIFIABLE, greeter, deep]
     )
     for name in (greeter, "GreeterConnector", "Greeter"):
         assert registry.find(name).class_name == greeter

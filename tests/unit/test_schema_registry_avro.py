@@ -457,8 +457,12 @@ def test_connect_data_round_trips_through_avro(
 def spark():  # type: ignore[no-untyped-def]
     # The column path decodes in a Python UDF, whose workers import kconnect: this interpreter, as the
     # worker's executor sets it (spark_executor.python_workers_executable).
+    # The shared test session may predate that setting (another test of this process made it), so its
+    # Python workers' interpreter is set too, as test_task_preparation does.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    return local_spark()
+    session = local_spark()
+    session.sparkContext.pythonExec = sys.executable
+    return session
 
 
 def test_a_sink_batch_decodes_avro_columns_and_dead_letters_bad_rows(spark, client) -> None:  # type: ignore[no-untyped-def]
