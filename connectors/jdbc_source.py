@@ -33,6 +33,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from kconnect.connectors.jdbc import CONNECTION_PASSWORD, CONNECTION_URL, CONNECTION_USER
 from kconnect.connectors.jdbc_query import (
     MODES,
     TIMESTAMP_OID,
@@ -80,9 +81,6 @@ from kconnect.runtime.plugins.config_def import (
 
 log = logs.get(__name__)
 
-CONNECTION_URL = "connection.url"
-CONNECTION_USER = "connection.user"
-CONNECTION_PASSWORD = "connection.password"
 MODE = "mode"
 INCREMENTING_COLUMN = "incrementing.column.name"
 TIMESTAMP_COLUMN = "timestamp.column.name"
