@@ -174,7 +174,7 @@ def test_list_puts_failures_first_counts_states_and_filters(cluster: tuple[Worke
         box = driver.find_element("id", "filter")
         box.send_keys("orders")
         assert _rows(driver) == ["orders-sink", "orders-source"]
-        driver.find_element("css selector", '#counts .count[data-state="FAILED_TASKS"]').click()
+        browser.click(driver, "css selector", '#counts .count[data-state="FAILED_TASKS"]')
         assert _rows(driver) == []  # the filter and the state chip combine
         # The list came from one call for every connector, timed in the page.
         assert int(driver.execute_script("return document.body.dataset.listCount")) == 4
@@ -187,9 +187,9 @@ def test_bulk_pause_and_resume_reach_every_selected_connector(
     with browser.chromium(basic_auth=AUTH) as driver:
         _open(driver, worker.url + "/ui/", "#/")
         for name in ("orders-sink", "metrics-sink"):
-            driver.find_element("css selector", f'input[data-name="{name}"]').click()
+            browser.click(driver, "css selector", f'input[data-name="{name}"]')
         assert driver.find_element("id", "selected-count").text == "2 selected"
-        driver.find_element("css selector", 'button[data-bulk="pause"]').click()
+        browser.click(driver, "css selector", 'button[data-bulk="pause"]')
         wait_until(
             lambda: api.state("orders-sink") == api.state("metrics-sink") == "PAUSED", 60, "both paused"
         )
@@ -202,10 +202,10 @@ def test_bulk_pause_and_resume_reach_every_selected_connector(
         )
         driver.save_screenshot(str(SHOTS / "console-bulk-paused.png"))
         for name in ("orders-sink", "metrics-sink"):
-            box = driver.find_element("css selector", f'input[data-name="{name}"]')
-            if not box.is_selected():
-                box.click()
-        driver.find_element("css selector", 'button[data-bulk="resume"]').click()
+            css = f'input[data-name="{name}"]'
+            if not driver.execute_script("return document.querySelector(arguments[0]).checked", css):
+                browser.click(driver, "css selector", css)
+        browser.click(driver, "css selector", 'button[data-bulk="resume"]')
         wait_until(
             lambda: api.state("orders-sink") == api.state("metrics-sink") == "RUNNING", 60, "both resumed"
         )
@@ -215,17 +215,20 @@ def test_a_connectors_tasks_trace_restart_and_offsets(cluster: tuple[WorkerProce
     worker, api, _ = cluster
     with browser.chromium(basic_auth=AUTH) as driver:
         _open(driver, worker.url + "/ui/#/c/audit-sink", "#/c/audit-sink")
-        row = driver.find_element("css selector", '#tasks tr[data-task="0"]')
-        assert "FAILED" in row.text
-        trace = row.find_element("css selector", "details pre").get_attribute("textContent")
-        assert "/nonexistent-dir/audit.txt" in trace
+        # Read in one script: the page re-renders on a timer, so elements found apart may go stale between.
+        row = driver.execute_script(
+            "const r = document.querySelector('#tasks tr[data-task=\"0\"]');"
+            "return {text: r.innerText, trace: r.querySelector('details pre').textContent,"
+            " summary: r.querySelector('details summary').innerText}"
+        )
+        assert "FAILED" in row["text"]
+        assert "/nonexistent-dir/audit.txt" in row["trace"]
         # The summary is the exception (a Python traceback's last line), the whole trace one click away.
-        summary = row.find_element("css selector", "details summary")
-        assert "/nonexistent-dir/audit.txt" in summary.text
-        summary.click()
+        assert "/nonexistent-dir/audit.txt" in row["summary"]
+        browser.click(driver, "css selector", '#tasks tr[data-task="0"] details summary')
         driver.save_screenshot(str(SHOTS / "console-connector-failed-task.png"))
         # Restart with tasks: the failed task is started again (and fails again, the directory still missing).
-        driver.find_element("css selector", 'button[data-action="Restart with tasks"]').click()
+        browser.click(driver, "css selector", 'button[data-action="Restart with tasks"]')
         _wait(driver, "document.getElementById('notice').textContent === 'Restart with tasks: HTTP 202'")
 
         # Offsets: stop the source, then alter its offset through the editor (PATCH .../offsets).
@@ -237,7 +240,7 @@ def test_a_connectors_tasks_trace_restart_and_offsets(cluster: tuple[WorkerProce
             "the source's committed offset",
         )
         assert stored[0]["offset"]["position"] > 0
-        driver.find_element("css selector", 'button[data-action="Stop"]').click()
+        browser.click(driver, "css selector", 'button[data-action="Stop"]')
         wait_until(lambda: api.state("orders-source") == "STOPPED", 60, "the source stopped")
         _open(driver, worker.url + "/ui/#/c/orders-source", "#/c/orders-source")
         _wait(driver, "document.getElementById('offsets-editor')", what="the offsets editor")
@@ -245,7 +248,7 @@ def test_a_connectors_tasks_trace_restart_and_offsets(cluster: tuple[WorkerProce
         driver.execute_script(
             "document.getElementById('offsets-editor').value = arguments[0]", json.dumps(edited)
         )
-        driver.find_element("id", "offsets-alter").click()
+        browser.click(driver, "id", "offsets-alter")
         _wait(
             driver,
             "document.getElementById('notice').textContent.includes('offsets')",
@@ -261,7 +264,7 @@ def test_a_connectors_tasks_trace_restart_and_offsets(cluster: tuple[WorkerProce
             "the altered offset",
         )
         driver.save_screenshot(str(SHOTS / "console-connector-offsets.png"))
-        driver.find_element("css selector", 'button[data-action="Resume"]').click()
+        browser.click(driver, "css selector", 'button[data-action="Resume"]')
         wait_until(lambda: api.state("orders-source") == "RUNNING", 60, "the source resumed")
 
 
@@ -284,7 +287,7 @@ def test_form_from_the_configdef_shows_validation_errors_per_field_then_creates(
         assert {"file", "topic", "batch.size", "tasks.max"} <= set(keys)
         driver.find_element("id", "connector-name").send_keys("typed-in-the-console")
         driver.find_element("id", "f-tasks.max").send_keys("0")
-        driver.find_element("id", "validate").click()
+        browser.click(driver, "id", "validate")
         _wait(driver, "document.getElementById('validate-result')", what="the validation answer")
         errors = driver.execute_script(
             "return Object.fromEntries([...document.querySelectorAll('.field.invalid')]"
@@ -300,7 +303,7 @@ def test_form_from_the_configdef_shows_validation_errors_per_field_then_creates(
         driver.find_element("id", "f-tasks.max").send_keys("1")
         driver.find_element("id", "f-topic").send_keys("typed-topic")
         driver.find_element("id", "f-file").send_keys(str(tmp / "typed.txt"))
-        driver.find_element("id", "save").click()
+        browser.click(driver, "id", "save")
         _wait(
             driver,
             "document.body.dataset.view === '#/c/typed-in-the-console'",

@@ -62,3 +62,23 @@ def chromium(
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def click(driver: Any, by: str, value: str, tries: int = 20) -> None:
+    """Find an element and click it, finding it again when the page re-rendered it in between.
+
+    The console re-renders its views on a timer (it polls the REST API), so an element found a moment
+    ago may be gone by the click: Selenium then raises a stale-element error and no click happened, so
+    trying again is safe."""
+    import time
+
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    for attempt in range(tries):
+        try:
+            driver.find_element(by, value).click()
+            return
+        except StaleElementReferenceException:
+            if attempt == tries - 1:
+                raise
+            time.sleep(0.1)
