@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 REFERENCE := ../shared/tools/reference-connect
 
-.PHONY: setup demo test lint unit kafka reference postgres stunnel chromium faults lakehouse
+.PHONY: setup demo test lint unit docs kafka reference postgres stunnel chromium faults lakehouse
 
 setup: $(STAMP)
 
@@ -80,13 +80,24 @@ lint: setup
 	mkdir -p $(TYPECHECK)/kconnect
 	for d in runtime rest config connectors; do ln -sfn $(CURDIR)/$$d $(TYPECHECK)/kconnect/$$d; done
 	cd $(TYPECHECK) && $(CURDIR)/$(BIN)/mypy --strict --config-file $(CURDIR)/pyproject.toml -p kconnect
+	# The docs site's hooks and the benches' results helper import kconnect as installed, and each other
+	# by their folders (neither folder is a package).
+	cd $(TYPECHECK) && MYPYPATH=$(CURDIR)/bench:$(CURDIR)/docs/hooks $(CURDIR)/$(BIN)/mypy --strict \
+	  --config-file $(CURDIR)/pyproject.toml $(CURDIR)/bench/results.py $(CURDIR)/docs/hooks
 
 # The unit tests alone (tests/unit: no broker, no worker processes); the interop ones among them compare
 # with Java classes and skip, saying why, where Java 17 or the reference worker is missing.
 unit: setup
 	$(BIN)/pytest -q -ra tests/unit
 
-test: setup kafka lakehouse reference postgres stunnel chromium lint
+# The documentation site (mkdocs.yml, docs/) into site/: `--strict` turns every warning (a broken link or
+# anchor, a page missing from the nav) into a failure. The reference pages and the benchmark charts are
+# generated from the code and bench/results/*.json while it builds (docs/hooks/); nothing generated is
+# checked in. `make test` runs it, so CI builds the site.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 PYTHONWARNINGS=ignore::DeprecationWarning $(BIN)/mkdocs build --strict
+
+test: setup kafka lakehouse reference postgres stunnel chromium lint docs
 	$(BIN)/pytest -q -ra --durations=25 -n 2 --dist loadfile
 
 # The broker-fault scenarios (tests/integration/test_broker_faults.py) FAULTS_RUNS times in a row, each run on

@@ -73,7 +73,9 @@ def load_average() -> str:
         return "load unknown"
 
 
-def figure(system: str, shape: str, metric: str, value: float, unit: str, *, load: str = "", run: str = "") -> Figure:
+def figure(
+    system: str, shape: str, metric: str, value: float, unit: str, *, load: str = "", run: str = ""
+) -> Figure:
     """A figure measured now on this machine (``load`` defaults to the load average now)."""
     return Figure(
         system=system,

@@ -161,8 +161,10 @@ def charts_section(directory: Path = results.RESULTS_DIR) -> tuple[list[Chart], 
     for bench in CHARTED:
         found = chart(bench, directory)
         if found is None:
-            parts.append(f"### `{bench}.py`\n\nNo figures recorded yet: `bench/results/{bench}.json` is written "
-                         f"by the bench's next run.")
+            parts.append(
+                f"### `{bench}.py`\n\nNo figures recorded yet: `bench/results/{bench}.json` is written "
+                f"by the bench's next run."
+            )
             continue
         charts.append(found)
         parts.append(found.markdown)

@@ -284,7 +284,7 @@ def rest_api_page(document: Mapping[str, Any] | None = None) -> str:
             summary = str(op.get("summary") or "")
             description = str(op.get("description") or "").strip()
             if summary:
-                lines.append(summary + ("" if description else ""))
+                lines.append(summary)
             if description and description != summary:
                 lines += ["", description]
             params = [p for p in op.get("parameters", []) if isinstance(p, Mapping)]
@@ -318,7 +318,7 @@ def rest_api_page(document: Mapping[str, Any] | None = None) -> str:
         required = set(schema.get("required", []))
         props = schema.get("properties", {})
         if props:
-            rows = [
+            fields = [
                 (
                     f"`{field}`",
                     _schema_name(spec),
@@ -327,7 +327,7 @@ def rest_api_page(document: Mapping[str, Any] | None = None) -> str:
                 )
                 for field, spec in props.items()
             ]
-            lines += _table(("Field", "Type", "Required", "Description"), rows)
+            lines += _table(("Field", "Type", "Required", "Description"), fields)
         else:
             lines.append(f"Type: {_schema_name(schema)}")
     return "\n".join(lines) + "\n"
