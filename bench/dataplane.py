@@ -71,6 +71,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
+import results as bench_results
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -953,6 +954,36 @@ def print_side_by_side(results: list[Result]) -> None:
             print(f"{r.variant:>9} {r.records:>10,} {_cpu_row(r)}")
 
 
+#: The chart's title on the documentation site's benchmarks page.
+TITLE = "One big pipeline: file -> Kafka -> file (bench/dataplane.py)"
+
+
+def figures_of(results: list[Result], records: int) -> list[bench_results.Figure]:
+    """The side-by-side rows' figures for ``bench/results/dataplane.json``: wall time, records/s, CPU per
+    record and peak RSS, kconnect beside the reference, plain and with two transforms. A kconnect row is
+    named ``kconnect`` when it is the only one of its variant (one ``--group-protocol``), else by its
+    label."""
+    shapes = {
+        "plain": f"{records:,} records, FileStream file -> Kafka -> file",
+        "transforms": f"{records:,} records, 2 transforms on the sink",
+    }
+    figures = []
+    for r in results:
+        if r.side not in ("kconnect", "reference") or r.variant not in shapes or not r.seconds or not r.rate:
+            continue
+        alone = sum(1 for o in results if o.side == r.side and o.variant == r.variant) == 1
+        system = "kconnect" if r.side == "kconnect" and alone else bench_results.system_name(r.system)
+        shape = shapes[r.variant]
+        figures.append(bench_results.figure(system, shape, "wall time", round(r.seconds, 1), "s"))
+        figures.append(bench_results.figure(system, shape, "records/s", round(r.rate), "records/s"))
+        if r.cpu:
+            us = (r.cpu["root"] + r.cpu["below"]) * 1e6 / r.records
+            figures.append(bench_results.figure(system, shape, "CPU per record", round(us, 1), "µs"))
+        if r.peak_rss:
+            figures.append(bench_results.figure(system, shape, "peak RSS", r.peak_rss // 1024, "MiB"))
+    return figures
+
+
 @contextlib.contextmanager
 def workdir(keep: bool) -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="kconnect-bench-dataplane-"))
@@ -1002,6 +1033,7 @@ def main(argv: list[str] | None = None) -> int:
         "an untransformed sink as a consumer loop on this local master; query: a streaming query)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, outputs)")
+    bench_results.add_argument(parser)
     args = parser.parse_args(argv)
     only = {s.strip() for s in args.only.split(",")}
     group_protocols = [g.strip() for g in args.group_protocol.split(",") if g.strip()]
@@ -1073,6 +1105,7 @@ def main(argv: list[str] | None = None) -> int:
             broker.stop()
         print_table(results)
         print_side_by_side(results)
+        bench_results.save("dataplane", figures_of(results, args.records), args, title=TITLE)
     return 0
 
 

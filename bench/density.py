@@ -80,6 +80,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import dataplane as dp
 import httpx
+import results
 
 from kconnect.runtime.cli import broker as embedded
 from kconnect.runtime.cli.broker import free_port
@@ -721,6 +722,30 @@ def print_table(rows: list[Row], args: argparse.Namespace) -> None:
             print(f"  {r.system}: " + "; ".join(extra))
 
 
+#: The chart's title on the documentation site's benchmarks page.
+TITLE = "Many small FileStream pipelines on one worker (bench/density.py)"
+
+
+def figures_of(rows: list[Row], args: argparse.Namespace) -> list[results.Figure]:
+    """The run's figures for ``bench/results/density.json``: cores, peak RSS and p99 latency per system."""
+    lines = "line" if args.rate == 1 else "lines"
+    fed = f"pipelines at {args.rate:g} {lines}/s"
+    shape = f"{args.pipelines} idle pipelines" if args.idle else f"{args.pipelines} {fed}"
+    if args.broker != "kafka":
+        shape += f" ({args.broker} broker)"
+    figures = []
+    for r in rows:
+        if r.cores is None:
+            continue
+        system, load = results.system_name(r.system), f"load average {r.load}" if r.load else ""
+        figures.append(results.figure(system, shape, "cores", round(r.cores, 3), "cores", load=load))
+        figures.append(results.figure(system, shape, "peak RSS", r.peak_rss_kib // 1024, "MiB", load=load))
+        if r.latencies:
+            p99 = round(percentile(r.latencies, 99), 2)
+            figures.append(results.figure(system, shape, "p99 latency", p99, "s", load=load))
+    return figures
+
+
 def warm_broker(bootstrap: str) -> None:
     """One record through an idempotent producer, so that a fresh Apache Kafka node has made its
     transaction coordinator (``__transaction_state``, made on the first InitProducerId) before a worker's
@@ -846,6 +871,7 @@ def main(argv: list[str] | None = None) -> int:
         help="kconnect's Spark: local[2], a standalone cluster of one 2-core worker it starts, or both",
     )
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, files)")
+    results.add_argument(parser)
     args = parser.parse_args(argv)
     systems = [s.strip() for s in args.only.split(",") if s.strip()]
     if not systems or set(systems) - {"kconnect", "reference"}:
@@ -865,6 +891,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if rows is None:
         return 130
+    results.save("density", figures_of(rows, args), args, title=TITLE)
     return 1 if any(r.cores is None and not r.note.startswith("not available") for r in rows) else 0
 
 

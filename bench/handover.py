@@ -75,6 +75,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import dataplane as dp
 import density as dn
 import httpx
+import results
 
 from kconnect.runtime.cli.broker import free_port
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
@@ -425,6 +426,29 @@ def print_table(rows: list[Row], args: argparse.Namespace) -> None:
             print(f"  {r.system}: {r.note}")
 
 
+#: The chart's title on the documentation site's benchmarks page.
+TITLE = "How long a pipeline's output stops when its tasks move (bench/handover.py)"
+
+
+def figures_of(rows: list[Row], args: argparse.Namespace) -> list[results.Figure]:
+    """The run's figures for ``bench/results/handover.json``: the longest output gap per window."""
+    shape = f"{args.pipelines} pipelines at {args.rate:g} lines/s"
+    if args.source_idle_ms:
+        shape += f", source idle wait {args.source_idle_ms:g} ms"
+    if args.worker_prop:
+        shape += ", " + " ".join(args.worker_prop)
+    if args.broker != "kafka":
+        shape += f" ({args.broker} broker)"
+    figures = []
+    for r in rows:
+        load = "load average at each window's start: " + "; ".join(f"{k} {v}" for k, v in r.load.items())
+        for window, gap in r.gaps.items():
+            metric = f"longest output gap, {window}"
+            system = results.system_name(r.system)
+            figures.append(results.figure(system, shape, metric, round(gap.seconds, 2), "s", load=load))
+    return figures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--pipelines", type=int, default=4, help="N: FileStream source+sink pairs")
@@ -445,6 +469,7 @@ def main(argv: list[str] | None = None) -> int:
         help="kconnect: the FileStream source's wait when a poll finds nothing (1000 in the product)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, files)")
+    results.add_argument(parser)
     args = parser.parse_args(argv)
     systems = [s.strip() for s in args.only.split(",") if s.strip()]
     if not systems or set(systems) - {"off", "on", "reference"}:
@@ -463,6 +488,7 @@ def main(argv: list[str] | None = None) -> int:
     if rows is None:
         return 130
     print(f"total {time.monotonic() - began:.0f} s; load average now {dn.load_average()}")
+    results.save("handover", figures_of(rows, args), args, title=TITLE)
     return 1 if any(not r.gaps and not r.note.startswith("not available") for r in rows) else 0
 
 

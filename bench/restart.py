@@ -49,6 +49,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
+import results
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -329,6 +330,27 @@ def run_reference(
     return row
 
 
+#: The chart's title on the documentation site's benchmarks page.
+TITLE = "A worker restarted over 1,000 connectors and 100,000 offsets (bench/restart.py)"
+
+
+def figures_of(rows: list[Row], args: argparse.Namespace) -> list[results.Figure]:
+    """The run's figures for ``bench/results/restart.json``: seconds from the process start."""
+    shape = f"{args.connectors:,} connectors, {args.offsets:,} offset records"
+    figures = []
+    for r in rows:
+        for metric, value in (
+            ("REST answers", r.rest_s),
+            ("joined", r.joined_s),
+            ("every task RUNNING", r.running_s),
+            ("internal topics read", r.read_s),
+        ):
+            if value is not None:
+                system = results.system_name(r.system)
+                figures.append(results.figure(system, shape, metric, round(value, 2), "s"))
+    return figures
+
+
 def fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
@@ -348,6 +370,7 @@ def main() -> None:
         help="the reference JVM's options (a heap for 1,000 tasks, not the tests' 512 MB)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    results.add_argument(parser)
     args = parser.parse_args()
     only = set(args.only.split(","))
     work = Path(tempfile.mkdtemp(prefix="kconnect-restart-"))
@@ -381,6 +404,7 @@ def main() -> None:
             f"{r.system:<16} {fmt(r.rest_s):>7} {r.first_status or '-':>5} {fmt(r.joined_s):>9}"
             f" {fmt(r.running_s):>10} {fmt(r.read_s):>7} {ends:>24} {r.threads or '-':>8}  {r.note}"
         )
+    results.save("restart", figures_of(rows, args), args, title=TITLE)
     if not args.keep:
         import shutil
 

@@ -15,6 +15,7 @@ bench measured.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -88,6 +89,31 @@ def figure(
         load=load or load_average(),
         run=run,
     )
+
+
+def system_name(label: str) -> str:
+    """A bench row's label as the charts name systems: a ``reference ...`` row is Apache Kafka Connect
+    (``reference Connect 3.9`` and ``reference 3.9`` both become ``Apache Kafka Connect 3.9``)."""
+    if not label.startswith("reference"):
+        return label
+    version = label.removeprefix("reference").strip().removeprefix("Connect").strip()
+    return f"Apache Kafka Connect {version}".strip()
+
+
+def add_argument(parser: argparse.ArgumentParser) -> None:
+    """The benches' ``--no-results``: a trial run that should not reach the charts."""
+    parser.add_argument(
+        "--no-results",
+        action="store_true",
+        help="do not append this run's figures to bench/results/<bench>.json",
+    )
+
+
+def save(bench: str, figures: Sequence[Figure], args: argparse.Namespace, *, title: str = "") -> None:
+    """Append a run's figures to its bench's file unless ``--no-results`` was given, and say where."""
+    if getattr(args, "no_results", False) or not figures:
+        return
+    print(f"{len(figures)} figures appended to {record(bench, figures, title=title)}", flush=True)
 
 
 def path_of(bench: str, directory: Path = RESULTS_DIR) -> Path:

@@ -54,6 +54,7 @@ import dataplane as dp
 import density as dn
 import handover as ho
 import httpx
+import results
 from confluent_kafka import Consumer, TopicPartition
 
 from kconnect.runtime.cli.broker import free_port
@@ -367,6 +368,36 @@ def print_table(rows: list[Row], args: argparse.Namespace) -> None:
             print(f"  {r.system}: {r.note}")
 
 
+#: The chart's title on the documentation site's benchmarks page.
+TITLE = "A rolling restart of a whole cluster (bench/rolling.py)"
+
+
+def figures_of(rows: list[Row], args: argparse.Namespace) -> list[results.Figure]:
+    """The run's figures for ``bench/results/rolling.json``: the roll's duration, the longest output gaps
+    (steady, and during the roll over pipelines: max and p95), task moves and lines lost and repeated."""
+    shape = f"{args.workers} workers, {args.pipelines} pipelines at {args.rate:g} lines/s"
+    if args.broker != "kafka":
+        shape += f" ({args.broker} broker)"
+    figures = []
+    for r in rows:
+        if r.roll_gap_max is None:
+            continue
+        system = results.system_name(r.system)
+        load = f"load average at the roll's start {r.load}" if r.load else ""
+        for metric, value, unit in (
+            ("roll duration", r.roll_s, "s"),
+            ("longest output gap, steady", r.steady_gap, "s"),
+            ("longest output gap during the roll, max", r.roll_gap_max, "s"),
+            ("longest output gap during the roll, p95", r.roll_gap_p95, "s"),
+            ("task moves", r.moves.total, "moves"),
+            ("lines lost", r.lost, "lines"),
+            ("lines repeated", r.dup, "lines"),
+        ):
+            if value is not None:
+                figures.append(results.figure(system, shape, metric, round(value, 2), unit, load=load))
+    return figures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=3, help="W: workers in the group")
@@ -382,6 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference-version", choices=("3.9", "4.x"), default="4.x")
     parser.add_argument("--worker-prop", action="append", default=[], help="kconnect worker key=value")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, files)")
+    results.add_argument(parser)
     args = parser.parse_args(argv)
     systems = [s.strip() for s in args.only.split(",") if s.strip()]
     if not systems or set(systems) - {"kconnect", "reference"}:
@@ -402,6 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     if rows is None:
         return 130
     print(f"total {time.monotonic() - began:.0f} s; load average now {dn.load_average()}")
+    results.save("rolling", figures_of(rows, args), args, title=TITLE)
     return 1 if any(r.roll_gap_max is None and not r.note.startswith("not available") for r in rows) else 0
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.append(str(ROOT / "bench"))  # appended: bench/ holds modules with common names (avro, restart)
 
 import results  # noqa: E402  (bench/results.py: bench/ is not a package)
 

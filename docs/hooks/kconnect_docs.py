@@ -19,7 +19,7 @@ from typing import Any
 
 HOOKS = Path(__file__).resolve().parent
 ROOT = HOOKS.parents[1]
-sys.path.insert(0, str(HOOKS))
+sys.path.append(str(HOOKS))
 
 import bench_charts  # noqa: E402
 import reference_pages  # noqa: E402

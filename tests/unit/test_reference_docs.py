@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "docs" / "hooks"))
-sys.path.insert(0, str(ROOT / "bench"))
+# Appended, never first: bench/ holds modules with common names (avro, restart) that must not shadow packages
+# for the other tests of this process.
+sys.path.append(str(ROOT / "docs" / "hooks"))
+sys.path.append(str(ROOT / "bench"))
 
 import bench_charts  # noqa: E402
 import reference_pages  # noqa: E402
