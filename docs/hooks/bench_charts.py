@@ -38,6 +38,11 @@ class Chart:
     markdown: str
 
 
+def _systems(figures: Sequence[results.Figure]) -> list[str]:
+    """The systems in first-seen order, kconnect's before the reference's."""
+    return sorted(dict.fromkeys(f.system for f in figures), key=lambda s: s.startswith(REFERENCE_PREFIX))
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -56,7 +61,7 @@ def draw(title: str, figures: Sequence[results.Figure]) -> bytes:
     import matplotlib.pyplot as plt
 
     metrics = list(dict.fromkeys(f.metric for f in figures))
-    systems = list(dict.fromkeys(f.system for f in figures))
+    systems = _systems(figures)
     columns = min(len(metrics), 3)
     rows = (len(metrics) + columns - 1) // columns
     fig, axes = plt.subplots(rows, columns, figsize=(4.6 * columns, 3.6 * rows), squeeze=False)
@@ -116,27 +121,18 @@ def chart(bench: str, directory: Path = results.RESULTS_DIR) -> Chart | None:
         return None
     title = data.get("title") or bench
     path = f"{CHARTS_DIR}/{bench}.png"
-    rows = [
-        "| system | shape | metric | value | date | run | load | machine |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
+    systems = _systems(figures)
+    value = {(f.system, f.shape, f.metric): f"{_number(f.value)} {f.unit}" for f in figures}
+    rows = ["| shape | metric | " + " | ".join(_cell(s) for s in systems) + " |"]
+    rows.append("|" + " --- |" * (2 + len(systems)))
+    for shape, metric in dict.fromkeys((f.shape, f.metric) for f in figures):
+        cells = [value.get((s, shape, metric), "") for s in systems]
+        rows.append("| " + " | ".join(_cell(c) for c in (shape, metric, *cells)) + " |")
+    runs = dict.fromkeys((f.system, f.date, f.run, f.load, f.machine) for f in figures)
+    rows += ["", "Measured:", ""]
     rows += [
-        "| "
-        + " | ".join(
-            _cell(c)
-            for c in (
-                f.system,
-                f.shape,
-                f.metric,
-                f"{_number(f.value)} {f.unit}",
-                f.date,
-                f.run,
-                f.load,
-                f.machine,
-            )
-        )
-        + " |"
-        for f in figures
+        f"- {_cell(system)}: {date}" + (f", {run}" if run else "") + f"; {load}; {machine}"
+        for system, date, run, load, machine in runs
     ]
     note = str(data.get("note") or "")
     markdown = "\n".join(

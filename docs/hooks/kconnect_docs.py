@@ -54,6 +54,31 @@ def demote(markdown: str, levels: int = 1) -> str:
     return "\n".join(out)
 
 
+_LIST_ITEM = re.compile(r"([-*+]|\d+\.) ")
+
+
+def blocks_apart(markdown: str) -> str:
+    """A blank line before a list or a table that follows a paragraph line directly.
+
+    Why: the pages come from README.md, written for GitHub's Markdown, where a list may start on the line
+    after a paragraph; Python-Markdown (MkDocs) would run such a list into the paragraph."""
+    out: list[str] = []
+    fence = False
+    for line in markdown.split("\n"):
+        if line.startswith("```"):
+            fence = not fence
+        previous = out[-1] if out else ""
+        if not fence and previous.strip() and not previous.startswith("```"):
+            starts_list = bool(_LIST_ITEM.match(line)) and not (
+                _LIST_ITEM.match(previous) or previous.startswith((" ", "\t"))
+            )
+            starts_table = line.startswith("|") and not previous.startswith("|")
+            if starts_list or starts_table:
+                out.append("")
+        out.append(line)
+    return "\n".join(out)
+
+
 def included(path: str) -> str:
     """A repository file's text for a page to include, its headings one level down."""
     target = (ROOT / path).resolve()
@@ -64,7 +89,7 @@ def included(path: str) -> str:
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     """Expand ``<!-- include: PATH -->`` and ``<!-- bench-charts -->``."""
-    markdown = _INCLUDE.sub(lambda m: included(m.group("path")), markdown)
+    markdown = blocks_apart(_INCLUDE.sub(lambda m: included(m.group("path")), markdown))
     if _CHARTS in markdown:
         markdown = markdown.replace(_CHARTS, _state.get("charts", ""))
     return markdown
