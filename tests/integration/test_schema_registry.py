@@ -7,7 +7,7 @@ errors.tolerance=all every such record lands in the dead letter queue with the r
 ``__connect.errors.*`` headers and the task stays RUNNING; with tolerance none the task FAILS naming the
 topic, partition, offset and cause.
 
-Not here (see the README's "Converters and Schema Registry"): the interop tests against a running
+Not here (see "Converters and Schema Registry" in docs/converters.md): the interop tests against a running
 registry, since no Confluent-compatible registry server could be fetched from the package registries
 this project reaches. The bytes of confluent-kafka's serializers are tested in tests/unit.
 """
