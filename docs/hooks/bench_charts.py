@@ -60,7 +60,11 @@ def draw(title: str, figures: Sequence[results.Figure]) -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    metrics = list(dict.fromkeys(f.metric for f in figures))
+    # A metric that is zero for every system (lines lost, say) is in the table below the chart, not a panel.
+    metrics = list(
+        dict.fromkeys(f.metric for f in figures if any(g.value for g in figures if g.metric == f.metric))
+    )
+    metrics = metrics or list(dict.fromkeys(f.metric for f in figures))
     systems = _systems(figures)
     columns = min(len(metrics), 3)
     rows = (len(metrics) + columns - 1) // columns
