@@ -197,7 +197,15 @@ def plugins_page(catalog: PluginCatalog | None = None) -> str:
         if plugin.kind != kind:
             kind = plugin.kind
             lines += ["", f"## {_KIND_TITLES.get(kind, kind)}"]
-        lines += ["", f"### `{plugin.class_name}`", "", *_keys_table(plugin.config_def)]
+        simple = plugin.class_name.rsplit(".", 1)[-1]
+        lines += [
+            "",
+            f"### {simple}",
+            "",
+            f"Class `{plugin.class_name}`.",
+            "",
+            *_keys_table(plugin.config_def),
+        ]
     lines += [
         "",
         "## Keys every connector has",

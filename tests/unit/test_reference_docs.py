@@ -68,7 +68,7 @@ def test_the_plugin_reference_lists_every_registered_connector_and_every_other_k
     assert {"source", "sink", "transformation", "predicate", "converter", "header_converter"} <= kinds
     page = reference_pages.plugins_page()
     for p in plugin_configs:
-        assert f"### `{p.class_name}`" in page
+        assert f"Class `{p.class_name}`." in page
 
 
 def test_every_metric_family_has_help_text_and_the_page_lists_it() -> None:
