@@ -81,14 +81,14 @@ def _known(name: str) -> str | None:
     return None
 
 
-def _imports_of(module: str) -> Iterator[Import]:
-    """Every kconnect module ``module`` imports, wherever the statement sits (top level, function, if-block).
+def _imports_of(module: str, source: str) -> Iterator[Import]:
+    """Every kconnect module ``module`` (whose text is ``source``) imports, wherever the statement sits: top
+    level, inside a function, under ``if TYPE_CHECKING:``.
 
     ``from package import name`` is an edge to ``package.name`` when that is a module and to the package
     otherwise (a name its ``__init__`` defines or re-exports).
     """
-    tree = ast.parse(_modules()[module].read_text(encoding="utf-8"), filename=str(_modules()[module]))
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(source)):
         targets: list[str] = []
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
@@ -103,7 +103,10 @@ def _imports_of(module: str) -> Iterator[Import]:
 
 @cache
 def _graph() -> Mapping[str, tuple[Import, ...]]:
-    return {module: tuple(_imports_of(module)) for module in _modules()}
+    return {
+        module: tuple(_imports_of(module, path.read_text(encoding="utf-8")))
+        for module, path in _modules().items()
+    }
 
 
 def _circles(graph: Mapping[str, Sequence[Import]]) -> list[list[str]]:
@@ -220,15 +223,21 @@ def test_circles_finds_a_three_module_circle_and_ignores_a_chain() -> None:
     assert _circles({"d": edges("d", "e"), "e": ()}) == []
 
 
-def test_lazy_and_relative_imports_are_edges() -> None:
-    source = _modules()
-    # A module known to import lazily inside a function and one using relative imports, if any: the walk
-    # sees statements at every depth, so every function-level kconnect import appears among the edges.
-    for module, path in source.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for func in ast.walk(tree):
-            if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
-                continue
-            for node in ast.walk(func):
-                if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("kconnect."):
-                    assert any(imp.line == node.lineno for imp in _graph()[module]), (module, node.lineno)
+def test_lazy_relative_and_type_checking_imports_are_edges() -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "from .protocol import ConnectAssignment\n"
+        "if TYPE_CHECKING:\n"
+        "    from kconnect.runtime.group.herder import Herder\n"
+        "def f() -> None:\n"
+        "    from kconnect.runtime.group import coordinator\n"
+        "    import kconnect.runtime.storage.wire\n"
+        "    import json\n"
+    )
+    edges = {(i.target, i.line) for i in _imports_of("kconnect.runtime.group.group_view", source)}
+    assert edges == {
+        ("kconnect.runtime.group.protocol", 2),
+        ("kconnect.runtime.group.herder", 4),
+        ("kconnect.runtime.group.coordinator", 6),
+        ("kconnect.runtime.storage.wire", 7),
+    }
