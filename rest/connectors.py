@@ -32,7 +32,7 @@ from kconnect.rest.context import RestContext, string_map
 from kconnect.runtime.errors import BadRequestError, NotFoundError, NotLeaderError
 from kconnect.runtime.shell import connector_offsets
 from kconnect.runtime.shell.operations import ConnectorOperations
-from kconnect.runtime.storage.config_log import TargetState
+from kconnect.runtime.shell.view import TargetState
 
 
 def java_boolean(text: str | None) -> bool:

@@ -13,8 +13,8 @@ from fastapi import APIRouter
 from fastapi.responses import PlainTextResponse
 
 from kconnect.runtime.errors import NotFoundError
-from kconnect.runtime.group import group_view, leader_memory
 from kconnect.runtime.shell import metrics
+from kconnect.runtime.shell.view import describe_group
 from kconnect.runtime.shell.worker import Worker
 
 
@@ -32,13 +32,7 @@ def router(worker: Worker) -> APIRouter:
                 f"No group records for group '{worker.config.group_id}' yet: they are written by the "
                 "leader once it has assigned the first generation"
             )
-        body = group_view.describe(state, now_ms=int(time.time() * 1000))
-        held = leader_memory.held_back(state)
-        body["held_back"] = {
-            "connectors": sorted(held.connectors),
-            "tasks": sorted(str(t) for t in held.tasks),
-        }
-        return body
+        return describe_group(state, now_ms=int(time.time() * 1000))
 
     @api.get("/metrics", response_class=PlainTextResponse, include_in_schema=False)
     def prometheus() -> PlainTextResponse:

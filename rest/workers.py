@@ -20,11 +20,16 @@ from fastapi.responses import JSONResponse, Response
 
 from kconnect.rest.context import RestContext
 from kconnect.runtime.errors import BadRequestError, NotFoundError, NotLeaderError, RebalanceNeededError
-from kconnect.runtime.group.protocol import ConnectAssignment, ProtocolName, WorkerState
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.shell.view import WorkerView, member_holds
-from kconnect.runtime.storage import wire
-from kconnect.runtime.storage.config_log import INT32_MAX
+from kconnect.runtime.shell.view import (
+    MAX_TASK_NUMBER,
+    ConnectAssignment,
+    ProtocolName,
+    WorkerState,
+    WorkerView,
+    member_holds,
+    metadata_string_problem,
+)
 
 #: The protocol name that goes with a member's metadata version, for ``GET /workers``.
 PROTOCOL_BY_VERSION: Mapping[int, ProtocolName] = MappingProxyType(
@@ -64,16 +69,15 @@ def static_body(body: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
             task = TaskId.parse(text)
         except ValueError as exc:
             raise BadRequestError(f"Invalid task id '{text}': {exc}") from exc
-        if task.task > INT32_MAX:
-            raise BadRequestError(f"Invalid task id '{text}': task numbers are at most {INT32_MAX}")
+        if task.task > MAX_TASK_NUMBER:
+            raise BadRequestError(f"Invalid task id '{text}': task numbers are at most {MAX_TASK_NUMBER}")
         names.append(task.connector)
     # The worker's group metadata carries its static assignment as Kafka strings and INT32s: what they
     # cannot hold, accepted here, would fail every rebalance of the worker it names.
     for name in names:
-        try:
-            wire.string(name, "a static connector name")
-        except wire.WireError as exc:
-            raise BadRequestError(f"Invalid static assignment: {exc}") from exc
+        problem = metadata_string_problem(name, "a static connector name")
+        if problem is not None:
+            raise BadRequestError(f"Invalid static assignment: {problem}")
     return out[0], out[1]
 
 

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 
 from kconnect.runtime.group import handover, protocol
 from kconnect.runtime.group.assignor import CooperativeState, leader_assign
@@ -53,7 +52,6 @@ from kconnect.runtime.group.group_records import (
     ConnectorsTasksKey,
     ConnectorsTasksValue,
     CurrentMemberAssignmentKey,
-    CurrentMemberAssignmentValue,
     GroupConfigurationKey,
     GroupConfigurationValue,
     GroupMetadataKey,
@@ -67,10 +65,18 @@ from kconnect.runtime.group.group_records import (
     TargetAssignmentValue,
     TargetMember,
 )
-from kconnect.runtime.group.group_view import scheduled_rebalance
 from kconnect.runtime.group.handover import Candidate, WarmupSettings
 from kconnect.runtime.group.leader_memory import member_metadata
 from kconnect.runtime.group.protocol import ConnectAssignment, ProtocolName, WorkerState
+from kconnect.runtime.group.target_assignment import (
+    Verdict,
+    is_reconciled_target,
+    judge,
+    scheduled_rebalance,
+    target_config_offset,
+    target_member,
+    target_share,
+)
 from kconnect.runtime.ids import TaskId
 
 __all__ = [
@@ -90,92 +96,6 @@ Record = tuple[RecordKey, RecordValue | None]
 #: Fixed-point rounds of the assignor per target; KIP-415 needs two (revoke, then assign what was
 #: revoked), a third settles a balancing revocation's own follow-up.
 _MAX_ROUNDS = 4
-
-
-class Verdict(StrEnum):
-    """The seed's heartbeat check of one member's acknowledgement against the current target."""
-
-    #: At the target's epoch, holding only its own target share.
-    STABLE = "stable"
-    #: Behind the target and still holding work the target moved away: phase 1 (revocation) pending.
-    REVOKING = "revoking"
-    #: Behind the target but holding a subset of it: the seed's edge case, taken as at the target epoch.
-    ACCEPTED = "accepted"
-    #: No acknowledgement yet (a member joining at epoch 0).
-    JOINING = "joining"
-    #: FENCED_MEMBER_EPOCH: its record is deleted and it must stop everything and rejoin at epoch 0.
-    FENCED = "fenced"
-
-
-def target_member(target: TargetAssignmentValue | None, member_id: str) -> TargetMember | None:
-    """``member_id``'s entry in ``target``; None when it has none."""
-    for member in target.members if target is not None else ():
-        if member.member_id == member_id:
-            return member
-    return None
-
-
-def target_share(target: TargetAssignmentValue | None, member_id: str) -> Assigned | None:
-    """What ``target`` gives ``member_id``; None when the member has no entry in it."""
-    member = target_member(target, member_id)
-    return None if member is None else member.assigned
-
-
-def is_reconciled_target(target: TargetAssignmentValue | None) -> bool:
-    """Whether ``target`` was written by a coordinator (``group.protocol=connect``) rather than recorded
-    after a classic round: its members' Connect assignments carry the reconcile flag."""
-    if target is None or not target.members:
-        return False
-    for member in target.members:
-        try:
-            if not protocol.decode_assignment(member.metadata).reconcile:
-                return False
-        except ValueError:
-            return False
-    return True
-
-
-def target_config_offset(target: TargetAssignmentValue | None) -> int:
-    """The config offset the target was computed from (-1 when unknown): a leader that has read less of
-    the config topic must catch up before it computes again, or it would undo the newer target."""
-    offset = -1
-    for member in target.members if target is not None else ():
-        try:
-            offset = max(offset, protocol.decode_assignment(member.metadata).config_offset)
-        except ValueError:
-            continue
-    return offset
-
-
-def judge(
-    current: CurrentMemberAssignmentValue | None,
-    target: TargetAssignmentValue,
-    member_id: str,
-    *,
-    target_age_ms: int,
-    rebalance_timeout_ms: int,
-) -> tuple[Verdict, int]:
-    """The seed's check of a member's epoch (request handling step 3), and the member epoch it implies.
-
-    ``target_age_ms`` is how long the target has been installed: a member that has not revoked within
-    ``rebalance_timeout_ms`` of it is fenced, as the seed repurposes ``rebalance.timeout.ms``.
-    """
-    epoch = target.assignment_epoch
-    share = target_share(target, member_id) or Assigned()
-    if current is None:
-        return Verdict.JOINING, 0
-    if current.member_epoch > epoch:
-        return Verdict.FENCED, current.member_epoch
-    if current.assigned <= share:
-        if current.member_epoch == epoch:
-            return Verdict.STABLE, epoch
-        return Verdict.ACCEPTED, epoch
-    if current.member_epoch == epoch:
-        # It says it reconciled to this epoch yet holds work that is not its own.
-        return Verdict.FENCED, current.member_epoch
-    if target_age_ms > rebalance_timeout_ms:
-        return Verdict.FENCED, current.member_epoch
-    return Verdict.REVOKING, current.member_epoch
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,12 +15,25 @@ from typing import Any
 
 from kconnect.runtime.group import protocol
 from kconnect.runtime.group.group_records import Assigned, GroupState, Learner
+from kconnect.runtime.group.target_assignment import (
+    REBALANCE_TIMEOUT_KEY,
+    is_reconciled_target,
+    judge,
+    recorded_rebalance_timeout,
+    scheduled_rebalance,
+    target_share,
+)
 from kconnect.runtime.ids import TaskId
 
-__all__ = ["describe", "reconciliation", "recorded_rebalance_timeout", "scheduled_rebalance"]
-
-#: The group configuration entry (record type 8) the coordinator's revocation deadline is read from.
-REBALANCE_TIMEOUT_KEY = "rebalance.timeout.ms"
+# ``REBALANCE_TIMEOUT_KEY``, ``recorded_rebalance_timeout`` and ``scheduled_rebalance`` live in
+# ``target_assignment`` (the coordinator reads them too) and are named here for the callers of old.
+__all__ = [
+    "REBALANCE_TIMEOUT_KEY",
+    "describe",
+    "reconciliation",
+    "recorded_rebalance_timeout",
+    "scheduled_rebalance",
+]
 
 
 def _assigned_json(assigned: Assigned) -> dict[str, list[str]]:
@@ -86,40 +99,6 @@ def _connect_assignment(data: bytes) -> dict[str, Any] | None:
     }
 
 
-def scheduled_rebalance(state: GroupState) -> tuple[int, int] | None:
-    """(due time in ms since the epoch, the delay the target assignment sent) when the last target
-    assignment scheduled a rebalance: the target record's timestamp plus the longest delay in its
-    members' Connect assignments. None when no delay runs (or no member's metadata decodes)."""
-    if state.target is None or state.target_timestamp_ms is None:
-        return None
-    delay = 0
-    for member in state.target.members:
-        if not member.metadata:
-            continue
-        try:
-            delay = max(delay, protocol.decode_assignment(member.metadata).delay_ms)
-        except ValueError:
-            continue  # a member entry we cannot read tells nothing about the delay
-    if delay <= 0:
-        return None
-    return state.target_timestamp_ms + delay, delay
-
-
-def recorded_rebalance_timeout(state: GroupState) -> int | None:
-    """``rebalance.timeout.ms`` as the leader recorded it in the group configuration (record type 8): the
-    deadline its coordinator fences a member that has not revoked by. None when not recorded or unreadable."""
-    if state.configuration is None:
-        return None
-    for name, value in state.configuration.configurations:
-        if name == REBALANCE_TIMEOUT_KEY:
-            try:
-                timeout = int(value)
-            except ValueError:
-                return None
-            return timeout if timeout >= 0 else None
-    return None
-
-
 def reconciliation(state: GroupState, now_ms: int, rebalance_timeout_ms: int | None = None) -> dict[str, Any]:
     """The epochs and how far each member is from its target share, as JSON-ready data.
 
@@ -127,17 +106,14 @@ def reconciliation(state: GroupState, now_ms: int, rebalance_timeout_ms: int | N
     member epoch (its current-assignment record's; None without one), what that record lists beyond its
     target share (``to_revoke``) and what its share holds that the record does not list yet
     (``to_receive``); both None while there is no target. ``verdict`` is the coordinator's own check
-    (``coordinator.judge``) of the member's record against a reconciled target (``group.protocol=connect``),
-    with the target's age taken from the target record's timestamp; None for a target recorded after a
-    classic round, which no coordinator judges. The revocation deadline is ``rebalance_timeout_ms`` when
-    given, else the one the leader recorded in the group configuration; when neither is known no member
-    is taken as past it.
+    (``target_assignment.judge``) of the member's record against a reconciled target
+    (``group.protocol=connect``), with the target's age taken from the target record's timestamp; None
+    for a target recorded after a classic round, which no coordinator judges. The revocation deadline is
+    ``rebalance_timeout_ms`` when given, else the one the leader recorded in the group configuration;
+    when neither is known no member is taken as past it.
     """
-    # Imported here: the coordinator imports this module (``scheduled_rebalance``).
-    from kconnect.runtime.group import coordinator
-
     target = state.target
-    reconciled = coordinator.is_reconciled_target(target)
+    reconciled = is_reconciled_target(target)
     timeout = rebalance_timeout_ms if rebalance_timeout_ms is not None else recorded_rebalance_timeout(state)
     age = 0
     if target is not None and state.target_timestamp_ms is not None:
@@ -157,11 +133,11 @@ def reconciliation(state: GroupState, now_ms: int, rebalance_timeout_ms: int | N
         }
         if target is not None:
             held = Assigned() if current is None else current.assigned
-            share = coordinator.target_share(target, member_id) or Assigned()
+            share = target_share(target, member_id) or Assigned()
             entry["to_revoke"] = _assigned_json(held - share)
             entry["to_receive"] = _assigned_json(share - held)
             if reconciled:
-                verdict, _epoch = coordinator.judge(
+                verdict, _epoch = judge(
                     current,
                     target,
                     member_id,

@@ -14,317 +14,89 @@ Operations (Apache Kafka Connect's pause, resume, stop and restart) arrive the w
 reads; each acts only on the connectors and tasks it owns. A target state change becomes a transition of
 what runs here; a restart request becomes stop, RESTARTING, start, once per request (the offset it was
 read at is remembered), with :func:`restart_plan` deciding what ``onlyFailed``/``includeTasks`` select.
+
+Beside it: the actions it returns are ``herder_actions``', what the shell hands it besides events (a round's
+leader outcome, the coordinator's settings, the group as last joined) ``herder_inputs``', the restart rule
+``restart_plan``'s; all are named here too. Under ``group.protocol=connect`` the coordinating leader's
+and the member's reconciliation steps are ``herder_reconciliation``'s, which the herder inherits.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from kconnect.runtime.group import coordinator, group_records, learner, protocol, reconciler
-from kconnect.runtime.group.coordinator import CoordinatorInput
-from kconnect.runtime.group.group_records import Assigned, CurrentMemberAssignmentValue, GroupState
-from kconnect.runtime.group.handover import WarmupSettings
-from kconnect.runtime.group.learner import ActivatePreparedTask, DiscardPreparedTask, PrepareTask
+from kconnect.runtime.group import coordinator, learner, protocol
+from kconnect.runtime.group.group_records import Assigned, CurrentMemberAssignmentValue
+from kconnect.runtime.group.herder_actions import (
+    AbandonConnector,
+    Action,
+    ActivatePreparedTask,
+    CatchUpConfig,
+    DiscardPreparedTask,
+    PrepareTask,
+    PublishTaskConfigs,
+    ReadyToLeave,
+    ReportConnector,
+    ReportRestarting,
+    ReportUnassigned,
+    RequestRejoin,
+    RequestTaskConfigs,
+    ResetActiveTopics,
+    StartConnector,
+    StartTask,
+    StopConnector,
+    StopTask,
+    TransitionConnector,
+    TransitionTask,
+    WriteGroupRecords,
+)
+from kconnect.runtime.group.herder_inputs import CoordinatorSettings, GroupView, LeaderOutcome, with_overrides
+from kconnect.runtime.group.herder_reconciliation import Reconciliation
 from kconnect.runtime.group.protocol import ConnectAssignment, ProtocolName, WorkerState
-from kconnect.runtime.group.static_assignor import STATIC_UNASSIGNED_REASON
+from kconnect.runtime.group.restart_plan import RestartPlan, restart_plan
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.storage.config_log import ClusterConfigSnapshot, Properties, RestartRequest, TargetState
+from kconnect.runtime.storage.config_log import ClusterConfigSnapshot, Properties, TargetState
 from kconnect.runtime.storage.status_log import State, StatusState
+
+__all__ = [
+    "LATE_LEAVE_REASON",
+    "AbandonConnector",
+    "Action",
+    "ActivatePreparedTask",
+    "CatchUpConfig",
+    "CoordinatorSettings",
+    "DiscardPreparedTask",
+    "GroupView",
+    "Herder",
+    "LeaderOutcome",
+    "PrepareTask",
+    "PublishTaskConfigs",
+    "ReadyToLeave",
+    "ReportConnector",
+    "ReportRestarting",
+    "ReportUnassigned",
+    "RequestRejoin",
+    "RequestTaskConfigs",
+    "ResetActiveTopics",
+    "RestartPlan",
+    "StartConnector",
+    "StartTask",
+    "StopConnector",
+    "StopTask",
+    "TransitionConnector",
+    "TransitionTask",
+    "WriteGroupRecords",
+    "restart_plan",
+    "with_overrides",
+]
 
 #: Why a leaving worker under reconciliation asks for another round (:meth:`Herder.join_leaving`).
 LATE_LEAVE_REASON = "graceful hand-over: the round began before the worker began leaving"
 
-# --------------------------------------------------------------------------------------------- actions
-
-
-@dataclass(frozen=True, slots=True)
-class StartConnector:
-    """Create a connector instance owned here, started only if its target state is STARTED."""
-
-    name: str
-    config: Properties
-    target_state: TargetState
-    #: Which instance this is (the herder numbers them): what the instance's thread answers with, so an
-    #: answer from an instance stopped or abandoned since is told apart. Not compared: it names the
-    #: instance, not the decision.
-    attempt: int = field(default=0, compare=False)
-
-
-@dataclass(frozen=True, slots=True)
-class StopConnector:
-    """Stop a connector instance here (released, reassigned elsewhere, deleted or restarting)."""
-
-    name: str
-
-
-@dataclass(frozen=True, slots=True)
-class StartTask:
-    """Hand a task owned here to the executor, with its committed config and target state."""
-
-    task: TaskId
-    config: Properties
-    target_state: TargetState
-
-
-@dataclass(frozen=True, slots=True)
-class StopTask:
-    """Stop a task here before anyone else may start it (the rule every rebalance keeps)."""
-
-    task: TaskId
-
-
-@dataclass(frozen=True, slots=True)
-class PublishTaskConfigs:
-    """Task configs a connector owned here computed, differing from the committed ones."""
-
-    connector: str
-    configs: tuple[Mapping[str, str], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class RequestRejoin:
-    """Rejoin the group after ``delay_ms`` (0: at once)."""
-
-    reason: str
-    delay_ms: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class CatchUpConfig:
-    """Read the config topic to at least ``offset`` before anything else, then rejoin."""
-
-    offset: int
-
-
-@dataclass(frozen=True, slots=True)
-class ReadyToLeave:
-    """A leaving worker holds nothing any more: it can send LeaveGroup and exit."""
-
-
-@dataclass(frozen=True, slots=True)
-class ResetActiveTopics:
-    """A deleted connector's work stopped here: forget the topics it used (KIP-558), as Java's herder
-    does for revoked work of connectors no longer configured, so that a new connector of the same name
-    starts with none."""
-
-    connector: str
-
-
-@dataclass(frozen=True, slots=True)
-class TransitionConnector:
-    """A connector running here moves to a new target state (Java's ``Worker.setTargetState``).
-
-    STARTED starts the connector instance if it is not started and reports RUNNING; PAUSED and
-    STOPPED stop the instance and report PAUSED or STOPPED. The instance is kept, so a resume needs no
-    rebalance.
-    """
-
-    name: str
-    target_state: TargetState
-
-
-@dataclass(frozen=True, slots=True)
-class TransitionTask:
-    """A task held here moves to a new target state; the executor reports the state that results."""
-
-    task: TaskId
-    target_state: TargetState
-
-
-@dataclass(frozen=True, slots=True)
-class ReportUnassigned:
-    """Write UNASSIGNED, with ``reason``, for static connectors and tasks no live worker lists (KIP-987).
-
-    Only the leader that computed the round knows them; it reports them once the round completed, in the
-    generation it completed (``generation``), so a status reader sees why they do not run.
-    """
-
-    connectors: frozenset[str]
-    tasks: frozenset[TaskId]
-    reason: str
-    generation: int
-
-
-@dataclass(frozen=True, slots=True)
-class ReportRestarting:
-    """Write RESTARTING for a connector (``task`` None) or one of its tasks, between its stop and start."""
-
-    connector: str
-    task: TaskId | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class WriteGroupRecords:
-    """Write group records (``group.protocol=connect``): a member's acknowledgement and claims, or the
-    coordinating leader's epochs, target and fencing tombstones. ``epoch`` is the group epoch the leader
-    wrote (-1 for a member's own record)."""
-
-    records: tuple[tuple[group_records.RecordKey, group_records.RecordValue | None], ...]
-    epoch: int = -1
-
-
-@dataclass(frozen=True, slots=True)
-class ReportConnector:
-    """Write a connector's status (its instance's call answered, failed or timed out); ``trace`` with
-    FAILED."""
-
-    name: str
-    state: State
-    trace: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class RequestTaskConfigs:
-    """Ask the connector instance ``attempt`` for its task configs, on its own thread."""
-
-    name: str
-    attempt: int
-
-
-@dataclass(frozen=True, slots=True)
-class AbandonConnector:
-    """A call of instance ``attempt`` of a connector ran past ``connector.method.timeout.ms``: never give
-    its thread work again; whatever it answers later is ignored."""
-
-    name: str
-    attempt: int
-
-
-Action = (
-    StartConnector
-    | StopConnector
-    | StartTask
-    | StopTask
-    | PrepareTask
-    | ActivatePreparedTask
-    | DiscardPreparedTask
-    | PublishTaskConfigs
-    | RequestRejoin
-    | CatchUpConfig
-    | ReadyToLeave
-    | ResetActiveTopics
-    | TransitionConnector
-    | TransitionTask
-    | ReportRestarting
-    | ReportUnassigned
-    | WriteGroupRecords
-    | ReportConnector
-    | RequestTaskConfigs
-    | AbandonConnector
-)
-
-
-# --------------------------------------------------------------------------------------------- events
-
-
-@dataclass(frozen=True, slots=True)
-class LeaderOutcome:
-    """What the leader's assignor decided for a round beyond the assignments it sends.
-
-    Why an event: the assign callback runs inside the member's join, before the round completes, so what
-    it implies for this worker (rejoin after KIP-415's empty downgrade round, report static work nobody
-    lists) is handed to the herder, which acts on it when that round completes (:meth:`Herder.on_rebalanced`).
-    """
-
-    #: The leader sent KIP-415's empty downgrade round: the real eager round must follow at once.
-    downgrade_round: bool = False
-    unassigned_connectors: frozenset[str] = frozenset()
-    unassigned_tasks: frozenset[TaskId] = frozenset()
-    #: Why the unassigned static work is not running (the status trace).
-    reason: str = ""
-    #: ``group.protocol=connect``: the leader runs the generation by reconciliation; it coordinates
-    #: these members (member id -> (metadata version, metadata)) once the round completes.
-    reconcile: bool = False
-    members: Mapping[str, tuple[int, WorkerState]] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class CoordinatorSettings:
-    """The worker settings the coordinating leader computes with (``coordinator.CoordinatorInput``)."""
-
-    group_id: str = ""
-    max_delay_ms: int = 0
-    rebalance_timeout_ms: int = 60000
-    configuration: tuple[tuple[str, str], ...] = ()
-    #: Warm-up hand-over bounds (``max.warmup.tasks`` and the timeouts); the default is off.
-    warmup: WarmupSettings = field(default_factory=WarmupSettings)
-
-
-def with_overrides(
-    members: Mapping[str, tuple[int, WorkerState]], snapshot: ClusterConfigSnapshot
-) -> dict[str, tuple[int, WorkerState]]:
-    """Members' metadata with the static-assignment overrides written over REST (KIP-987) applied, so a
-    changed override reaches the coordinator from the config topic rather than through a JoinGroup round."""
-    out: dict[str, tuple[int, WorkerState]] = {}
-    for member_id, (version, state) in members.items():
-        override = snapshot.static_overrides.get(state.worker_id or "")
-        if override is not None:
-            tasks, _malformed = TaskId.parse_valid(override.tasks)  # REST refuses malformed ones
-            state = replace(state, static_connectors=tuple(override.connectors), static_tasks=tasks)
-        out[member_id] = (version, state)
-    return out
-
-
-# --------------------------------------------------------------------------------------------- restarts
-
-
-@dataclass(frozen=True, slots=True)
-class RestartPlan:
-    """What one restart request restarts, judged against the statuses when it is processed."""
-
-    connector: bool
-    tasks: tuple[TaskId, ...]
-
-
-def restart_plan(
-    request: RestartRequest, snapshot: ClusterConfigSnapshot, statuses: StatusState
-) -> RestartPlan | None:
-    """Java's ``RestartRequest.shouldRestartConnector``/``shouldRestartTask`` over the current statuses.
-
-    The connector restarts unless ``only_failed`` is set and it is not FAILED; a task restarts only with
-    ``include_tasks``, and then under the same rule. None when the connector is unknown or has no status
-    yet: Java answers "status not found" then, since "only failed" cannot be judged without one.
-    """
-    name = request.connector
-    status = statuses.connector_status(name)
-    if not snapshot.contains(name) or status is None:
-        return None
-    restart_connector = not request.only_failed or status.state is State.FAILED
-    tasks: list[TaskId] = []
-    if request.include_tasks:
-        for task in snapshot.tasks(name):
-            task_status = statuses.task_status(task)
-            failed = task_status is not None and task_status.state is State.FAILED
-            if not request.only_failed or failed:
-                tasks.append(task)
-    return RestartPlan(restart_connector, tuple(tasks))
-
-
-# --------------------------------------------------------------------------------------------- state
-
-
-@dataclass(frozen=True, slots=True)
-class GroupView:
-    """What this worker knows of the group after its last completed rebalance."""
-
-    generation: int = -1
-    member_id: str = ""
-    protocol: ProtocolName | None = None
-    leader_id: str = ""
-    leader_url: str = ""
-    config_offset: int = -1
-    #: The generation runs by declarative reconciliation (``group.protocol=connect`` on every member).
-    reconciling: bool = False
-
-    @property
-    def known(self) -> bool:
-        """A rebalance completed: generation, leader and protocol are known."""
-        return self.generation >= 0
-
 
 @dataclass
-class Herder:
+class Herder(Reconciliation):
     """State of one worker; methods take an event and return the actions it implies."""
 
     worker_id: str
@@ -710,150 +482,6 @@ class Herder:
         if stack:
             trace += "\nWhere it was blocked:\n" + stack
         return [*actions, ReportConnector(name, State.FAILED, trace)]
-
-    # -- group.protocol=connect: reconciliation ----------------------------------------------------
-
-    def on_group_records(self, group: GroupState | None, now_ms: int) -> list[Action]:
-        """The group records moved on (or the wake-up time passed): as the coordinating leader, bump
-        epochs and install targets; as a member, reconcile toward this worker's target share.
-
-        Only while the generation reconciles; under classic rounds the records are a history only.
-        """
-        if not self.group.reconciling or self.rebalancing:
-            return []
-        actions: list[Action] = []
-        if self.is_leader:
-            actions += self._coordinate(group, now_ms)
-        else:
-            self.wake_at_ms = None  # only the coordinating leader has deadlines to keep
-        actions += self._reconcile(group)
-        return actions
-
-    def on_task_prepared(self, task: TaskId, attempt: int, group: GroupState | None) -> list[Action]:
-        """Preparation ``attempt`` of a learned task finished (``PrepareTask``): say the learner is ready in
-        this member's record, from ``group`` (the records as read now), so the coordinator may promote it.
-        A late answer for a preparation discarded since changes nothing."""
-        self.learning, ready = learner.on_prepared(self.learning, task, attempt)
-        if not ready or not self.group.reconciling or self.rebalancing:
-            return []  # after a round, the next on_group_records reports it
-        return self._reconcile(group)
-
-    def on_task_preparation_failed(self, task: TaskId, attempt: int) -> list[Action]:
-        """Preparation ``attempt`` of a learned task failed: release it. The learner stays unready, so the
-        coordinator drops it at its deadline and the task moves the plain way."""
-        self.learning, discarded = learner.on_preparation_failed(self.learning, task, attempt)
-        return [*discarded]
-
-    def on_group_write_failed(self) -> None:
-        """A group-records write failed: say it again at the next step (and let the leader recompute)."""
-        self.written = None
-        self.awaiting_epoch = -1
-
-    def _coordinate(self, group: GroupState | None, now_ms: int) -> list[Action]:
-        settings = self.coordinator_settings
-        held_epoch = group.epoch if group is not None and group.epoch is not None else -1
-        waited_ms = now_ms - self.awaiting_since_ms
-        if self.awaiting_epoch > held_epoch and waited_ms < settings.rebalance_timeout_ms:
-            return []  # its own last records are not read back yet: computing now would bump twice
-        self.awaiting_epoch = -1
-        if not self.live_members:
-            return []
-        behind = max(
-            coordinator.target_config_offset(group.target if group is not None else None),
-            max((state.config_offset for _v, state in self.live_members.values()), default=-1),
-        )
-        if self.snapshot.offset < behind:
-            # A leader behind the group's config (a new one, say) would compute from older work and undo
-            # the last target. Its config log reads on by itself; the config it reads brings it back here.
-            return []
-        inp = CoordinatorInput(
-            group_id=settings.group_id,
-            generation=self.group.generation,
-            protocol=self.group.protocol or protocol.SESSIONED,
-            leader_id=self.group.member_id,
-            leader_url=self.group.leader_url,
-            members=with_overrides(self.live_members, self.snapshot),
-            work=self.snapshot.task_counts(),
-            config_offset=self.snapshot.offset,
-            now_ms=now_ms,
-            max_delay_ms=settings.max_delay_ms,
-            rebalance_timeout_ms=settings.rebalance_timeout_ms,
-            configuration=settings.configuration,
-            warmup=settings.warmup,
-            fresh=self.prior_generation < 0 and self.coordinated_generation != self.group.generation,
-        )
-        decision = coordinator.coordinate(group, inp)
-        self.last_decision = decision
-        self.wake_at_ms = decision.wake_at_ms
-        actions: list[Action] = []
-        if decision.records:
-            epoch = decision.group_epoch if decision.bumped else -1
-            actions.append(WriteGroupRecords(decision.records, epoch))
-        if decision.bumped:
-            self.coordinated_generation = self.group.generation
-            self.awaiting_epoch, self.awaiting_since_ms = decision.group_epoch, now_ms
-            if decision.unassigned_connectors or decision.unassigned_tasks:
-                actions.append(
-                    ReportUnassigned(
-                        decision.unassigned_connectors,
-                        decision.unassigned_tasks,
-                        STATIC_UNASSIGNED_REASON,
-                        self.group.generation,
-                    )
-                )
-        return actions
-
-    def _reconcile(self, group: GroupState | None) -> list[Action]:
-        held = Assigned(frozenset(self.owned_connectors), frozenset(self.owned_tasks))
-        mine = group.current.get(self.group.member_id) if group is not None else None
-        if mine is not None and mine == self.written:
-            self.acknowledged = True
-        actions: list[Action] = []
-        reporting: frozenset[group_records.Learner] = frozenset()
-        if self.learns and not self.leaving:
-            target = group.target if group is not None else None
-            asked = learner.targeted(target, self.group.member_id)
-            share = (coordinator.target_share(target, self.group.member_id) or Assigned()).tasks
-            configs = self._task_configs({x.task for x in asked} | set(share))
-            self.learning, prepared = learner.on_target(self.learning, asked, share, configs)
-            actions += prepared
-            reporting = learner.reported(self.learning, asked)
-        step = reconciler.reconcile(
-            group,
-            self.group.member_id,
-            held,
-            self.written,
-            acknowledged=self.acknowledged,
-            learners=reporting,
-        )
-        if step.fenced:
-            # FENCED_MEMBER_EPOCH: stop everything, then start over at epoch 0 from the same records.
-            actions += self._release(set(self.owned_connectors), set(self.owned_tasks))
-            self._reset_reconciliation()
-            return actions + self._reconcile(group)
-        actions += self._release(set(step.revoke.connectors), set(step.revoke.tasks))
-        if step.record is not None:
-            self.written = step.record
-            gid = self.coordinator_settings.group_id
-            key = group_records.CurrentMemberAssignmentKey(gid, self.group.member_id)
-            actions.append(WriteGroupRecords(((key, step.record),)))
-        if step.start.connectors or step.start.tasks:
-            self.owned_connectors |= step.start.connectors
-            self.owned_tasks |= step.start.tasks
-            actions += self._converge()
-        if step.epoch >= 0:
-            self.member_epoch = step.epoch
-        self.pending = step.pending
-        released = mine is not None and not mine.assigned.connectors and not mine.assigned.tasks
-        if self.leaving and released and not self.owned_connectors and not self.owned_tasks:
-            actions.append(ReadyToLeave())
-        return actions
-
-    def _reset_reconciliation(self) -> None:
-        self.written = None
-        self.acknowledged = False
-        self.member_epoch = -1
-        self.pending = Assigned()
 
     # -- internals ---------------------------------------------------------------------------------
 

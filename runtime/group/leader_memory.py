@@ -47,8 +47,8 @@ from kconnect.runtime.group.group_records import (
     TargetAssignmentValue,
     TargetMember,
 )
-from kconnect.runtime.group.group_view import scheduled_rebalance
 from kconnect.runtime.group.protocol import ConnectAssignment, ProtocolName, WorkerState
+from kconnect.runtime.group.target_assignment import scheduled_rebalance
 from kconnect.runtime.ids import TaskId
 
 Record = tuple[RecordKey, RecordValue | None]

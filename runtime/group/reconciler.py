@@ -33,8 +33,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kconnect.runtime.group import protocol
-from kconnect.runtime.group.coordinator import target_member
 from kconnect.runtime.group.group_records import Assigned, CurrentMemberAssignmentValue, GroupState, Learner
+from kconnect.runtime.group.target_assignment import target_member
 
 __all__ = ["Step", "reconcile"]
 

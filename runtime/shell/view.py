@@ -3,6 +3,13 @@
 Why: the herder and the states folded from the internal topics change on the herder thread and the log
 threads; a REST handler that read them field by field could see half of a rebalance. The worker takes one
 consistent reading under its lock (``Worker.view``) and hands out these frozen values instead.
+
+REST reads the worker through this module alone: the plain types the view hands out (a member's
+``WorkerState``, its ``ConnectAssignment``, the ``ProtocolName`` selected; a connector's ``TargetState``)
+are named here for it, with the readings of the group records ``GET /group`` answers with
+(:func:`describe_group`) and what a worker's group metadata can carry (:func:`metadata_string_problem`,
+:data:`MAX_TASK_NUMBER`), so that ``rest/`` never imports the group layer or storage, whose internals can
+then move without touching it (``tests/unit/test_architecture.py`` keeps it so).
 """
 
 from __future__ import annotations
@@ -15,13 +22,61 @@ from typing import Any
 from kconnect.config.worker_keys import ConnectProtocol, GroupProtocol
 from kconnect.runtime.dataplane.executor import TaskCounters
 from kconnect.runtime.dataplane.stall_watch import Reading
+from kconnect.runtime.group import group_view, leader_memory
 from kconnect.runtime.group.group_records import GroupState
 from kconnect.runtime.group.herder import Herder
 from kconnect.runtime.group.protocol import ConnectAssignment, ProtocolName, WorkerState
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.plugin_metrics import PluginSample
 from kconnect.runtime.shell import metrics
-from kconnect.runtime.storage import status_log
+from kconnect.runtime.storage import status_log, wire
+from kconnect.runtime.storage.config_log import INT32_MAX, TargetState
+
+__all__ = [
+    "MAX_TASK_NUMBER",
+    "UNHEALTHY_AFTER_S",
+    "ConnectAssignment",
+    "LeaderView",
+    "ProtocolName",
+    "TargetState",
+    "WorkerMetrics",
+    "WorkerState",
+    "WorkerView",
+    "describe_group",
+    "figures",
+    "health",
+    "member_holds",
+    "metadata_string_problem",
+    "read",
+    "stalled_sink_tasks",
+]
+
+#: The largest task number a worker's group metadata (an INT32) and the config topic's records carry.
+MAX_TASK_NUMBER = INT32_MAX
+
+
+def metadata_string_problem(value: str, what: str) -> str | None:
+    """Why a worker's group metadata could not carry ``value`` as a Kafka STRING (``what`` names it in the
+    message), or None when it can. REST refuses a static assignment naming such a value: accepted, it would
+    fail every rebalance of the worker it names."""
+    try:
+        wire.string(value, what)
+    except wire.WireError as exc:
+        return str(exc)
+    return None
+
+
+def describe_group(state: GroupState, now_ms: int) -> dict[str, Any]:
+    """``GET /group``'s body: the group records as people read them (``group_view.describe``: epochs,
+    members, target and current assignments, any delay running, reconciliation) and the work the leader's
+    memory holds back for vanished members (``leader_memory.held_back``). Pure: the folded records in."""
+    body = group_view.describe(state, now_ms=now_ms)
+    held = leader_memory.held_back(state)
+    body["held_back"] = {
+        "connectors": sorted(held.connectors),
+        "tasks": sorted(str(t) for t in held.tasks),
+    }
+    return body
 
 
 @dataclass
