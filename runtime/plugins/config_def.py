@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from kconnect.runtime.storage.java_json import java_double_str
+from kconnect.runtime.codecs.java_json import java_double_str
 
 
 class Type(enum.Enum):
