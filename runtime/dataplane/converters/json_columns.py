@@ -11,18 +11,37 @@ from typing import Final
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
+    ArrayType,
+    DataType,
     DecimalType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
 )
 
 from kconnect.runtime.dataplane.connect_data import (
     DATE,
     DECIMAL,
+    TIME,
     TIMESTAMP,
+    ConnectDataError,
     ConnectSchema,
 )
 from kconnect.runtime.dataplane.converters.schema_columns import spark_type
 
-__all__ = ["ENVELOPE_ERROR"]
+__all__ = [
+    "CORRUPT_COLUMN",
+    "ENVELOPE_ERROR",
+    "MALFORMED",
+    "decode_json",
+    "encode_json",
+    "is_envelope",
+    "json_read_type",
+    "json_text",
+]
 
 
 #: Java's message for an envelope that is not exactly {"schema", "payload"} (from JsonConverter 3.9).
@@ -31,13 +50,39 @@ ENVELOPE_ERROR: Final = (
     "fields. If you are trying to deserialize plain JSON data, set schemas.enable=false in your converter "
     "configuration."
 )
-_CORRUPT: Final = "__kc_corrupt"
-_MALFORMED: Final = (
-    "Converting byte[] to Kafka Connect data failed due to serialization error: malformed JSON"
-)
+CORRUPT_COLUMN: Final = "__kc_corrupt"
+MALFORMED: Final = "Converting byte[] to Kafka Connect data failed due to serialization error: malformed JSON"
 
 
 # ------------------------------------------------------------------ Spark expressions: JSON <-> typed
+
+
+def json_read_type(schema: ConnectSchema, decimal_numeric: bool) -> DataType:
+    """The type ``from_json`` reads the payload as, before logical types and base64 are decoded."""
+    if schema.name == DECIMAL:
+        return DecimalType(38, schema.scale) if decimal_numeric else StringType()
+    if schema.name in (DATE, TIME):
+        return IntegerType()
+    if schema.name == TIMESTAMP:
+        return LongType()
+    if schema.type == "bytes":
+        return StringType()
+    if schema.type == "array":
+        assert schema.items is not None
+        return ArrayType(json_read_type(schema.items, decimal_numeric), True)
+    if schema.type == "map":
+        assert schema.keys is not None and schema.values is not None
+        if schema.keys.type != "string" or schema.keys.name is not None:
+            raise ConnectDataError(
+                "maps with non-string keys (Java writes them as arrays of pairs) are not supported in Spark "
+                "frames"
+            )
+        return MapType(StringType(), json_read_type(schema.values, decimal_numeric), True)
+    if schema.type == "struct":
+        return StructType(
+            [StructField(f.name, json_read_type(f.schema, decimal_numeric), True) for f in schema.fields]
+        )
+    return spark_type(schema)
 
 
 def _needs_codec(schema: ConnectSchema) -> bool:
@@ -97,7 +142,7 @@ def _decimal_to_base64(c: Column, scale: int) -> Column:
     return F.base64(F.unhex(F.when(unscaled < 0, negative).otherwise(positive)))
 
 
-def _decode(c: Column, schema: ConnectSchema, decimal_numeric: bool) -> Column:
+def decode_json(c: Column, schema: ConnectSchema, decimal_numeric: bool) -> Column:
     """JSON-level Spark column (as from_json read it) to the typed representation of ``schema``."""
     out: Column
     if schema.name == DECIMAL:
@@ -111,13 +156,13 @@ def _decode(c: Column, schema: ConnectSchema, decimal_numeric: bool) -> Column:
     elif schema.type == "array" and _needs_codec(schema):
         items = schema.items
         assert items is not None
-        out = F.transform(c, lambda x: _decode(x, items, decimal_numeric))
+        out = F.transform(c, lambda x: decode_json(x, items, decimal_numeric))
     elif schema.type == "map" and _needs_codec(schema):
         values = schema.values
         assert values is not None
-        out = F.transform_values(c, lambda _k, v: _decode(v, values, decimal_numeric))
+        out = F.transform_values(c, lambda _k, v: decode_json(v, values, decimal_numeric))
     elif schema.type == "struct" and _needs_codec(schema):
-        fields = [_decode(c[f.name], f.schema, decimal_numeric).alias(f.name) for f in schema.fields]
+        fields = [decode_json(c[f.name], f.schema, decimal_numeric).alias(f.name) for f in schema.fields]
         out = F.when(c.isNull(), F.lit(None)).otherwise(F.struct(*fields))
     else:
         out = c
@@ -126,7 +171,7 @@ def _decode(c: Column, schema: ConnectSchema, decimal_numeric: bool) -> Column:
     return out
 
 
-def _encode(c: Column, schema: ConnectSchema, decimal_numeric: bool) -> Column:
+def encode_json(c: Column, schema: ConnectSchema, decimal_numeric: bool) -> Column:
     """Typed Spark column to the JSON-level column ``to_json`` writes as Java writes the value."""
     out: Column
     if schema.name == DECIMAL:
@@ -140,19 +185,20 @@ def _encode(c: Column, schema: ConnectSchema, decimal_numeric: bool) -> Column:
     elif schema.type == "array" and _needs_codec(schema):
         items = schema.items
         assert items is not None
-        out = F.transform(c, lambda x: _encode(x, items, decimal_numeric))
+        out = F.transform(c, lambda x: encode_json(x, items, decimal_numeric))
     elif schema.type == "map" and _needs_codec(schema):
         values = schema.values
         assert values is not None
-        out = F.transform_values(c, lambda _k, v: _encode(v, values, decimal_numeric))
+        out = F.transform_values(c, lambda _k, v: encode_json(v, values, decimal_numeric))
     elif schema.type == "struct" and _needs_codec(schema):
-        fields = [_encode(c[f.name], f.schema, decimal_numeric).alias(f.name) for f in schema.fields]
+        fields = [encode_json(c[f.name], f.schema, decimal_numeric).alias(f.name) for f in schema.fields]
         out = F.when(c.isNull(), F.lit(None)).otherwise(F.struct(*fields))
     else:
         out = c
     if schema.default is not None:
         out = F.coalesce(
-            out, _encode(F.lit(schema.default).cast(spark_type(schema)), _no_default(schema), decimal_numeric)
+            out,
+            encode_json(F.lit(schema.default).cast(spark_type(schema)), _no_default(schema), decimal_numeric),
         )
     return out
 
@@ -163,13 +209,13 @@ def _no_default(schema: ConnectSchema) -> ConnectSchema:
     return ConnectSchema(**values)
 
 
-def _is_envelope(text: Column) -> Column:
+def is_envelope(text: Column) -> Column:
     """Whether JSON ``text`` is an object of exactly the keys ``schema`` and ``payload`` (null when it is
     no JSON object): Java's envelope test, as a column expression."""
     return F.array_sort(F.json_object_keys(text)) == F.array(F.lit("payload"), F.lit("schema"))
 
 
-def _json_text(c: Column) -> Column:
+def json_text(c: Column) -> Column:
     """Any column as compact JSON text, nulls inside structs kept (Java writes them)."""
     wrapped = _escape_non_bmp(F.to_json(F.array(c), {"ignoreNullFields": "false"}))
     return wrapped.substr(F.lit(2), F.length(wrapped) - 2)

@@ -26,16 +26,16 @@ from kconnect.runtime.dataplane.connect_data import (
 )
 from kconnect.runtime.dataplane.converters.base import Converter
 from kconnect.runtime.dataplane.converters.json_columns import (
-    _CORRUPT,
-    _MALFORMED,
+    CORRUPT_COLUMN,
     ENVELOPE_ERROR,
-    _decode,
-    _encode,
-    _is_envelope,
-    _json_text,
+    MALFORMED,
+    decode_json,
+    encode_json,
+    is_envelope,
+    json_read_type,
+    json_text,
 )
 from kconnect.runtime.dataplane.converters.schema_columns import (
-    _json_read_type,
     derive_schema,
     error_column,
     with_schema,
@@ -245,12 +245,12 @@ class JsonConverter(Converter):
             if self.schemas_enable:
                 # No record names a schema: every value is null or a schemaless envelope.
                 payload = F.get_json_object(text, "$.payload")
-                keys_ok = _is_envelope(text)
+                keys_ok = is_envelope(text)
                 present = raw.isNotNull() & (F.length(raw) > 0)
                 # Bytes that are not JSON at all are a serialization error, as Java reports them.
                 error = F.when(
                     present & F.json_object_keys(F.concat(F.lit('{"p":'), text, F.lit("}"))).isNull(),
-                    F.lit(_MALFORMED),
+                    F.lit(MALFORMED),
                 ).when(present & ~F.coalesce(keys_ok, F.lit(False)), F.lit(ENVELOPE_ERROR))
                 typed = F.when(error.isNull(), payload)
             else:
@@ -259,7 +259,7 @@ class JsonConverter(Converter):
                     raw.isNotNull()
                     & (F.length(raw) > 0)
                     & F.json_object_keys(F.concat(F.lit('{"p":'), text, F.lit("}"))).isNull(),
-                    F.lit(_MALFORMED),
+                    F.lit(MALFORMED),
                 )
                 typed = F.when(error.isNull(), typed)
             # Both from the input frame at once: the error reads the raw bytes the typed column replaces.
@@ -268,14 +268,14 @@ class JsonConverter(Converter):
             )
         read_type = StructType(
             [
-                StructField("payload", _json_read_type(schema, self.decimal_numeric), True),
-                StructField(_CORRUPT, StringType(), True),
+                StructField("payload", json_read_type(schema, self.decimal_numeric), True),
+                StructField(CORRUPT_COLUMN, StringType(), True),
             ]
         )
-        options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT}
+        options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_COLUMN}
         if content:
             # KIP-1054: an envelope is read for its payload, anything else as the bare payload.
-            enveloped = _is_envelope(text)
+            enveloped = is_envelope(text)
             wrapped = F.when(F.coalesce(enveloped, F.lit(False)), text).otherwise(
                 F.concat(F.lit('{"payload":'), text, F.lit("}"))
             )
@@ -283,7 +283,7 @@ class JsonConverter(Converter):
             schema_ok = F.lit(True)
         elif self.schemas_enable:
             wrapped = text
-            keys_ok = _is_envelope(text)
+            keys_ok = is_envelope(text)
             expected = java_json.write(schema_to_json(schema))
             # A schemaless envelope ("schema": null) is read with the given schema too.
             record_schema = F.get_json_object(text, "$.schema")
@@ -296,18 +296,18 @@ class JsonConverter(Converter):
         staged = df.withColumn(tmp, F.from_json(wrapped, read_type, options))
         parsed = F.col(tmp)
         present = raw.isNotNull() & (F.length(raw) > 0)
-        null_payload = parsed["payload"].isNull() & parsed[_CORRUPT].isNull()
+        null_payload = parsed["payload"].isNull() & parsed[CORRUPT_COLUMN].isNull()
         what = schema.name or schema.type
         error = (
             F.when(~present, F.lit(None))
-            .when(F.json_object_keys(wrapped).isNull(), F.lit(_MALFORMED))
+            .when(F.json_object_keys(wrapped).isNull(), F.lit(MALFORMED))
             .when(~F.coalesce(keys_ok, F.lit(False)), F.lit(ENVELOPE_ERROR))
             .when(
                 ~F.coalesce(schema_ok, F.lit(False)),
                 F.lit(f"Record's schema differs from this batch's schema ({what}); one frame holds one type"),
             )
             .when(
-                parsed[_CORRUPT].isNotNull(),
+                parsed[CORRUPT_COLUMN].isNotNull(),
                 F.lit(
                     f"Converting byte[] to Kafka Connect data failed: the payload does not fit schema {what}"
                 ),
@@ -318,7 +318,7 @@ class JsonConverter(Converter):
             )
         )
         staged = staged.withColumn(err, error)
-        typed = F.when(F.col(err).isNull(), _decode(parsed["payload"], schema, self.decimal_numeric))
+        typed = F.when(F.col(err).isNull(), decode_json(parsed["payload"], schema, self.decimal_numeric))
         return staged.withColumn(column, with_schema(typed, column, schema)).drop(tmp)
 
     def from_column(self, c: Column, schema: ConnectSchema | None) -> Column:
@@ -333,7 +333,7 @@ class JsonConverter(Converter):
                 else body
             )
             return F.when(c.isNotNull(), out.cast("binary"))
-        payload = _json_text(_encode(c, schema, self.decimal_numeric))
+        payload = json_text(encode_json(c, schema, self.decimal_numeric))
         if self.schemas_enable:
             out = F.concat(
                 F.lit('{"schema":' + java_json.write(schema_to_json(schema)) + ',"payload":'),

@@ -34,7 +34,6 @@ from kconnect.runtime.codecs import java_json
 from kconnect.runtime.dataplane.connect_data import (
     DATE,
     DECIMAL,
-    TIME,
     TIMESTAMP,
     ConnectDataError,
     ConnectField,
@@ -99,34 +98,6 @@ def spark_type(schema: ConnectSchema) -> DataType:
         assert schema.keys is not None and schema.values is not None
         return MapType(spark_type(schema.keys), spark_type(schema.values), True)
     return StructType([StructField(f.name, spark_type(f.schema), True) for f in schema.fields])
-
-
-def _json_read_type(schema: ConnectSchema, decimal_numeric: bool) -> DataType:
-    """The type ``from_json`` reads the payload as, before logical types and base64 are decoded."""
-    if schema.name == DECIMAL:
-        return DecimalType(38, schema.scale) if decimal_numeric else StringType()
-    if schema.name in (DATE, TIME):
-        return IntegerType()
-    if schema.name == TIMESTAMP:
-        return LongType()
-    if schema.type == "bytes":
-        return StringType()
-    if schema.type == "array":
-        assert schema.items is not None
-        return ArrayType(_json_read_type(schema.items, decimal_numeric), True)
-    if schema.type == "map":
-        assert schema.keys is not None and schema.values is not None
-        if schema.keys.type != "string" or schema.keys.name is not None:
-            raise ConnectDataError(
-                "maps with non-string keys (Java writes them as arrays of pairs) are not supported in Spark "
-                "frames"
-            )
-        return MapType(StringType(), _json_read_type(schema.values, decimal_numeric), True)
-    if schema.type == "struct":
-        return StructType(
-            [StructField(f.name, _json_read_type(f.schema, decimal_numeric), True) for f in schema.fields]
-        )
-    return spark_type(schema)
 
 
 def derive_schema(data_type: DataType, optional: bool = True) -> ConnectSchema:
