@@ -4,7 +4,7 @@ The config topic is shared with Apache Kafka Connect: a Java worker and a kconne
 and write the same records, so keys and values here are byte-compatible with what Connect 3.9 writes
 (``KafkaConfigBackingStore`` serialising Connect structs through its internal ``JsonConverter`` with
 ``schemas.enable=false``; Jackson 2.16 underneath). The JSON writer and reader that make that true are
-:mod:`kconnect.runtime.codecs.java_json`'s, shared with the status and offset codecs and the converters.
+:mod:`kconnect.runtime.storage.java_json`'s, shared with the status and offset codecs and the converters.
 
 Everything in this module is pure: decoding never touches Kafka, and the fold :func:`apply` maps an
 immutable :class:`ConfigState` and one record to a new state. Reading a topic record by record that way
@@ -24,8 +24,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, TypeAlias
 
-from kconnect.runtime.codecs import java_json
 from kconnect.runtime.ids import TaskId
+from kconnect.runtime.storage import java_json
 from kconnect.runtime.storage.folding import MapBuilder, NestedMapBuilder, SetBuilder
 
 __all__ = [
