@@ -7,8 +7,8 @@ worker's ``config.providers``: a connector config holds a reference, the config 
 reference, and only the plugin that starts gets the value. This module is that machinery, pure (files
 and the environment are read only when asked), so tables can test it:
 
-- the variable grammar of Kafka's ``ConfigTransformer``: provider up to the first colon, an optional path
-  up to the next, the rest is the key (a path cannot hold a colon, a key can);
+- the variable grammar of Kafka's ``ConfigTransformer`` (:mod:`kconnect.config.references`, which the
+  worker's properties file shares), re-exported here;
 - Kafka's three providers by their Java class names, with KIP-993's ``allowed.paths`` for the file and
   directory ones and ``allowlist.pattern`` for the environment one;
 - :func:`reverse_transform`, which puts the references back into task configs a connector computed from
@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from .classes import CONFIG_PROVIDERS
 from .errors import ConfigError
+from .properties import load_properties
+from .references import VARIABLE, Reference, has_references, references
 
 if TYPE_CHECKING:
     from .worker import WorkerConfig
@@ -56,34 +58,12 @@ __all__ = [
     "worker_config_providers",
 ]
 
-#: Kafka's ConfigTransformer pattern: ``${provider:key}`` or ``${provider:path:key}``.
-VARIABLE = re.compile(r"\$\{(?P<provider>[^}:]*):(?:(?P<path>[^}:]*):)?(?P<key>[^}]*)\}")
 ALLOWED_PATHS_PARAM = "allowed.paths"
 ALLOWLIST_PATTERN_PARAM = "allowlist.pattern"
 
 
 class ConfigProviderError(Exception):
     """A provider could not answer for a reference; the message says why, never what a secret is."""
-
-
-@dataclass(frozen=True)
-class Reference:
-    """One ``${...}`` in a value."""
-
-    text: str
-    provider: str
-    path: str | None
-    key: str
-
-
-def references(value: str) -> list[Reference]:
-    """The references in ``value``, in order."""
-    return [Reference(m.group(0), m["provider"], m["path"], m["key"]) for m in VARIABLE.finditer(value)]
-
-
-def has_references(value: str | None) -> bool:
-    """Whether ``value`` holds a ``${provider:...}`` reference (to any provider)."""
-    return value is not None and VARIABLE.search(value) is not None
 
 
 class AllowedPaths:
@@ -148,8 +128,6 @@ class FileConfigProvider:
         if not path:
             return {}
         self.allowed_paths.check(path)
-        from .properties import load_properties  # properties.py shares this module's grammar
-
         try:
             data = load_properties(path)
         except OSError as exc:

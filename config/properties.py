@@ -13,8 +13,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from .classes import CONFIG_PROVIDERS
-from .config_providers import VARIABLE
 from .errors import ConfigError
+from .references import VARIABLE
 
 __all__ = ["PropertiesSyntaxError", "load_properties", "parse_properties", "substitute"]
 

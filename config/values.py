@@ -14,9 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any
 
-from kconnect.runtime.plugins.config_def import java_trim
-
 from .classes import MAC_ALGORITHMS, canonical_mac_algorithm, resolve_alias
+from .java_text import java_trim
 
 #: The bounds of Java's short, int and long: a value Java could not hold is refused, as ConfigDef does.
 INT16_MAX = 2**15 - 1

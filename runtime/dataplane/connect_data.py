@@ -5,7 +5,7 @@ so the JSON that kconnect writes must be the JSON Java's ``JsonConverter`` write
 schema object's key order (``type``, then ``fields``/``items``/``keys``+``values``, ``optional``,
 ``default``, ``name``, ``version``, ``doc``, ``parameters``, ``field``), Java's number formatting
 (``1.0E10``) and Jackson's string escapes. This module builds the JSON tree (:func:`to_json_value`,
-:func:`schema_to_json`); ``runtime/storage/java_json`` writes it as Jackson does and reads it back.
+:func:`schema_to_json`); ``runtime/codecs/java_json`` writes it as Jackson does and reads it back.
 ``tests/golden/converters.txt`` holds Java's own output.
 
 Python values per Connect type: int for int8..int64, float for float32/float64, bool, str, bytes,
@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kconnect.runtime.storage.java_json import Float32
+from kconnect.runtime.codecs.java_json import Float32
 
 __all__ = [
     "DATE",

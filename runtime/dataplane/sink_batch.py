@@ -19,6 +19,7 @@ from typing import Any, TypeGuard
 
 from pyspark.sql import DataFrame
 
+from kconnect.runtime.codecs import java_json
 from kconnect.runtime.dataplane.connect_data import (
     DATE,
     DECIMAL,
@@ -44,7 +45,6 @@ from kconnect.runtime.dataplane.errors_policy import (
 )
 from kconnect.runtime.dataplane.transforms import TransformChain, transform_chain
 from kconnect.runtime.plugins.api import Header, SinkRecord, frozen_record
-from kconnect.runtime.storage import java_json
 
 __all__ = [
     "FAILURE_COLUMNS",

@@ -14,114 +14,39 @@ records before them were acknowledged. With ``exactly.once.source.support=enable
 producer of the task's own carries records and offsets in one transaction per boundary instead (KIP-618;
 ``exactly_once``).
 
-The decision of which offsets to write (:func:`latest_source_offsets`) is a pure function at the top.
+The module holds the task's life and its plain (non-transactional) loop. The decision of which offsets
+to write (:func:`latest_source_offsets`) is pure, in ``source_offsets``; preparing records is shared with
+the exactly-once loop (``source_records``, ``source_transactions``); the task's context is
+``source_context``.
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from kconnect.runtime.dataplane.connect_data import ConnectDataError
-from kconnect.runtime.dataplane.errors_policy import ERROR_MESSAGE
 from kconnect.runtime.dataplane.exactly_once import (
     ExactlyOnce,
     TaskTransactionContext,
     TransactionBoundary,
-    commit_due,
-    connector_boundaries,
-    producer_settings,
 )
 from kconnect.runtime.dataplane.producer_pool import ProducerPool, TaskProducer
-from kconnect.runtime.dataplane.sink_batch import tolerance_message
-from kconnect.runtime.dataplane.source_batch import raw_row, source_plan, transform_batch
+from kconnect.runtime.dataplane.source_batch import source_plan
+from kconnect.runtime.dataplane.source_context import OffsetReader, SourceContext, no_spark
 from kconnect.runtime.dataplane.source_encoding import source_encoder
-from kconnect.runtime.dataplane.task_runner import TaskRunner, produce
+from kconnect.runtime.dataplane.source_offsets import latest_source_offsets, merge_source_offsets
+from kconnect.runtime.dataplane.source_transactions import TransactionalSourceLoop
+from kconnect.runtime.dataplane.task_runner import produce
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.plugins.api import ConnectorError, SourceRecord, SourceTask
-from kconnect.runtime.plugins.plugin_metrics import PluginMetrics, PluginMetricsRegistry
+from kconnect.runtime.plugins.plugin_metrics import PluginMetricsRegistry
 from kconnect.runtime.storage.kafka_log import KafkaLogError
-from kconnect.runtime.storage.offset_log import OffsetMap, OffsetState, SourceOffset, partition_json
-from kconnect.runtime.storage.offset_log import encode as encode_offset
+from kconnect.runtime.storage.offset_log import OffsetState, SourceOffset
 
-
-def latest_source_offsets(connector: str, records: Sequence[SourceRecord]) -> list[SourceOffset]:
-    """The offsets-topic records for a run of produced records: the last offset per source partition, in
-    the order of those last records.
-
-    Paid once per offset flush for every record produced since the last one, so it walks backwards and
-    builds (and validates) a ``SourceOffset`` only for each partition's last record; a partition map
-    object seen before (tasks usually reuse one per partition) is not keyed again.
-    """
-    latest: dict[object, SourceOffset] = {}
-    keys: dict[int, object] = {}  # id(partition map) -> its key; the records keep the maps alive
-    for record in reversed(records):
-        if record.source_offset is None:
-            continue
-        partition: OffsetMap | None = record.source_partition
-        key = keys.get(id(partition), _UNKEYED)
-        if key is _UNKEYED:
-            key = keys[id(partition)] = _partition_key(partition)
-        if key not in latest:
-            latest[key] = SourceOffset(connector, partition, record.source_offset)
-    return list(reversed(latest.values()))
-
-
-def merge_source_offsets(older: Sequence[SourceOffset], newer: Sequence[SourceOffset]) -> list[SourceOffset]:
-    """Offsets a failed write left behind (``older``) joined with the next flush's: one per source
-    partition, the newer winning, as Java's OffsetStorageWriter merges a cancelled flush back."""
-    merged: dict[object, SourceOffset] = {}
-    for offset in (*older, *newer):
-        key = _partition_key(offset.partition)
-        merged.pop(key, None)  # a partition moves to where its newest offset stands
-        merged[key] = offset
-    return list(merged.values())
-
-
-_UNKEYED = object()
-
-
-def _partition_key(partition: OffsetMap | None) -> object:
-    """A cheap identity for a source partition, paid per produced record: its sorted items when they are
-    hashable (the common flat map of strings and numbers), else its canonical JSON. The two spellings
-    never collide: one is a tuple, the other a string."""
-    if partition is None:
-        return None
-    try:
-        key = tuple(sorted(partition.items()))
-        hash(key)
-    except TypeError:
-        return partition_json(partition)
-    return key
-
-
-def _produce_kwargs(
-    partition: int | None, timestamp: int | None, headers: list[tuple[str, bytes | None]]
-) -> dict[str, Any]:
-    """``produce``'s optional arguments for one record: only those it has (a fresh dict per record, as
-    the caller adds its ``on_delivery``)."""
-    kwargs: dict[str, Any] = {}
-    if partition is not None:
-        kwargs["partition"] = partition
-    if timestamp is not None:
-        kwargs["timestamp"] = timestamp
-    if headers:
-        kwargs["headers"] = headers
-    return kwargs
-
-
-#: What the producer is given for one record: topic, key, value and ``produce`` keyword arguments.
-Outgoing = tuple[str, bytes | None, bytes | None, dict[str, Any]]
-
-
-def _no_spark() -> Any:
-    raise ConnectorError("no SparkSession for this task")
-
-
-# --- source
+__all__ = ["SourceTaskRunner", "latest_source_offsets", "merge_source_offsets"]
 
 
 class _Submitted:
@@ -135,57 +60,7 @@ class _Submitted:
         self.pending = 0
 
 
-class _OffsetReader:
-    def __init__(self, connector: str, offsets: Callable[[], OffsetState]) -> None:
-        self._connector = connector
-        self._offsets = offsets
-
-    def offset(self, partition: Mapping[str, Any]) -> Mapping[str, Any] | None:
-        return self._offsets().offset(self._connector, partition)
-
-    def offsets(
-        self, partitions: Iterable[Mapping[str, Any]]
-    ) -> list[tuple[Mapping[str, Any], Mapping[str, Any] | None]]:
-        state = self._offsets()
-        return [(p, state.offset(self._connector, p)) for p in partitions]
-
-
-class _SourceContext:
-    def __init__(
-        self,
-        config: Mapping[str, str],
-        reader: _OffsetReader,
-        metrics: PluginMetrics,
-        transactions: TaskTransactionContext | None,
-        spark: Callable[[], Any] = _no_spark,
-    ) -> None:
-        self._config = config
-        self._reader = reader
-        self._metrics = metrics
-        self._transactions = transactions
-        self._spark = spark
-
-    def spark_session(self) -> Any:
-        """The worker's SparkSession (started by the first caller), for a task that reads its input with
-        Spark (the JDBC source's bulk loads); ConnectorError where the task runs without one (an executor).
-        Not part of ``SourceTaskContext``: a task looks it up with ``getattr`` and does without."""
-        return self._spark()
-
-    def configs(self) -> Mapping[str, str]:
-        return self._config
-
-    @property
-    def offset_storage_reader(self) -> _OffsetReader:
-        return self._reader
-
-    def plugin_metrics(self) -> PluginMetrics:
-        return self._metrics
-
-    def transaction_context(self) -> TaskTransactionContext | None:
-        return self._transactions
-
-
-class SourceTaskRunner(TaskRunner):
+class SourceTaskRunner(TransactionalSourceLoop):
     """One source task: a poll loop on the driver that produces each record to Kafka and writes the
     source offsets of what Kafka acknowledged to the offsets topic.
 
@@ -251,7 +126,7 @@ class SourceTaskRunner(TaskRunner):
         self._plan = source_plan(self._encoder, config, task_id.connector, task_id.task)
         if self._plan is not None and spark is None:
             raise ConnectorError("transforms on source records need the Spark data plane")
-        self._spark: Callable[[], Any] = spark if spark is not None else _no_spark
+        self._spark: Callable[[], Any] = spark if spark is not None else no_spark
         self._producer_settings = dict(producer_settings)
         self._write_offsets = write_offsets
         self._flush_interval_s = flush_interval_ms / 1000
@@ -274,17 +149,13 @@ class SourceTaskRunner(TaskRunner):
         self._acked_topics: set[str] = set()
         try:
             self.monitor_converters(self._encoder.key_converter, self._encoder.value_converter)
-            reader = _OffsetReader(task_id.connector, read_offsets)
+            reader = OffsetReader(task_id.connector, read_offsets)
             self.source.initialize(
-                _SourceContext(self.config, reader, self.plugin_metrics, self._transactions, self._spark)
+                SourceContext(self.config, reader, self.plugin_metrics, self._transactions, self._spark)
             )
         except BaseException:
             self.close_plugin_metrics()
             raise
-
-    def _on_delivery(self, error: Any, message: Any) -> None:
-        if error is not None and self._delivery_error is None:
-            self._delivery_error = f"producing to {message.topic()} failed: {error}"
 
     def _batch_callback(self, batch: _Submitted) -> Callable[[Any, Any], None]:
         """The producer callback for the records of one poll: count each acknowledgement, note a failure."""
@@ -500,341 +371,6 @@ class SourceTaskRunner(TaskRunner):
             topics = set(self._acked_topics)
             self._acked_topics.clear()  # the same set: the delivery callbacks hold it
             self.track_topics(topics)
-
-    # --- exactly-once (KIP-618)
-
-    def _run_transactional(self, eos: ExactlyOnce) -> None:
-        """The poll loop with one producer transaction per boundary, records and offsets together.
-
-        Order as Java's: the connector's task generation fenced first (``fence``: the leader's round of
-        zombie fencing, done once per new generation), then ``init_transactions`` (fences every older
-        instance of this task and aborts what it left open), then the offsets read to the end of the
-        topic (only committed ones: the worker reads with read_committed), and only then ``task.start``,
-        so the task resumes after the last record that was committed with its offset.
-        """
-        from confluent_kafka import KafkaException, Producer
-
-        if self._fence is not None:
-            self._fence(self.task_id.connector)
-        producer = Producer(
-            {
-                "bootstrap.servers": self._bootstrap,
-                "client.id": f"connector-producer-{self.task_id}",
-                **producer_settings(self._producer_settings, eos),
-            }
-        )
-        timeout_s = max(self._flush_timeout_s, 30.0)
-        try:
-            producer.init_transactions(timeout_s)
-        except KafkaException as exc:
-            raise ConnectorError(self._transaction_failure("initializing transactions", exc)) from exc
-        self.log.info("transactional producer ready", transactional_id=eos.transactional_id)
-        if self._sync_offsets is not None:
-            self._sync_offsets()
-        self.source.start(dict(self.config))
-        self.loop_began()
-        clean = False
-        try:
-            while not self._stopping.is_set():
-                if not self._running.is_set():
-                    # Java commits when the task is paused, so that no transaction hangs open (a
-                    # connector-defined one only if the task asked: its boundaries are its own).
-                    self._end_final_transaction(producer, eos)
-                    self._running.wait(0.5)
-                    continue
-                records = self.source.poll() or []
-                self.counters.records += len(records)
-                prepared = self._prepare(records)
-                if self._transactions is not None:
-                    self._dispatch_connector_defined(producer, eos, self._transactions, prepared)
-                    continue
-                self._dispatch(producer, prepared)
-                due = commit_due(
-                    eos.policy, open_records=len(self._open), now_s=time.monotonic(), begun_s=self._begun
-                )
-                if due:
-                    self._commit_transaction(producer, eos)
-            clean = True
-        finally:
-            if clean:
-                # A clean stop commits what was polled, as Java's final offset commit does.
-                self._end_final_transaction(producer, eos)
-            self._abort_transaction(producer)  # what a failure, or a task that never ended it, left open
-            self._final_flush(producer, clean)
-
-    def _final_flush(self, producer: Any, clean: bool) -> None:
-        """Flush what is left; a fenced producer fails here too. After a clean loop that failure is the
-        task's, said as every transactional failure is (naming the transactional.id and the fencing); while
-        another failure is already on its way out, that one says why and this one must not replace it."""
-        from confluent_kafka import KafkaException
-
-        try:
-            producer.flush(5)
-        except KafkaException as exc:
-            if clean:
-                raise ConnectorError(self._transaction_failure("flushing at stop", exc)) from exc
-            self.log.warning("final flush failed", error=str(exc))
-
-    def _dispatch(self, producer: Any, prepared: list[tuple[SourceRecord, Outgoing | None]]) -> None:
-        """Send records into the open transaction (begun by the first), then serve delivery reports."""
-        from confluent_kafka import KafkaException
-
-        for record, out in prepared:
-            self._begin(producer)
-            if out is not None:
-                topic, key, value, kwargs = out
-                kwargs["on_delivery"] = self._transactional_ack(len(self._open))
-                try:
-                    produce(producer, topic, key, value, kwargs)
-                except KafkaException as exc:
-                    raise ConnectorError(self._transaction_failure("producing a record", exc)) from exc
-            # Skipped or dropped records' offsets commit with the others (commit_record with None).
-            self._open.append(record)
-        producer.poll(0)
-        if self._delivery_error is not None:
-            raise ConnectorError(self._delivery_error)
-
-    def _dispatch_connector_defined(
-        self,
-        producer: Any,
-        eos: ExactlyOnce,
-        transactions: TaskTransactionContext,
-        prepared: list[tuple[SourceRecord, Outgoing | None]],
-    ) -> None:
-        """One batch under ``transaction.boundary=connector``: send it in runs, ending the transaction
-        where the task's requests say (:func:`connector_boundaries`); the rest stays open.
-
-        The requests are taken once the batch is in hand, so those made while ``poll`` ran (the usual
-        place) apply to this batch; a batch request applies after an empty poll too, as in Java.
-        """
-        requests = transactions.take([record for record, _ in prepared])
-        done = 0
-        for end in connector_boundaries(len(prepared), len(self._open), requests):
-            self._dispatch(producer, prepared[done : end.after])
-            done = end.after
-            if end.abort:
-                self._abort_and_commit_offsets(producer, eos)
-            else:
-                self._commit_transaction(producer, eos)
-        self._dispatch(producer, prepared[done:])  # also when empty: it serves delivery reports
-
-    def _end_final_transaction(self, producer: Any, eos: ExactlyOnce) -> None:
-        """At a pause or a clean stop: commit the open transaction, or under ``connector`` boundaries only
-        what the task asked for with a batch request (Java's ``shouldCommitFinalTransaction``). What a
-        stop leaves open is then aborted without its offsets, so the next instance polls it again: Java
-        leaves it to the broker's transaction timeout or the next instance's fencing, to the same end."""
-        if self._transactions is None:
-            self._commit_transaction(producer, eos)
-            return
-        for end in connector_boundaries(0, len(self._open), self._transactions.take(())):
-            if end.abort:
-                self._abort_and_commit_offsets(producer, eos)
-            else:
-                self._commit_transaction(producer, eos)
-
-    def _begin(self, producer: Any, *, again: bool = False) -> None:
-        """Begin a transaction unless one is open; ``again``: after an abort, for its offsets alone."""
-        from confluent_kafka import KafkaException
-
-        if not again and (self._open or self._in_transaction):
-            return
-        try:
-            producer.begin_transaction()
-        except KafkaException as exc:
-            raise ConnectorError(self._transaction_failure("beginning a transaction", exc)) from exc
-        self._in_transaction = True
-        self._begun = time.monotonic()
-
-    def _transactional_ack(self, index: int) -> Callable[[Any, Any], None]:
-        """Delivery callback under a transaction: keep the metadata; ``commit_record`` waits for the commit
-        (an acknowledged record of an aborted transaction never reaches a read_committed reader)."""
-        generation = self._generation
-
-        def delivered(error: Any, message: Any) -> None:
-            # Nothing may raise here: an exception inside a librdkafka callback surfaces as a SystemError
-            # from whichever poll or flush served it, without the cause.
-            if generation != self._generation:
-                return  # a record of a transaction the task aborted: purged or discarded, as it asked
-            if error is None:
-                self._acks[index] = message
-            elif self._delivery_error is None:
-                try:
-                    self._delivery_error = self._transaction_failure(f"producing to {message.topic()}", error)
-                except Exception as exc:
-                    self._delivery_error = f"producing to {message.topic()} failed: {error} ({exc!r})"
-
-        return delivered
-
-    def _transaction_failure(self, doing: str, cause: Any) -> str:
-        """The task's failure message; names fencing plainly, since it means another instance runs.
-
-        ``cause`` is a KafkaException (which carries a KafkaError) or a KafkaError from a delivery report.
-        """
-        error = cause.args[0] if isinstance(cause, Exception) and cause.args else cause
-        code = getattr(error, "code", lambda: None)()
-        from confluent_kafka import KafkaError
-
-        fenced_codes = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
-        transactional_id = self.eos.transactional_id if self.eos is not None else "?"
-        if code in fenced_codes or "fenced" in str(error).lower():
-            return (
-                f"The transactional producer of task {self.task_id} (transactional.id={transactional_id}) "
-                f"was fenced out while {doing}: a newer instance of this task has started elsewhere "
-                f"(zombie fencing), so this one stops without committing. Cause: {error}"
-            )
-        return f"Task {self.task_id} failed while {doing} (transactional.id={transactional_id}): {error}"
-
-    def _abort_and_commit_offsets(self, producer: Any, eos: ExactlyOnce) -> None:
-        """The task asked for an abort: discard the open transaction's records, then commit their source
-        offsets in a transaction of their own, so that the task is not handed the same input again after
-        a restart (Java does the same). ``commit_record`` then gets None for them: no reader sees them."""
-        from confluent_kafka import KafkaException
-
-        if not self._open:
-            return
-        if self._in_transaction:
-            self._generation += 1
-            self._in_transaction = False
-            try:
-                producer.abort_transaction(max(self._flush_timeout_s, 30.0))
-            except KafkaException as exc:
-                raise ConnectorError(self._transaction_failure("aborting a transaction", exc)) from exc
-            self._acks = {}
-        self.log.info("transaction aborted as the task asked", records=len(self._open))
-        self._begin(producer, again=True)
-        self._commit_transaction(producer, eos)
-
-    def _commit_transaction(self, producer: Any, eos: ExactlyOnce) -> None:
-        """Add the open records' offsets to the transaction, commit it, then tell the task."""
-        from confluent_kafka import KafkaException
-
-        if not self._open:
-            return
-        started = time.monotonic()
-        records, self._open = self._open, []
-        try:
-            for offset in latest_source_offsets(self.task_id.connector, records):
-                key, value = encode_offset(offset)
-                produce(producer, eos.offsets_topic, key, value, {"on_delivery": self._on_delivery})
-            # commit_transaction flushes and reports a failed send or a fencing as its own error. No
-            # flush() before it: with a fenced (fatal) producer confluent-kafka's flush raises a bare
-            # SystemError that hides the cause.
-            producer.commit_transaction(max(self._flush_timeout_s, 30.0))
-        except KafkaException as exc:
-            self._in_transaction = False
-            message = self._transaction_failure("committing a transaction", exc)
-            error = exc.args[0] if exc.args else None
-            if not (error is not None and error.fatal()):
-                # A fatal (fenced) producer can abort nothing; the newer instance's init aborted it.
-                self._try_abort(producer)
-            raise ConnectorError(message) from exc
-        except ConnectorError:
-            self._in_transaction = False
-            self._try_abort(producer)
-            raise
-        self._in_transaction = False
-        producer.flush(self._flush_timeout_s)  # nothing is outstanding: this serves the delivery reports
-        acks, self._acks = self._acks, {}
-        self.counters.count_offset_commit(started)
-        if self.active_topics is not None:
-            self.track_topics({message.topic() for message in acks.values()})
-        for index, record in enumerate(records):
-            self._tell_task(record, acks.get(index))  # None: skipped or dropped by the chain, never produced
-        self.source.commit()
-
-    def _try_abort(self, producer: Any) -> None:
-        try:
-            producer.abort_transaction(10)
-        except Exception as exc:  # fenced or fatal: the broker aborts it when the new instance inits
-            self.log.warning("aborting the transaction failed", error=str(exc))
-
-    def _abort_transaction(self, producer: Any) -> None:
-        """On failure nothing polled since the last commit may become visible (Java aborts too)."""
-        if self._in_transaction:
-            self._generation += 1
-            self._in_transaction = False
-            self._open = []
-            self._acks = {}
-            self._try_abort(producer)
-
-    def _prepare(self, records: list[SourceRecord]) -> list[tuple[SourceRecord, Outgoing | None]]:
-        """Each polled record with what to produce for it: encoded with the converters, through the
-        chain when the connector has transforms (one Spark job per batch), None when it is skipped on an
-        error (errors.tolerance=all) or dropped by the chain.
-
-        Runs for every source record on the driver, so the common path (no transforms) goes straight
-        from the record to the producer's arguments, with nothing built in between.
-        """
-        if self._plan is None:
-            prepared: list[tuple[SourceRecord, Outgoing | None]] = []
-            for record in records:
-                encoded = self._encode(record)
-                if encoded is None:
-                    prepared.append((record, None))
-                    continue
-                key, value, headers = encoded
-                kwargs = _produce_kwargs(record.partition, record.timestamp, headers)
-                prepared.append((record, (record.topic, key, value, kwargs)))
-            return prepared
-        rows: list[tuple[Any, ...]] = []
-        for index, record in enumerate(records):
-            encoded = self._encode(record)
-            if encoded is not None:
-                rows.append(raw_row(index, record, encoded))
-        out: dict[int, Outgoing] = {}
-        if rows:
-            batch = transform_batch(self._spark(), self._plan, rows)
-            if batch.failed:
-                self._handle_failed(records, batch.failed)
-            out = {
-                p.index: (p.topic, p.key, p.value, _produce_kwargs(p.partition, p.timestamp, p.headers))
-                for p in batch.produced
-            }
-        return [(record, out.get(index)) for index, record in enumerate(records)]
-
-    def _handle_failed(self, records: list[SourceRecord], failed: list[tuple[int, dict[str, Any]]]) -> None:
-        """Conversion or transformation failures: fail the task (tolerance none) or log and skip them."""
-        policy = self._encoder.policy
-        if not policy.tolerance_all:
-            raise ConnectorError(tolerance_message(failed[0][1]))
-        for index, row in failed:
-            self._log_skipped("transforming", records[index], row.get(ERROR_MESSAGE))
-        self.log.warning("source records skipped on errors", count=len(failed))
-
-    def _tell_task(self, record: SourceRecord, metadata: Any) -> None:
-        """``commit_record``: Java logs a task's failure there and carries on, since the record is in Kafka
-        (or was dropped) whatever the task thinks of it."""
-        try:
-            self.source.commit_record(record, metadata)
-        except Exception as exc:
-            self.log.warning("commit_record failed", error=str(exc))
-
-    def _encode(
-        self, record: SourceRecord
-    ) -> tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]] | None:
-        """The record as bytes; None when it cannot be converted and errors.tolerance=all skips it."""
-        try:
-            encoded: tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]
-            encoded = self._encoder.encode(record)
-            return encoded
-        except ConnectDataError as exc:
-            policy = self._encoder.policy
-            message = f"converting a record for topic {record.topic} failed: {exc}"
-            if not policy.tolerance_all:
-                raise ConnectorError(f"Tolerance exceeded in error handler: {message}") from exc
-            self._log_skipped("converting", record, str(exc))
-            return None
-
-    def _log_skipped(self, doing: str, record: SourceRecord, message: Any) -> None:
-        """Log a record skipped on an error under errors.tolerance=all, as ``errors.log.enable`` and
-        ``errors.log.include.messages`` ask: conversion and transformation failures read alike."""
-        policy = self._encoder.policy
-        if not policy.log_enable:
-            return
-        fields: dict[str, Any] = {"topic": record.topic, "message": message}
-        if policy.log_include_messages:
-            fields.update(key=repr(record.key), value=repr(record.value))
-        self.log.error(f"error {doing} a source record; skipped (errors.tolerance=all)", **fields)
 
     def _wake(self) -> None:
         if self._stopping.is_set():

@@ -15,23 +15,21 @@ source's poll loop, a sink's active streaming query) it tells the task listener,
 RUNNING, as Java reports RUNNING once a task's start returned. A task that fails on its thread is
 reported the same way, and the worker writes FAILED. A failing task never affects another: each has its
 own thread, query and Kafka clients.
+
+The session itself (its settings, its lazy start) is ``spark_session``; whether the master is local or a
+cluster, and what follows for placement and the RPC, is ``spark_cluster``.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import os
-import shutil
-import socket
-import sys
 import threading
 import time
 import traceback
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from kconnect.config.worker import (
@@ -47,8 +45,6 @@ from kconnect.runtime.dataplane.converters import converter_config
 from kconnect.runtime.dataplane.exactly_once import ExactlyOnce, exactly_once
 from kconnect.runtime.dataplane.executor import TaskCounters, TaskListener, TaskState
 from kconnect.runtime.dataplane.producer_pool import ProducerPool
-from kconnect.runtime.dataplane.scheduler_pools import allocation_xml
-from kconnect.runtime.dataplane.scratch import make_scratch_dir
 from kconnect.runtime.dataplane.sink_batch import SinkPlan, sink_plan
 from kconnect.runtime.dataplane.sink_loop import (
     QUERY_RECORDS_PER_S,
@@ -60,7 +56,17 @@ from kconnect.runtime.dataplane.sink_reader import SinkReaders
 from kconnect.runtime.dataplane.sink_runner import SinkTaskRunner
 from kconnect.runtime.dataplane.source_hosts import SourceHosts, application_slots
 from kconnect.runtime.dataplane.source_runner import SourceTaskRunner
-from kconnect.runtime.dataplane.spark_home import ShadowSparkHome, shadows_spark_home
+from kconnect.runtime.dataplane.spark_cluster import (
+    channel_hosts,
+    is_local_master,
+    source_placement,
+    unprotected_spark_rpc,
+)
+from kconnect.runtime.dataplane.spark_session import (
+    SparkSessionHolder,
+    python_workers_executable,
+    spark_settings,
+)
 from kconnect.runtime.dataplane.spark_source import SourceJob, SparkSourceRunner, connection_settings
 from kconnect.runtime.dataplane.task_channel import ChannelAddress, ChannelServer
 from kconnect.runtime.dataplane.task_runner import (
@@ -78,191 +84,22 @@ from kconnect.runtime.plugins.registry import PluginRegistry
 from kconnect.runtime.storage.offset_log import OffsetState, SourceOffset
 from kconnect.runtime.storage.status_log import TopicStatus
 
+#: The settings and placement helpers that lived here before their modules were split off, still
+#: importable from here.
+__all__ = [
+    "SparkExecutor",
+    "SparkSessionHolder",
+    "python_workers_executable",
+    "source_placement",
+    "spark_settings",
+    "unprotected_spark_rpc",
+]
+
 log = logs.get(__name__)
 
 
 #: The driver JVM's default options (``spark.driver.defaultJavaOptions``; a worker's ``spark.*`` keys
 #: override it, and ``spark.driver.extraJavaOptions`` come after it): the client compiler (C1) alone and
-#: the serial collector. The JVM's share of the data plane is moving Arrow batches and running short
-#: generated projections: the server compiler (C2) spent more CPU compiling them than it saved, and G1's
-#: concurrent threads more than serial collections of a young generation of short-lived batches.
-#: Measured 2026-11-27 (2 vCPUs, a FileStream pipeline of 400,000 lines on ``local[2]``, per-thread CPU
-#: from ``/proc``, a fresh worker's first and second runs): C2's compiler threads took 1.9-2.8 of the
-#: run's 8-11 CPU s; the whole run cost 20.5-28.1 µs of CPU per record with the JVM's defaults, 17.8-18.9
-#: with C1 alone, 16.2-18.2 with C1 and the serial collector (bench/README.md has the side-by-side run).
-DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-
-#: How sink queries write their checkpoints (``spark.sql.streaming.checkpointFileManagerClass``, unless a
-#: worker sets it): through Hadoop's FileSystem API rather than Spark's default, FileContext. On a local
-#: disk without Hadoop's native library (PySpark from pip has none) FileContext resolves every path it
-#: renames by forking ``readlink`` (and ``chmod`` for each file it creates): about five processes per
-#: micro-batch. Measured 2026-11-27 (2 vCPUs): a sink fed ten records a second spent ~3 CPU s per 30 s in
-#: those processes; with this manager only the ``chmod`` of created files remains. Its rename is atomic
-#: on local disks and HDFS (Spark's own reason to prefer FileContext is stores whose FileSystem rename is
-#: not); kconnect's checkpoints are a task's scratch space anyway, as its offsets live in Kafka.
-CHECKPOINT_FILE_MANAGER = "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager"
-
-
-def spark_settings(config: WorkerConfig) -> dict[str, str]:
-    """The SparkSession's settings: every ``spark.*`` worker key; FAIR scheduling, the driver JVM's
-    ``DRIVER_JAVA_OPTIONS`` and the ``CHECKPOINT_FILE_MANAGER`` unless set otherwise."""
-    settings = {
-        "spark.scheduler.mode": "FAIR",
-        "spark.app.name": f"kconnect-{config.group_id}",
-        # Progress bars would interleave with the worker's structured log lines on stderr.
-        "spark.ui.showConsoleProgress": "false",
-        "spark.driver.defaultJavaOptions": DRIVER_JAVA_OPTIONS,
-        "spark.sql.streaming.checkpointFileManagerClass": CHECKPOINT_FILE_MANAGER,
-    }
-    settings.update(config.spark)
-    return settings
-
-
-def is_local_master(spark_master: str) -> bool:
-    """Whether ``spark.master`` runs everything in this process's machine (``local``, ``local[N]``,
-    ``local-cluster[...]``) rather than on a cluster's executors."""
-    return spark_master.strip().lower().startswith("local")
-
-
-#: Spark's settings that authenticate (a shared secret) and encrypt (AES) its RPC between the driver (the
-#: worker), the master and the executors.
-SPARK_RPC_PROTECTION = ("spark.authenticate", "spark.network.crypto.enabled")
-
-
-def unprotected_spark_rpc(settings: Mapping[str, str]) -> list[str]:
-    """Which of ``SPARK_RPC_PROTECTION`` a cluster master runs without ([] with a local master, where
-    Spark's RPC stays inside this machine's loopback).
-
-    Why it matters to kconnect: an executor-run source task's job crosses that RPC with the task's
-    channel secret and the task's Kafka client settings (its credentials), and a sink task's reads with
-    its consumer settings; without both, anyone on the path can read them, and anyone who reaches the
-    master can submit work to the executors.
-    """
-    if is_local_master(settings.get("spark.master", "local[*]")):
-        return []
-    return [key for key in SPARK_RPC_PROTECTION if settings.get(key, "false").strip().lower() != "true"]
-
-
-def channel_hosts(settings: Mapping[str, str]) -> tuple[str, str]:
-    """Where the worker listens for its executor-run tasks and the address they are given: the driver's
-    own (``spark.driver.bindAddress``, ``spark.driver.host``), which executors must reach anyway; with a
-    local master, the loopback address; else every interface and this host's name."""
-    local = is_local_master(settings.get("spark.master", "local[*]"))
-    advertised = settings.get("spark.driver.host") or ("127.0.0.1" if local else socket.getfqdn())
-    bind = settings.get("spark.driver.bindAddress") or settings.get("spark.driver.host")
-    return bind or ("127.0.0.1" if local else ""), advertised
-
-
-def source_placement(
-    configured: SourceTaskPlacement, spark_master: str, task_config: Mapping[str, str]
-) -> tuple[SourceTaskPlacement, str]:
-    """Where a source task runs (``worker`` or ``executor``, see ``spark_source``), and why when it is not
-    simply what ``source.task.placement`` says.
-
-    ``auto`` means executor with a cluster master and worker with a local one: locally the "executor" is
-    this machine anyway, and each source task would hold one of its few task slots for as long as it runs.
-    A connector with transforms keeps its tasks on the worker: the chain is a Spark plan, and a Spark task
-    has no SparkSession to run one.
-    """
-    placement, reason = configured, ""
-    if configured == SourceTaskPlacement.AUTO:
-        local = is_local_master(spark_master)
-        placement = SourceTaskPlacement.WORKER if local else SourceTaskPlacement.EXECUTOR
-        reason = f"auto, spark.master={spark_master}"
-    if placement == SourceTaskPlacement.EXECUTOR and task_config.get("transforms", "").strip():
-        return SourceTaskPlacement.WORKER, "the connector has transforms (a Spark plan, run on the worker)"
-    return placement, reason
-
-
-def python_workers_executable(settings: Mapping[str, str], environ: Mapping[str, str], default: str) -> str:
-    """The interpreter Spark's Python workers (driver side and on every executor) run with.
-
-    Spark's own precedence: ``spark.pyspark.python``, else ``PYSPARK_PYTHON``, else (kconnect's choice)
-    the worker's own interpreter, which has kconnect and confluent-kafka. Why this is needed at all: a
-    SparkContext created in-process, as kconnect's is, takes its Python executable from
-    ``PYSPARK_PYTHON`` alone (only ``spark-submit`` turns the property into that variable), so without it
-    ``spark.pyspark.python`` in worker properties, the setting a cluster whose machines keep Python
-    elsewhere needs, would silently be ignored.
-    """
-    return settings.get("spark.pyspark.python") or environ.get("PYSPARK_PYTHON") or default
-
-
-class SparkSessionHolder:
-    """Creates the worker's SparkSession on first use, once, whichever task thread asks first."""
-
-    def __init__(self, settings: Mapping[str, str]) -> None:
-        self._settings = dict(settings)
-        self._lock = threading.Lock()
-        self._session: Any = None
-        self._home: ShadowSparkHome | None = None
-        #: The directory of the scheduler pools' allocation file the worker writes (``scheduler_pools``).
-        self._pools: Path | None = None
-
-    @property
-    def started(self) -> bool:
-        """Whether the SparkSession exists yet: the lazy start is a promise (a worker that only takes part
-        in the group holds no JVM), and this is how the tests check it."""
-        return self._session is not None
-
-    def get(self) -> Any:
-        """The session, created by the first caller; the lock makes tasks that start together share one.
-
-        It runs on the calling task's thread, never the herder's, because creation takes seconds. It sets
-        ``PYSPARK_PYTHON`` first, since a SparkContext created in-process reads only that variable, and
-        ``SPARK_HOME`` where ``spark_home`` says a home of links saves Spark's Python processes compiling
-        PySpark from its zip.
-        """
-        with self._lock:
-            if self._session is None:
-                # Spark's Python workers must import kconnect: by default they run this interpreter.
-                python = python_workers_executable(self._settings, os.environ, sys.executable)
-                os.environ["PYSPARK_PYTHON"] = python
-                os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-                import pyspark
-                from pyspark.sql import SparkSession
-
-                package_home = os.path.dirname(pyspark.__file__)
-                master = self._settings.get("spark.master", "local[*]")
-                if shadows_spark_home(os.environ, master, python, sys.executable, package_home):
-                    try:
-                        self._home = ShadowSparkHome(package_home)
-                        os.environ["SPARK_HOME"] = str(self._home.path)
-                    except OSError as exc:  # a read-only temporary directory: Spark's own home then
-                        log.warning("no SPARK_HOME of links; PySpark's own is used", error=str(exc))
-
-                if "spark.scheduler.allocation.file" not in self._settings:
-                    self._pools = make_scratch_dir("kconnect-pools-")
-                    allocation = self._pools / "fairscheduler.xml"
-                    allocation.write_text(allocation_xml())
-                    self._settings["spark.scheduler.allocation.file"] = str(allocation)
-                builder = SparkSession.builder
-                for key, value in self._settings.items():
-                    builder = builder.config(key, value)
-                log.info(
-                    "starting the SparkSession", master=self._settings.get("spark.master"), python=python
-                )
-                self._session = builder.getOrCreate()
-            return self._session
-
-    def stop(self) -> None:
-        """Stop the session if one was created (at worker shutdown, once every task stopped).
-
-        The session is taken under the lock but stopped outside it, so a slow stop does not block a thread
-        that calls ``get`` meanwhile; such a call would create a new session.
-        """
-        with self._lock:
-            session, self._session = self._session, None
-            home, self._home = self._home, None
-        if session is not None:
-            session.stop()
-        with self._lock:
-            pools, self._pools = self._pools, None
-        if pools is not None:
-            shutil.rmtree(pools, ignore_errors=True)
-        if home is not None:
-            if os.environ.get("SPARK_HOME") == str(home.path):
-                del os.environ["SPARK_HOME"]
-            home.close()
 
 
 @dataclass

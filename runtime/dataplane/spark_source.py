@@ -36,13 +36,12 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from kconnect.runtime import logs
 from kconnect.runtime.dataplane.active_topics import ActiveTopics
 from kconnect.runtime.dataplane.exactly_once import ExactlyOnce
 from kconnect.runtime.dataplane.producer_pool import ProducerPool
-from kconnect.runtime.dataplane.source_hosts import SourceHosts
 from kconnect.runtime.dataplane.source_runner import SourceTaskRunner
 from kconnect.runtime.dataplane.task_channel import (
     ChannelAddress,
@@ -60,6 +59,26 @@ from kconnect.runtime.storage import offset_log
 from kconnect.runtime.storage.offset_log import OffsetState, SourceOffset
 
 log = logs.get(__name__)
+
+
+class Hosts(Protocol):
+    """Where a runner's attempts run: the worker's source hosts (``source_hosts.SourceHosts``).
+
+    A protocol rather than an import because the hosts' executor side runs this module's jobs
+    (``run_source_job``): each module would otherwise import the other.
+    """
+
+    def run(
+        self,
+        address: ChannelAddress,
+        job: Any,
+        load: Callable[[], float],
+        stop_attempt: Callable[[], None],
+        stopping: threading.Event,
+    ) -> list[str]:
+        """Run the task whose job is ``job`` on a host until it ends; how it ended."""
+        ...
+
 
 #: The longest the executor side waits for its first read of the offsets topic to its end.
 STARTUP_READ_S = 60.0
@@ -402,7 +421,7 @@ class SparkSourceRunner(TaskRunner, TaskHandler):
         job: Callable[[ChannelAddress], SourceJob],
         channel: ChannelServer,
         spark: Callable[[], Any],
-        hosts: SourceHosts,
+        hosts: Hosts,
         fence: Callable[[str], None] | None = None,
         plugin_metrics: PluginMetricsRegistry | None = None,
         on_running: Callable[[TaskId], None] | None = None,

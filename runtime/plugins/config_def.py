@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from kconnect.runtime.storage.java_json import java_double_str
+from kconnect.config.java_text import java_trim
+from kconnect.runtime.codecs.java_json import java_double_str
 
 
 class Type(enum.Enum):
@@ -105,20 +106,6 @@ class Password:
 
     def __hash__(self) -> int:
         return hash(self._value)
-
-
-def java_trim(text: str) -> str:
-    """Java's ``String.trim``: strips code points up to U+0020 only, unlike ``str.strip``.
-
-    Why: Java trims config values, names and messages this way; ``str.strip`` also strips no-break and
-    other Unicode spaces, so a value Java keeps would change. The one copy: ``config/worker.py`` calls it.
-    """
-    start, end = 0, len(text)
-    while start < end and ord(text[start]) <= 0x20:
-        start += 1
-    while end > start and ord(text[end - 1]) <= 0x20:
-        end -= 1
-    return text[start:end]
 
 
 def java_str(value: Any) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 
 from kconnect.config.config_providers import ConfigProviders
 from kconnect.config.errors import ConfigError
+from kconnect.config.java_text import java_trim
 from kconnect.config.masking import shown as printable
 from kconnect.runtime import __version__
 from kconnect.runtime.client_config import ROLES, task_clients
@@ -33,7 +34,6 @@ from kconnect.runtime.plugins.config_def import (
     NonEmptyStringWithoutControlChars,
     Type,
     java_str,
-    java_trim,
     parse_type,
 )
 from kconnect.runtime.plugins.config_infos import ConfigInfos, generate_result

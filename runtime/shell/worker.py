@@ -7,6 +7,10 @@ own: ``stores`` (internal topics), ``leader`` (the leader's round and group reco
 (connector lifecycle), ``writes`` (the cluster write API; only the leader writes the config topic, a
 follower answers ``NotLeaderError`` and the REST layer forwards), ``session_keys`` (KIP-507) and ``view``
 (the read-only views REST reads). Decisions are the herder's (``runtime/group/herder.py``).
+
+The worker's own behaviour lives in its two bases, one concept each: ``herder_loop`` (the herder thread:
+events in, membership kept, actions out) and ``actions`` (each action carried out on the part it names).
+This module assembles the parts, starts and stops them, and answers REST's reads.
 """
 
 from __future__ import annotations
@@ -14,62 +18,48 @@ from __future__ import annotations
 import queue
 import threading
 import time
-import traceback
-from dataclasses import dataclass
 
 from confluent_kafka.admin import AdminClient
 
 from kconnect.config.config_providers import worker_config_providers
-from kconnect.config.masking import masked_repr
 from kconnect.config.worker import WorkerConfig
 from kconnect.runtime import logs
 from kconnect.runtime.client_config import WorkerClients
 from kconnect.runtime.dataplane.executor import Executor, TaskListener, TaskPreparer
-from kconnect.runtime.group import group_records, protocol
+from kconnect.runtime.group import group_records
 from kconnect.runtime.group import herder as hd
 from kconnect.runtime.group.handover import WarmupSettings
-from kconnect.runtime.group.herder import Action, Herder
-from kconnect.runtime.group.learner import ActivatePreparedTask, DiscardPreparedTask, PrepareTask
-from kconnect.runtime.group.member import GroupDescription, Joined, MemberError, WorkerMember
+from kconnect.runtime.group.herder import Herder
+from kconnect.runtime.group.member import GroupDescription, MemberError, WorkerMember
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.plugins.password_keys import config_password_keys
 from kconnect.runtime.plugins.plugin_calls import PluginCalls
 from kconnect.runtime.plugins.plugin_metrics import PluginMetricsRegistry
 from kconnect.runtime.plugins.registry import PluginRegistry
 from kconnect.runtime.shell import metrics, session_keys, view
 from kconnect.runtime.shell.auto_restarts import AutoRestarts, worker_policy
 from kconnect.runtime.shell.connectors import (
-    ConnectorCallDone,
-    ConnectorCallTimedOut,
     Connectors,
-    ConnectorTaskConfigs,
+)
+from kconnect.runtime.shell.herder_loop import (
+    BEGIN_LEAVE,
+    CONFIG_MOVED,
+    GROUP_MOVED,
+    HerderLoop,
+    ReconfigureRequest,
+    RestartTask,
+    now_ms,
 )
 from kconnect.runtime.shell.leader import LeaderRound, group_configuration, new_member, reconciles
 from kconnect.runtime.shell.stores import InternalTopics, connect, startup_timeout_s
 from kconnect.runtime.shell.stores import StartupError as StartupError  # raised here; the CLI imports it
-from kconnect.runtime.shell.tasks import TaskPrepared, Tasks
+from kconnect.runtime.shell.tasks import Tasks
 from kconnect.runtime.shell.view import WorkerMetrics, WorkerView
 from kconnect.runtime.shell.writes import ClusterWrites, Forwarder
-from kconnect.runtime.storage.config_log import TargetState
-from kconnect.runtime.storage.kafka_log import KafkaLogError
 
-#: Events the herder thread handles: the config topic or the group records moved on; the worker leaves.
-_CONFIG_MOVED, _GROUP_MOVED, _BEGIN_LEAVE = object(), object(), object()
+__all__ = ["StartupError", "Worker"]
 
 
-@dataclass
-class _ReconfigureRequest:
-    connector: str
-
-
-@dataclass
-class _RestartTask:
-    """A REST task restart that reached this worker, the task's owner; the herder thread carries it out."""
-
-    task: TaskId
-
-
-class Worker:
+class Worker(HerderLoop):
     """One Connect worker: joins the group, runs what the herder decides, and serves REST's calls.
 
     ``executor`` runs the tasks (dependency injection: tests pass one that starts no Spark); by default
@@ -112,7 +102,7 @@ class Worker:
         self.log = logs.get("kconnect.worker", worker=self.worker_id)
         wid, lock, events = self.worker_id, self._lock, self._events
         self.stores = InternalTopics(
-            config, wid, lock, lambda: events.put(_CONFIG_MOVED), lambda: events.put(_GROUP_MOVED)
+            config, wid, lock, lambda: events.put(CONFIG_MOVED), lambda: events.put(GROUP_MOVED)
         )
         self.herder = Herder(wid, self.stores.snapshot())
         self.herder.coordinator_settings = hd.CoordinatorSettings(
@@ -140,7 +130,7 @@ class Worker:
             wid,
             self.url,
             generation=lambda: self.herder.group.generation,
-            request_reconfigure=lambda name: events.put(_ReconfigureRequest(name)),
+            request_reconfigure=lambda name: events.put(ReconfigureRequest(name)),
             stopping=self._stopping,
             plugin_metrics=self.plugin_metrics,
             config_providers=providers,
@@ -158,7 +148,7 @@ class Worker:
         self.session_keys = session_keys.KeyRotation(self.stores, config)
         #: Self-healing (``auto.restart.*``): told of every status this worker reports.
         self.auto_restarts = AutoRestarts(worker_policy(config), self.stores, wid)
-        self.stores.on_status_put = lambda status: self.auto_restarts.observe(status, _now_ms())
+        self.stores.on_status_put = lambda status: self.auto_restarts.observe(status, now_ms())
         self.executor.set_listener(
             TaskListener(
                 failed=lambda task, trace: self.tasks.failed(task, trace, self.herder),
@@ -218,306 +208,6 @@ class Worker:
         self._thread.start()
         self.log.info("worker started", url=self.url, group=cfg.group_id, protocol=cfg.connect_protocol)
 
-    # ======================================================================================= the loop
-
-    def _run(self) -> None:
-        logs.bind(worker=self.worker_id)
-        member = self._require_member()
-        while not self._stopping.is_set():
-            try:
-                self._tick(member)
-            except Exception as exc:  # the loop must survive anything a single tick hits
-                self.log.error("herder tick failed", error=str(exc), trace=traceback.format_exc())
-                time.sleep(0.5)
-        self._stopped.set()
-
-    def _tick(self, member: WorkerMember) -> None:
-        self.last_tick = time.monotonic()
-        self._drain_events()
-        if self._rejoin_at is not None and time.monotonic() >= self._rejoin_at:
-            self._rejoin_at = None
-            member.request_rejoin()
-        if member.need_rejoin():
-            gen, _ = member.generation()
-            with self._lock:
-                lost = gen < 0 and self.herder.group.known
-                if not self.herder.rebalancing:
-                    self.metrics.rebalance_started_at = time.monotonic()
-                actions = self.herder.on_rejoin_preparing(lost, member.last_protocol)
-            self._execute(actions)
-            if self.metrics.rebalance_started_at is None:
-                self.metrics.rebalance_started_at = time.monotonic()
-            joined = member.ensure_active(timeout_ms=1000)
-        else:
-            joined = member.poll_joined()
-        if joined is not None:
-            self._on_joined(joined)
-        self._rotate_session_key()
-        self._auto_restart()
-        member.poll_heartbeat()
-        try:
-            event = self._events.get(timeout=0.1)
-            self._events.put(event)  # handled by the next _drain_events
-        except queue.Empty:
-            pass
-
-    def _drain_events(self) -> None:
-        config_moved = group_moved = False
-        reconfigure: set[str] = set()
-        prepared: list[TaskPrepared] = []
-        while True:
-            try:
-                event = self._events.get_nowait()
-            except queue.Empty:
-                break
-            if event is _CONFIG_MOVED:
-                config_moved = True
-            elif event is _GROUP_MOVED:
-                group_moved = True
-            elif isinstance(event, _ReconfigureRequest):
-                reconfigure.add(event.connector)
-            elif event is _BEGIN_LEAVE:
-                with self._lock:
-                    actions = self.herder.begin_leave()
-                self.log.info("leaving the group: handing work over first")
-                self._execute(actions)
-            elif isinstance(event, _RestartTask):
-                with self._lock:
-                    actions = self.herder.on_restart_task(event.task)
-                self._execute(actions)
-            elif isinstance(event, ConnectorCallDone | ConnectorTaskConfigs | ConnectorCallTimedOut):
-                self._on_connector_answer(event)
-            elif isinstance(event, TaskPrepared):
-                prepared.append(event)
-        if config_moved:
-            with self._lock:
-                snapshot = self.stores.snapshot()
-                fresh = snapshot is not self.herder.snapshot
-                actions = self.herder.on_config(snapshot, self.stores.status_state()) if fresh else []
-            self._execute(actions)
-        wake = self.herder.wake_at_ms
-        if config_moved or group_moved or (wake is not None and _now_ms() >= wake):
-            self._reconcile()
-        for done in prepared:
-            self._on_task_prepared(done)
-        for name in sorted(reconfigure):
-            self.connectors.request_task_configs(name)  # answered as a ConnectorTaskConfigs event
-
-    def _on_connector_answer(
-        self, event: ConnectorCallDone | ConnectorTaskConfigs | ConnectorCallTimedOut
-    ) -> None:
-        """What a connector instance's own thread answered (or the watchdog said of it), to the herder."""
-        with self._lock:
-            if isinstance(event, ConnectorTaskConfigs):
-                actions = self.herder.on_task_configs(event.name, event.configs, event.attempt)
-            elif isinstance(event, ConnectorCallTimedOut):
-                actions = self.herder.on_connector_call_timed_out(
-                    event.name, event.attempt, event.method, event.elapsed_s, event.stack
-                )
-                if event.method == "start":
-                    self.metrics.connector_startup_failures += 1
-            else:
-                actions = self.herder.on_connector_call_done(
-                    event.name, event.attempt, event.method, event.target_state, event.trace
-                )
-                if event.method == "start" and actions and event.target_state == TargetState.STARTED:
-                    if event.trace is None:
-                        self.metrics.connector_startup_successes += 1
-                    else:
-                        self.metrics.connector_startup_failures += 1
-        self._execute(actions)
-
-    def _reconcile(self) -> None:
-        """``group.protocol=connect``: the herder coordinates (leader) and reconciles from the records."""
-        if self._records_behind and not self._catch_up_group_records():
-            return
-        with self._lock:
-            if not self.herder.group.reconciling:
-                return
-            actions = self.herder.on_group_records(self.stores.group_state(self.config.group_id), _now_ms())
-        self._execute(actions)
-
-    def _on_task_prepared(self, event: TaskPrepared) -> None:
-        """A learner's preparation ended (on its own thread): tell the herder, which says the learner is
-        ready in this member's record (from the records read to their end: a ready learner is written into
-        the current record, never an older one) or releases a failed preparation."""
-        if event.trace is None and self._records_behind and not self._catch_up_group_records():
-            self._events.put(event)  # the next tick tries again
-            return
-        with self._lock:
-            if event.trace is None:
-                group = self.stores.group_state(self.config.group_id)
-                actions = self.herder.on_task_prepared(event.task, event.attempt, group)
-            else:
-                actions = self.herder.on_task_preparation_failed(event.task, event.attempt)
-        self._execute(actions)
-
-    def _on_joined(self, joined: Joined) -> None:
-        assignment = joined.assignment
-        with self._lock:
-            catch_up = self.herder.on_assignment_received(assignment, self.stores.config_offset())
-        self._execute(catch_up)
-        with self._lock:
-            actions = self.herder.on_rebalanced(
-                joined.generation, joined.member_id, joined.protocol, assignment, self.stores.status_state()
-            )
-            group = self.herder.group
-        self.metrics.rebalance_completed(assignment.delay_ms, assignment.error == protocol.NO_ERROR)
-        logs.bind(generation=joined.generation)
-        self.log.info(
-            "rebalance completed",
-            generation=joined.generation,
-            protocol=joined.protocol,
-            leader=group.leader_id,
-            leader_url=group.leader_url,
-            connectors=sorted(assignment.connectors),
-            tasks=[str(t) for t in assignment.tasks],
-            revoked_connectors=sorted(assignment.revoked_connectors),
-            revoked_tasks=[str(t) for t in assignment.revoked_tasks],
-            delay_ms=assignment.delay_ms,
-            error=assignment.error,
-            rebalance_ms=round(self.metrics.last_rebalance_ms, 1),
-            rebalances_completed=self.metrics.rebalances_completed,
-        )
-        self._execute(actions)
-        self.leader.write_group_records(joined.generation, joined.member_id, assignment)
-        if assignment.reconcile:
-            # A leader new to the role resumes from every record the last one wrote, and from the config as
-            # read (the next drain hands the herder the newest config first, then reconciles). Should the
-            # records not be readable now, the reconcile that this event starts reads them first.
-            self._records_behind = True
-            self._catch_up_group_records()
-            self._events.put(_CONFIG_MOVED)
-        self._rotate_session_key()
-        self.started.set()
-
-    def _auto_restart(self) -> None:
-        """Self-healing, on every tick: restart the FAILED connectors and tasks run here whose restart is
-        due (``auto_restarts``), through the herder's restart path, as a user's restart of them would."""
-        with self._lock:
-            connectors, tasks = set(self.herder.running_connectors), set(self.herder.running_tasks)
-            snapshot = self.herder.snapshot
-        for key in self.auto_restarts.step(connectors, tasks, snapshot, _now_ms()):
-            with self._lock:
-                if isinstance(key, str):
-                    actions = self.herder.on_restart_connector(key)
-                else:
-                    actions = self.herder.on_restart_task(key)
-            self.log.info(
-                "auto restart",
-                entry=str(key),
-                attempts=getattr(self.auto_restarts.entry(key), "attempts", None),
-            )
-            self._execute(actions)
-
-    def _rotate_session_key(self) -> None:
-        """KIP-507, on every tick as Java's herder does: a leader writes a new session key when there is
-        none or it expired. Not only after a round: under ``group.protocol=connect`` a stable group has
-        none, and ``inter.worker.key.ttl.ms`` must still hold."""
-        with self._lock:
-            leader, group_protocol = self.herder.is_leader, self.herder.group.protocol
-        self.session_keys.tick(leader, group_protocol)
-
-    def _catch_up_group_records(self) -> bool:
-        """Read the group records to their end before the herder acts on them; True once done.
-
-        A failure (the records topic's leader moving after a broker died, longer than the read waits) must
-        not lose the reconcile that should follow a join: the worker would sit with no work until the next
-        generation. The read is retried with the next group event, which this queues.
-        """
-        try:
-            self.stores.read_group_records_to_end()
-        except KafkaLogError as exc:
-            self.log.warning(
-                "group records not read to their end; reconciling waits for them", error=str(exc)
-            )
-            time.sleep(0.5)
-            self._events.put(_GROUP_MOVED)
-            return False
-        self._records_behind = False
-        return True
-
-    # ================================================================================= action dispatch
-
-    def _execute(self, actions: list[Action]) -> None:
-        for action in actions:
-            try:
-                self._execute_one(action)
-            except Exception as exc:
-                self.log.error("action failed", action=self._printable(action), error=str(exc))
-
-    def _printable(self, action: Action) -> str:
-        """The action as its log line shows it: configs masked by key name and by the PASSWORD keys of
-        the connector's ConfigDefs, which a name such as ``aws.secret.access.key`` does not reveal. A
-        task's config is masked with its connector's keys: a connector hands its secrets to its tasks."""
-        name = _config_owner(action)
-        if name is None:
-            return masked_repr(action)
-        config = action.config if isinstance(action, hd.StartConnector) else None
-        if config is None:
-            config = self.herder.snapshot.connector_config(name)
-        return masked_repr(action, config_password_keys(self.registry, config or {}))
-
-    def _execute_one(self, action: Action) -> None:
-        gen = self.herder.group.generation
-        if isinstance(action, hd.StartConnector):
-            self.metrics.connector_startup_attempts += 1
-            self.connectors.start(action.name, action.config, action.target_state, gen, action.attempt)
-        elif isinstance(action, hd.ReportConnector):
-            self.connectors.report(action.name, action.state, action.trace, gen)
-        elif isinstance(action, hd.RequestTaskConfigs):
-            self.connectors.request_task_configs(action.name, action.attempt)
-        elif isinstance(action, hd.AbandonConnector):
-            self.connectors.abandon(action.name, action.attempt)
-        elif isinstance(action, hd.StopConnector):
-            self.connectors.stop(action.name, gen)
-        elif isinstance(action, hd.StartTask):
-            self.tasks.start(action, gen)
-        elif isinstance(action, PrepareTask):
-            self.tasks.prepare(action, self._events.put)
-        elif isinstance(action, ActivatePreparedTask):
-            self.tasks.activate(action, gen)
-        elif isinstance(action, DiscardPreparedTask):
-            self.tasks.discard(action)
-        elif isinstance(action, hd.StopTask):
-            self.tasks.stop(action, gen)
-        elif isinstance(action, hd.TransitionConnector):
-            self.connectors.transition(action.name, action.target_state, gen)
-        elif isinstance(action, hd.TransitionTask):
-            self.tasks.transition(action, gen)
-        elif isinstance(action, hd.ReportRestarting):
-            self.tasks.report_restarting(action, gen)
-        elif isinstance(action, hd.ReportUnassigned):
-            self.tasks.report_unassigned(action)
-        elif isinstance(action, hd.PublishTaskConfigs):
-            self.connectors.publish_task_configs(action.connector, [dict(c) for c in action.configs])
-        elif isinstance(action, hd.RequestRejoin):
-            self.log.info("rejoin requested", reason=action.reason, delay_ms=action.delay_ms)
-            if action.delay_ms > 0:
-                self._rejoin_at = time.monotonic() + action.delay_ms / 1000
-            else:
-                self._require_member().request_rejoin()
-        elif isinstance(action, hd.ReadyToLeave):
-            self._ready_to_leave.set()
-        elif isinstance(action, hd.ResetActiveTopics):
-            if self.config.topic_tracking_enable:
-                self.reset_active_topics(action.connector)
-        elif isinstance(action, hd.WriteGroupRecords):
-            try:
-                written = self.stores.write_changed_group_records(action.records)
-            except KafkaLogError as exc:
-                self.log.warning("could not write group records", error=str(exc))
-                with self._lock:
-                    self.herder.on_group_write_failed()
-                return
-            if action.epoch >= 0:
-                self.log.info("target installed", group_epoch=action.epoch, written=written)
-        elif isinstance(action, hd.CatchUpConfig):
-            self.stores.read_config_to_end()
-            with self._lock:
-                followers = self.herder.on_config_read(self.stores.snapshot())
-            self._execute(followers)
-
     # ====================================================================================== reads (REST)
 
     def view(self) -> WorkerView:
@@ -571,7 +261,7 @@ class Worker:
 
     def request_task_restart(self, task: TaskId) -> None:
         """Restart a task held here on the herder thread (stop, RESTARTING, start)."""
-        self._events.put(_RestartTask(task))
+        self._events.put(RestartTask(task))
 
     def describe_group(self) -> GroupDescription:
         """The group as its coordinator describes it (``GET /workers`` when the leader cannot answer)."""
@@ -597,7 +287,7 @@ class Worker:
             return
         started = time.monotonic()
         if graceful and self._thread is not None and self._thread.is_alive():
-            self._events.put(_BEGIN_LEAVE)
+            self._events.put(BEGIN_LEAVE)
             if self._ready_to_leave.wait(self.config.rebalance_timeout_ms / 1000):
                 self.log.info("work handed over", seconds=round(time.monotonic() - started, 2))
             else:
@@ -625,28 +315,7 @@ class Worker:
         member = self._member
         return member is not None and member.generation()[0] >= 0
 
-    def _require_member(self) -> WorkerMember:
-        if self._member is None:
-            raise RuntimeError("worker not started")
-        return self._member
-
-
-def _now_ms() -> int:
-    # Wall-clock time: the next leader reads a scheduled rebalance from the group records' timestamps.
-    return int(time.time() * 1000)
-
 
 def _host_port(url: str) -> str:
     rest = url.split("://", 1)[-1]
     return rest.rstrip("/")
-
-
-def _config_owner(action: Action) -> str | None:
-    """The connector whose config (or task configs) ``action`` carries; None for an action with none."""
-    if isinstance(action, hd.StartConnector):
-        return action.name
-    if isinstance(action, hd.PublishTaskConfigs):
-        return action.connector
-    if isinstance(action, hd.StartTask | PrepareTask | ActivatePreparedTask):
-        return action.task.connector
-    return None

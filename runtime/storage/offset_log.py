@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, TypeAlias
 
-from kconnect.runtime.storage import java_json
+from kconnect.runtime.codecs import java_json
 from kconnect.runtime.storage.config_log import (
     INT64_MAX,
     INT64_MIN,

@@ -21,8 +21,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, TypeAlias
 
+from kconnect.runtime.codecs import java_json
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.storage import java_json
 from kconnect.runtime.storage.config_log import (
     INT32_MAX,
     INT32_MIN,

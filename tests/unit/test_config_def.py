@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from kconnect.runtime.codecs.java_json import java_double_str
 from kconnect.runtime.plugins.config_def import (
     NO_DEFAULT,
     CaseInsensitiveValidString,
@@ -37,7 +38,6 @@ from kconnect.runtime.plugins.config_def import (
     java_trim,
     parse_type,
 )
-from kconnect.runtime.storage.java_json import java_double_str
 
 # ---- parsing
 

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kconnect.runtime.codecs.java_json import java_float_str
 from kconnect.runtime.dataplane.connect_data import (
     DATE,
     TIME,
@@ -36,7 +37,6 @@ from kconnect.runtime.dataplane.converters import (
 )
 from kconnect.runtime.dataplane.records import RAW_SCHEMA
 from kconnect.runtime.plugins.config_def import ConfigValidationError
-from kconnect.runtime.storage.java_json import java_float_str
 from tests.support.spark import local_spark
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "converters.txt"
@@ -497,7 +497,7 @@ def test_spark_decimals_up_to_15_bytes_read_exactly(spark) -> None:  # type: ign
 def test_float32_text_near_the_largest_float32() -> None:
     # Rounding to fewer digits can pass FLT_MAX (3.4025001647762064e38 to 4 digits is 3.403e38): those
     # candidates are skipped, not an OverflowError (found by the round-trip property).
-    from kconnect.runtime.storage.java_json import java_float_str
+    from kconnect.runtime.codecs.java_json import java_float_str
 
     value = struct.unpack(">f", struct.pack(">f", 3.4025001647762064e38))[0]
     text = java_float_str(value)

@@ -15,14 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kconnect.runtime.dataplane.connect_data import (
-    ConnectSchema,
-    decimal_schema,
-    from_json_value,
-    to_json_value,
-)
-from kconnect.runtime.storage import config_log as cl
-from kconnect.runtime.storage.java_json import (
+from kconnect.runtime.codecs.java_json import (
     Float32,
     JavaJsonError,
     java_double_str,
@@ -31,6 +24,13 @@ from kconnect.runtime.storage.java_json import (
     write,
     write_record,
 )
+from kconnect.runtime.dataplane.connect_data import (
+    ConnectSchema,
+    decimal_schema,
+    from_json_value,
+    to_json_value,
+)
+from kconnect.runtime.storage import config_log as cl
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "java_json.txt"
 

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kconnect.runtime.codecs.java_json import write_record
 from kconnect.runtime.storage import offset_log as ol
 from kconnect.runtime.storage.config_log import CorruptRecord
-from kconnect.runtime.storage.java_json import write_record
 from kconnect.runtime.storage.offset_log import OffsetState, SourceOffset
 
 MIXED_OFFSET = {

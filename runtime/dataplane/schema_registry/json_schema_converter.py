@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kconnect.runtime.codecs import java_json
 from kconnect.runtime.dataplane.connect_data import ConnectSchema
 from kconnect.runtime.dataplane.schema_registry.base import Reader, RegistryConverter
 from kconnect.runtime.dataplane.schema_registry.json_schema_data import (
@@ -23,7 +24,6 @@ from kconnect.runtime.dataplane.schema_registry.json_schema_data import (
     to_json_schema_value,
 )
 from kconnect.runtime.plugins.schema_registry_configs import JSON_SCHEMA_CONVERTER
-from kconnect.runtime.storage import java_json
 
 __all__ = ["JsonSchemaConverter"]
 

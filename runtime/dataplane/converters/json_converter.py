@@ -1,0 +1,346 @@
+"""Apache Kafka Connect's JsonConverter, in Java's exact bytes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    StringType,
+    StructField,
+    StructType,
+)
+
+from kconnect.runtime.codecs import java_json
+from kconnect.runtime.dataplane.connect_data import (
+    ConnectDataError,
+    ConnectSchema,
+    SchemaAndValue,
+    from_json_value,
+    schema_from_json,
+    schema_to_json,
+    to_json_value,
+)
+from kconnect.runtime.dataplane.converters.base import Converter
+from kconnect.runtime.dataplane.converters.json_columns import (
+    CORRUPT_COLUMN,
+    ENVELOPE_ERROR,
+    MALFORMED,
+    decode_json,
+    encode_json,
+    is_envelope,
+    json_read_type,
+    json_text,
+)
+from kconnect.runtime.dataplane.converters.schema_columns import (
+    derive_schema,
+    error_column,
+    with_schema,
+)
+from kconnect.runtime.plugins.config_def import ConfigDef, ConfigValidationError
+from kconnect.runtime.plugins.converter_configs import converter_config_def
+
+__all__ = ["SCHEMA_TEXT_CACHE", "JsonConverter"]
+
+
+#: How many schema objects' envelope JSON a JsonConverter keeps written (Java's ``schemas.cache.size``
+#: default).
+SCHEMA_TEXT_CACHE = 1000
+
+
+_SCHEMA_SPELLINGS = 16
+
+
+class JsonConverter(Converter):
+    """Apache Kafka Connect's JsonConverter: the ``{"schema", "payload"}`` envelope (or the bare payload
+    with ``schemas.enable=false``) in Java's exact bytes, so that Java and kconnect workers can share
+    topics."""
+
+    java_class = "org.apache.kafka.connect.json.JsonConverter"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.schemas_enable = True
+        self.decimal_numeric = False
+        self.replace_null_with_default = True
+        #: ``schema.content`` (KIP-1054), parsed: the schema every record is read with (None: each
+        #: record's envelope says).
+        self.content_schema: ConnectSchema | None = None
+        self._schema_texts: dict[int, tuple[ConnectSchema, str]] = {}
+
+    def config_def(self) -> ConfigDef:
+        """Java's JsonConverter keys: ``schemas.enable``, ``schemas.cache.size``, ``schema.content``,
+        ``decimal.format``, ``replace.null.with.default`` and ``converter.type``."""
+        return converter_config_def(self.java_class)
+
+    def _configure(self, parsed: Mapping[str, Any]) -> None:
+        self.schemas_enable = bool(parsed["schemas.enable"])
+        fmt = str(parsed["decimal.format"]).upper()
+        if fmt not in ("BASE64", "NUMERIC"):
+            raise ConfigValidationError(
+                "decimal.format",
+                parsed["decimal.format"],
+                "String must be one of (case insensitive): BASE64, NUMERIC",
+            )
+        self.decimal_numeric = fmt == "NUMERIC"
+        self.replace_null_with_default = bool(parsed["replace.null.with.default"])
+        content = parsed.get("schema.content")
+        self.content_schema = None
+        if content:
+            try:
+                self.content_schema = schema_from_json(java_json.read(str(content)))
+            except (ValueError, ConnectDataError) as exc:
+                raise ConfigValidationError(
+                    "schema.content", content, f"must be a Connect JSON schema ({exc})"
+                ) from None
+            if self.content_schema is None:
+                raise ConfigValidationError(
+                    "schema.content", content, "must be a Connect JSON schema, not null"
+                )
+
+    # -- record by record
+
+    def to_connect(self, data: bytes | None, topic: str = "") -> SchemaAndValue:
+        """One record's JSON read as Java reads it: null or empty bytes are a tombstone, and malformed text
+        or an envelope with other fields fails with Java's message."""
+        if data is None or len(data) == 0:
+            return SchemaAndValue(None, None)
+        try:
+            node = java_json.read(data, exact=True)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ConnectDataError(
+                f"Converting byte[] to Kafka Connect data failed due to serialization error: {exc}"
+            ) from None
+        if not self.schemas_enable:
+            return SchemaAndValue(None, from_json_value(None, node))
+        if self.content_schema is not None:
+            # KIP-1054: the configured schema; the record is an envelope (its payload is read) or the
+            # bare payload.
+            payload = (
+                node["payload"] if isinstance(node, dict) and set(node) == {"schema", "payload"} else node
+            )
+            value = from_json_value(
+                self.content_schema, payload, replace_null_with_default=self.replace_null_with_default
+            )
+            return SchemaAndValue(self.content_schema, value)
+        if not isinstance(node, dict) or set(node) != {"schema", "payload"}:
+            raise ConnectDataError(ENVELOPE_ERROR)
+        schema = schema_from_json(node["schema"])
+        value = from_json_value(
+            schema, node["payload"], replace_null_with_default=self.replace_null_with_default
+        )
+        return SchemaAndValue(schema, value)
+
+    def from_connect(self, value: Any, schema: ConnectSchema | None = None, topic: str = "") -> bytes | None:
+        """One value written as Java's JsonConverter writes it: a null value without a schema is a
+        tombstone (null bytes), anything else the envelope or bare payload in Java's JSON text."""
+        if schema is None and value is None:
+            return None
+        payload = to_json_value(
+            schema,
+            value,
+            decimal_numeric=self.decimal_numeric,
+            replace_null_with_default=self.replace_null_with_default,
+        )
+        if not self.schemas_enable:
+            return java_json.write(payload).encode("utf-8")
+        return f'{{"schema":{self._schema_text(schema)},"payload":{java_json.write(payload)}}}'.encode()
+
+    def _schema_text(self, schema: ConnectSchema | None) -> str:
+        """The envelope's schema JSON, written once per schema object: a source reuses one schema object
+        per table, and writing a wide schema (a Debezium envelope: ~100 nodes) for every record cost five
+        times the payload (Java's JsonConverter caches it too, ``schemas.cache.size``). Keyed by identity,
+        with the schema held so the id stays its own; the cache is emptied when it reaches its bound."""
+        if schema is None:
+            return "null"
+        cached = self._schema_texts.get(id(schema))
+        if cached is not None and cached[0] is schema:
+            return cached[1]
+        if len(self._schema_texts) >= SCHEMA_TEXT_CACHE:
+            self._schema_texts.clear()
+        text = java_json.write(schema_to_json(schema))
+        self._schema_texts[id(schema)] = (schema, text)
+        return text
+
+    # -- Spark frames
+
+    @property
+    def reads_batch(self) -> bool:
+        # Envelopes name their schema, and without schema.content it is sampled from the batch.
+        return self.schemas_enable and self.content_schema is None
+
+    def sample_schema(self, df: DataFrame, column: str) -> tuple[ConnectSchema | None, frozenset[str]]:
+        """The batch's envelope schema when none is given, and every spelling of it the batch holds.
+
+        One Spark job: the first record's schema text and the distinct texts. Producers other than Java
+        write the same schema with its keys in another order or with other spacing; each text is parsed
+        here and the ones meaning the first record's schema are accepted, so that only records naming
+        another schema are errors (one frame has one Spark type).
+        """
+        texts = (
+            df.where(F.col(column).isNotNull())
+            .select(F.get_json_object(F.col(column).cast("string"), "$.schema").alias("s"))
+            .where(F.col("s").isNotNull())
+        )
+        row = texts.agg(F.first("s"), F.slice(F.collect_set("s"), 1, _SCHEMA_SPELLINGS)).first()
+        if row is None or row[0] is None:
+            return None, frozenset()
+        parsed: list[tuple[str, ConnectSchema]] = []
+        for text in [row[0], *row[1]]:
+            try:
+                found = schema_from_json(java_json.read(text))
+            except (ValueError, ConnectDataError):
+                continue
+            if found is not None:
+                parsed.append((str(text), found))
+        if not parsed or parsed[0][0] != row[0]:
+            return None, frozenset()
+        first = parsed[0][1]
+        return first, frozenset(text for text, schema in parsed if schema == first)
+
+    def infer_schema(self, df: DataFrame, column: str) -> ConnectSchema | None:
+        """A schema for schemaless JSON, inferred over every record of the batch by Spark's JSON reader.
+
+        Opt-in: pass the result to ``to_columns`` so transforms that need a struct (InsertField, Cast,
+        ...) work on schemaless records too. Every field is optional (a record may lack it); integers
+        are int64 and other numbers float64, as Java reads schemaless numbers. The inference is one
+        more pass over the batch, in the JVM. None when no record holds a JSON value.
+        """
+        spark = df.sparkSession
+        text = F.col(column).cast("string")
+        if self.schemas_enable:
+            text = F.get_json_object(text, "$.payload")
+        wrapped = df.where(F.col(column).isNotNull() & (F.length(F.col(column)) > 0)).select(
+            F.concat(F.lit('{"p":'), text, F.lit("}")).alias("value")
+        )
+        jvm = spark._jvm
+        assert jvm is not None
+        strings = getattr(wrapped._jdf, "as")(jvm.org.apache.spark.sql.Encoders.STRING())
+        inferred = StructType.fromJson(json.loads(spark._jsparkSession.read().json(strings).schema().json()))
+        found = [f for f in inferred.fields if f.name == "p"]
+        if not found:
+            return None
+        return derive_schema(found[0].dataType, True)
+
+    def to_columns(self, df: DataFrame, column: str, schema: ConnectSchema | None = None) -> DataFrame:
+        """Typed ``column`` from JSON bytes: the envelope's payload (schemas.enable) or the plain JSON.
+
+        With ``schema`` None and schemas.enable, the schema is taken from the first record; records whose
+        envelope names another schema are errors (one frame has one Spark type). Without schemas and
+        without ``schema``, the JSON text is kept as a string column (schemaless, as Java's maps).
+        """
+        raw = F.col(column)
+        text = raw.cast("string")
+        err = error_column(column)
+        spellings: frozenset[str] = frozenset()
+        content = self.schemas_enable and self.content_schema is not None and schema is None
+        if content:
+            schema = self.content_schema
+        elif schema is None and self.schemas_enable:
+            schema, spellings = self.sample_schema(df, column)
+        if schema is None:
+            if self.schemas_enable:
+                # No record names a schema: every value is null or a schemaless envelope.
+                payload = F.get_json_object(text, "$.payload")
+                keys_ok = is_envelope(text)
+                present = raw.isNotNull() & (F.length(raw) > 0)
+                # Bytes that are not JSON at all are a serialization error, as Java reports them.
+                error = F.when(
+                    present & F.json_object_keys(F.concat(F.lit('{"p":'), text, F.lit("}"))).isNull(),
+                    F.lit(MALFORMED),
+                ).when(present & ~F.coalesce(keys_ok, F.lit(False)), F.lit(ENVELOPE_ERROR))
+                typed = F.when(error.isNull(), payload)
+            else:
+                typed = F.when(F.length(raw) > 0, text)
+                error = F.when(
+                    raw.isNotNull()
+                    & (F.length(raw) > 0)
+                    & F.json_object_keys(F.concat(F.lit('{"p":'), text, F.lit("}"))).isNull(),
+                    F.lit(MALFORMED),
+                )
+                typed = F.when(error.isNull(), typed)
+            # Both from the input frame at once: the error reads the raw bytes the typed column replaces.
+            return df.withColumns({column: typed, err: error}).withColumn(
+                column, F.col(column).alias(column, metadata={"connect.schemaless": True})
+            )
+        read_type = StructType(
+            [
+                StructField("payload", json_read_type(schema, self.decimal_numeric), True),
+                StructField(CORRUPT_COLUMN, StringType(), True),
+            ]
+        )
+        options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_COLUMN}
+        if content:
+            # KIP-1054: an envelope is read for its payload, anything else as the bare payload.
+            enveloped = is_envelope(text)
+            wrapped = F.when(F.coalesce(enveloped, F.lit(False)), text).otherwise(
+                F.concat(F.lit('{"payload":'), text, F.lit("}"))
+            )
+            keys_ok = F.lit(True)
+            schema_ok = F.lit(True)
+        elif self.schemas_enable:
+            wrapped = text
+            keys_ok = is_envelope(text)
+            expected = java_json.write(schema_to_json(schema))
+            # A schemaless envelope ("schema": null) is read with the given schema too.
+            record_schema = F.get_json_object(text, "$.schema")
+            schema_ok = record_schema.isNull() | record_schema.isin(sorted(spellings | {expected}))
+        else:
+            wrapped = F.concat(F.lit('{"payload":'), text, F.lit("}"))
+            keys_ok = F.lit(True)
+            schema_ok = F.lit(True)
+        tmp = f"__kc_parsed_{column}"
+        staged = df.withColumn(tmp, F.from_json(wrapped, read_type, options))
+        parsed = F.col(tmp)
+        present = raw.isNotNull() & (F.length(raw) > 0)
+        null_payload = parsed["payload"].isNull() & parsed[CORRUPT_COLUMN].isNull()
+        what = schema.name or schema.type
+        error = (
+            F.when(~present, F.lit(None))
+            .when(F.json_object_keys(wrapped).isNull(), F.lit(MALFORMED))
+            .when(~F.coalesce(keys_ok, F.lit(False)), F.lit(ENVELOPE_ERROR))
+            .when(
+                ~F.coalesce(schema_ok, F.lit(False)),
+                F.lit(f"Record's schema differs from this batch's schema ({what}); one frame holds one type"),
+            )
+            .when(
+                parsed[CORRUPT_COLUMN].isNotNull(),
+                F.lit(
+                    f"Converting byte[] to Kafka Connect data failed: the payload does not fit schema {what}"
+                ),
+            )
+            .when(
+                null_payload & F.lit(not schema.optional and schema.default is None),
+                F.lit(f"Invalid null value for required {schema.type.upper()} field"),
+            )
+        )
+        staged = staged.withColumn(err, error)
+        typed = F.when(F.col(err).isNull(), decode_json(parsed["payload"], schema, self.decimal_numeric))
+        return staged.withColumn(column, with_schema(typed, column, schema)).drop(tmp)
+
+    def from_column(self, c: Column, schema: ConnectSchema | None) -> Column:
+        """A typed column as Java's JSON bytes, from column expressions only: the schema text is computed
+        once for the batch and concatenated, and a null value stays null (a tombstone)."""
+        if schema is None:
+            # Schemaless: the column holds JSON text already.
+            body = c.cast("string")
+            out = (
+                F.concat(F.lit('{"schema":null,"payload":'), body, F.lit("}"))
+                if self.schemas_enable
+                else body
+            )
+            return F.when(c.isNotNull(), out.cast("binary"))
+        payload = json_text(encode_json(c, schema, self.decimal_numeric))
+        if self.schemas_enable:
+            out = F.concat(
+                F.lit('{"schema":' + java_json.write(schema_to_json(schema)) + ',"payload":'),
+                payload,
+                F.lit("}"),
+            )
+        else:
+            out = payload
+        # A null value is a tombstone: Java reads one as (null schema, null value) and writes it back as null.
+        return F.when(c.isNotNull(), out.cast("binary"))
