@@ -4,7 +4,7 @@ The config topic is shared with Apache Kafka Connect: a Java worker and a kconne
 and write the same records, so keys and values here are byte-compatible with what Connect 3.9 writes
 (``KafkaConfigBackingStore`` serialising Connect structs through its internal ``JsonConverter`` with
 ``schemas.enable=false``; Jackson 2.16 underneath). The JSON writer and reader that make that true are
-:mod:`kconnect.runtime.storage.java_json`'s, shared with the status and offset codecs and the converters.
+:mod:`kconnect.runtime.codecs.java_json`'s, shared with the status and offset codecs and the converters.
 
 Why apart from ``config_log``: this module is the format (one record, bytes in and out; the status and
 offset codecs share its limits and ``parse_json``), that one the fold of many records into the cluster-config
@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import TypeAlias
 
 from kconnect.runtime.ids import TaskId
-from kconnect.runtime.storage import java_json
+from kconnect.runtime.codecs import java_json
 
 __all__ = [
     "COMMIT_PREFIX",
@@ -100,7 +100,7 @@ class CorruptRecord(ValueError):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Reading record values (the JSON itself is runtime/storage/java_json's, byte for byte Java's)
+# Reading record values (the JSON itself is runtime/codecs/java_json's, byte for byte Java's)
 # ---------------------------------------------------------------------------------------------------
 
 
