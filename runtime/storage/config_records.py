@@ -22,8 +22,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import TypeAlias
 
-from kconnect.runtime.ids import TaskId
 from kconnect.runtime.codecs import java_json
+from kconnect.runtime.ids import TaskId
 
 __all__ = [
     "COMMIT_PREFIX",
