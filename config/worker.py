@@ -1,10 +1,10 @@
 """The typed, validated configuration of a distributed worker: :class:`WorkerConfig`.
 
 One table of :class:`~kconnect.config.worker_keys.Definition` rows (:mod:`kconnect.config.worker_keys`)
-drives everything: parsing, defaults, validation, the error messages and the reference
-(``python -m kconnect.config.worker > config/PROPERTIES.md``). Adding a key means adding one row there and
-one field here, and the documentation cannot drift from the parser. How one value is read is
-:mod:`kconnect.config.values`; REST listener URLs are :mod:`kconnect.config.listeners`.
+drives everything: parsing, defaults, validation, the error messages and the reference (the docs
+site's generated worker-properties page; ``python -m kconnect.config.worker`` prints it). Adding a key
+means adding one row there and one field here, and the documentation cannot drift from the parser. How
+one value is read is :mod:`kconnect.config.values`; REST listener URLs are :mod:`kconnect.config.listeners`.
 
 Keys, types and defaults follow Apache Kafka Connect 3.9's distributed worker wherever a key exists
 there, so an Apache worker file works unchanged; keys that are kconnect's own are marked as such in

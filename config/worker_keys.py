@@ -1,7 +1,8 @@
 """The worker's configuration keys: one :class:`Definition` row per key, and the reference made from them.
 
 One table drives parsing, defaults, validation, the error messages and the documentation
-(:func:`reference_markdown`, written to config/PROPERTIES.md). Adding a key means adding one row to the
+(:func:`reference_markdown`, from which the docs site's worker-properties page is generated). Adding a
+key means adding one row to the
 ``keys_*`` module of its concern (cluster, worker, REST, clients, kconnect's own) and one field to
 :class:`~kconnect.config.worker.WorkerConfig`, and the documentation cannot drift from the parser. Keys,
 types and defaults follow Apache Kafka Connect 3.9's distributed worker wherever a key exists there; keys
@@ -141,7 +142,7 @@ def reference_markdown() -> str:
 
 PROPERTIES_DOC_HEADER = (
     "# Worker properties\n\n"
-    "Generated from `config/worker_keys.py` (`python -m kconnect.config.worker > config/PROPERTIES.md` "
-    "rewrites it; a test keeps it in sync). Keys, types and defaults follow Apache Kafka Connect 3.9 "
+    "Generated from `config/worker_keys.py` (`python -m kconnect.config.worker` prints it; the docs "
+    "site's page is built from the same table). Keys, types and defaults follow Apache Kafka Connect 3.9 "
     "where the names match.\n\n"
 )
