@@ -115,6 +115,9 @@ class Workers:
         """Every worker answers REST and the group has a generation (kconnect) / joined (Connect)."""
 
         def in_group(w: WorkerProcess) -> bool:
+            if not w.alive():  # said at once, with its log's last line, rather than after 300 s
+                last = (w.log_text().strip().splitlines() or [""])[-1][:300]
+                raise RuntimeError(f"{w.name} exited while starting ({w.proc and w.proc.returncode}): {last}")
             try:
                 return bool((w.workers() or {}).get("generation", -1) >= 0)
             except httpx.HTTPError:
@@ -139,6 +142,16 @@ class Workers:
 
     def alive(self) -> bool:
         return all(w.alive() for w in self.kc) and all(r.alive for r in self.ref)
+
+    def exits(self) -> list[str]:
+        """Each kconnect worker that exited, with its exit status (a negative one is the signal that ended
+        it: -9 is a SIGKILL from outside, e.g. the OOM killer; -6/-11 a native crash, whose stacks
+        faulthandler wrote to its log)."""
+        return [
+            f"{w.name} exit status {w.proc.returncode}"
+            for w in self.kc
+            if w.proc is not None and w.proc.poll() is not None
+        ]
 
     def stop(self) -> None:
         for w in self.kc:
@@ -183,6 +196,28 @@ def create_pipelines(workers: Workers, bootstrap: str, work: Path, tag: str, n: 
     return pipelines
 
 
+class ExitWatch(threading.Thread):
+    """Notes when (seconds after ``start``) each worker of ``workers`` is first seen exited, to set beside
+    the kills: a worker's death under broker kills is what issue 29's bench run saw."""
+
+    def __init__(self, workers: Workers, start: float) -> None:
+        super().__init__(daemon=True, name="exit-watch")
+        self.workers, self.start_s = workers, start
+        self.seen: dict[str, str] = {}
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        while not self._halt.wait(0.5):
+            for what in self.workers.exits():
+                name = what.split(" ", 1)[0]
+                if name not in self.seen:
+                    self.seen[name] = f"{what} at +{time.time() - self.start_s:.0f}s"
+                    print(f"worker exited: {self.seen[name]}", flush=True)
+
+    def stop(self) -> None:
+        self._halt.set()
+
+
 class Chaos(threading.Thread):
     """Every ``every`` seconds SIGKILLs a node picked by ``rng`` and restarts it ``down`` seconds later."""
 
@@ -201,8 +236,11 @@ class Chaos(threading.Thread):
                 at = time.monotonic() - start
                 self.cluster.kill(node.node_id)
                 self.kills.append(f"node{node.node_id}@{at:.0f}s")
+                print(f"chaos: node {node.node_id} SIGKILLed at +{at:.0f}s", flush=True)
                 time.sleep(self.down)
-                self.cluster.restart(node.node_id, timeout=180)
+                # Started again without waiting for it to register, so that the next kill keeps its time
+                # (waiting, a slow registration on a loaded machine pushed kills up to 70 s apart).
+                self.cluster.restart(node.node_id, wait=False)
             time.sleep(max(0.0, start + self.length - time.monotonic()))
         except Exception as exc:  # reported in the row
             self.error = str(exc)[:200]
@@ -249,6 +287,8 @@ def run_one(kind: str, bootstrap: str, _pid: int | None, work: Path, args: argpa
         load_start = dn.load_average()
         chaos = Chaos(cluster, random.Random(args.seed), args.kill_every, args.down, args.chaos)
         chaos_start = time.time()
+        exit_watch = ExitWatch(workers, chaos_start)
+        exit_watch.start()
         chaos.start()
         chaos.join(args.chaos + 180)
         print(f"{label}: chaos over ({', '.join(chaos.kills)}); draining", flush=True)
@@ -263,12 +303,13 @@ def run_one(kind: str, bootstrap: str, _pid: int | None, work: Path, args: argpa
             time.sleep(0.2)
         end = time.time()
         tailer.stop()
+        exit_watch.stop()
         arrived = sum(len(a) for a in tailer.arrived)
         gap, where = longest_gap(tailer, list(feeder.written), chaos_start, end)
         return Row(
             label,
             note=(f"chaos error: {chaos.error}" if chaos.error else "")
-            + ("" if workers.alive() else " a worker exited"),
+            + "".join(f" worker exited: {what}" for what in exit_watch.seen.values()),
             written=total,
             lost=total - arrived,
             repeated=tailer.duplicates,
