@@ -225,6 +225,9 @@ class Chaos(threading.Thread):
         super().__init__(daemon=True, name="chaos")
         self.cluster, self.rng, self.every, self.down, self.length = cluster, rng, every, down, length
         self.kills: list[str] = []
+        #: Nodes found exited after a restart (a broker that could not register with the controller
+        #: quorum in time exits: seen with the machine's load average at 60-100), started again.
+        self.restarts_failed: list[str] = []
         self.error: str | None = None
 
     def run(self) -> None:
@@ -232,6 +235,12 @@ class Chaos(threading.Thread):
         try:
             while len(self.kills) * self.every < self.length:
                 time.sleep(max(0.0, start + len(self.kills) * self.every - time.monotonic()))
+                for other in self.cluster.nodes:  # one that exited after its restart is started again
+                    if not other.alive():
+                        at = time.monotonic() - start
+                        self.restarts_failed.append(f"node{other.node_id}@{at:.0f}s")
+                        print(f"chaos: node {other.node_id} had exited after its restart; again", flush=True)
+                        self.cluster.restart(other.node_id, wait=False)
                 node = self.rng.choice(self.cluster.nodes)
                 at = time.monotonic() - start
                 self.cluster.kill(node.node_id)
@@ -244,6 +253,22 @@ class Chaos(threading.Thread):
             time.sleep(max(0.0, start + self.length - time.monotonic()))
         except Exception as exc:  # reported in the row
             self.error = str(exc)[:200]
+
+
+def in_sync(bootstrap: str, pipelines: list[dn.Pipeline]) -> str:
+    """How many of the pipelines' partitions have fewer in-sync replicas than ``min.insync.replicas`` (2)
+    at the drain's end: such a partition takes no write from any producer (kconnect's or Java's), so lines
+    lost there are the cluster's state, not the workers'."""
+    try:
+        md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=15)
+    except Exception as exc:  # the report says so rather than failing
+        return f"ISR unknown ({str(exc)[:80]})"
+    short = [
+        p.topic
+        for p in pipelines
+        if p.topic in md.topics and any(len(part.isrs) < 2 for part in md.topics[p.topic].partitions.values())
+    ]
+    return f"{len(short)} of {len(pipelines)} pipeline partitions below min.insync.replicas at the end"
 
 
 def longest_gap(tailer: dn.Tailer, written: list[int], start: float, end: float) -> tuple[float, str]:
@@ -302,6 +327,7 @@ def run_one(kind: str, bootstrap: str, _pid: int | None, work: Path, args: argpa
                 break
             time.sleep(0.2)
         end = time.time()
+        isr = in_sync(bootstrap, pipelines)
         tailer.stop()
         exit_watch.stop()
         arrived = sum(len(a) for a in tailer.arrived)
@@ -309,7 +335,9 @@ def run_one(kind: str, bootstrap: str, _pid: int | None, work: Path, args: argpa
         return Row(
             label,
             note=(f"chaos error: {chaos.error}" if chaos.error else "")
-            + "".join(f" worker exited: {what}" for what in exit_watch.seen.values()),
+            + "".join(f" worker exited: {what}" for what in exit_watch.seen.values())
+            + "".join(f" node exited after its restart: {what};" for what in chaos.restarts_failed)
+            + f" {isr}",
             written=total,
             lost=total - arrived,
             repeated=tailer.duplicates,
