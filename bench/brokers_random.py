@@ -83,10 +83,6 @@ class Workers:
                         "offset.storage.replication.factor": "3",
                         "status.storage.replication.factor": "3",
                         "group.records.storage.replication.factor": "3",
-                        # Java's defaults, as the reference workers run with (the tests' 6 s / 1 s made a
-                        # coordinator failover outlast kconnect's sessions only)
-                        "session.timeout.ms": "10000",
-                        "heartbeat.interval.ms": "3000",
                         "key.converter": dp.STRING_CONVERTER,
                         "value.converter": dp.STRING_CONVERTER,
                         "offset.flush.interval.ms": dp.FLUSH_INTERVAL_MS,
