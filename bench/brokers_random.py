@@ -115,6 +115,9 @@ class Workers:
         """Every worker answers REST and the group has a generation (kconnect) / joined (Connect)."""
 
         def in_group(w: WorkerProcess) -> bool:
+            if not w.alive():  # said at once, with its log's last line, rather than after 300 s
+                last = (w.log_text().strip().splitlines() or [""])[-1][:300]
+                raise RuntimeError(f"{w.name} exited while starting ({w.proc and w.proc.returncode}): {last}")
             try:
                 return bool((w.workers() or {}).get("generation", -1) >= 0)
             except httpx.HTTPError:
@@ -139,6 +142,16 @@ class Workers:
 
     def alive(self) -> bool:
         return all(w.alive() for w in self.kc) and all(r.alive for r in self.ref)
+
+    def exits(self) -> list[str]:
+        """Each kconnect worker that exited, with its exit status (a negative one is the signal that ended
+        it: -9 is a SIGKILL from outside, e.g. the OOM killer; -6/-11 a native crash, whose stacks
+        faulthandler wrote to its log)."""
+        return [
+            f"{w.name} exit status {w.proc.returncode}"
+            for w in self.kc
+            if w.proc is not None and w.proc.poll() is not None
+        ]
 
     def stop(self) -> None:
         for w in self.kc:
@@ -183,6 +196,28 @@ def create_pipelines(workers: Workers, bootstrap: str, work: Path, tag: str, n: 
     return pipelines
 
 
+class ExitWatch(threading.Thread):
+    """Notes when (seconds after ``start``) each worker of ``workers`` is first seen exited, to set beside
+    the kills: a worker's death under broker kills is what issue 29's bench run saw."""
+
+    def __init__(self, workers: Workers, start: float) -> None:
+        super().__init__(daemon=True, name="exit-watch")
+        self.workers, self.start_s = workers, start
+        self.seen: dict[str, str] = {}
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        while not self._halt.wait(0.5):
+            for what in self.workers.exits():
+                name = what.split(" ", 1)[0]
+                if name not in self.seen:
+                    self.seen[name] = f"{what} at +{time.time() - self.start_s:.0f}s"
+                    print(f"worker exited: {self.seen[name]}", flush=True)
+
+    def stop(self) -> None:
+        self._halt.set()
+
+
 class Chaos(threading.Thread):
     """Every ``every`` seconds SIGKILLs a node picked by ``rng`` and restarts it ``down`` seconds later."""
 
@@ -190,6 +225,9 @@ class Chaos(threading.Thread):
         super().__init__(daemon=True, name="chaos")
         self.cluster, self.rng, self.every, self.down, self.length = cluster, rng, every, down, length
         self.kills: list[str] = []
+        #: Nodes found exited after a restart (a broker that could not register with the controller
+        #: quorum in time exits: seen with the machine's load average at 60-100), started again.
+        self.restarts_failed: list[str] = []
         self.error: str | None = None
 
     def run(self) -> None:
@@ -197,15 +235,40 @@ class Chaos(threading.Thread):
         try:
             while len(self.kills) * self.every < self.length:
                 time.sleep(max(0.0, start + len(self.kills) * self.every - time.monotonic()))
+                for other in self.cluster.nodes:  # one that exited after its restart is started again
+                    if not other.alive():
+                        at = time.monotonic() - start
+                        self.restarts_failed.append(f"node{other.node_id}@{at:.0f}s")
+                        print(f"chaos: node {other.node_id} had exited after its restart; again", flush=True)
+                        self.cluster.restart(other.node_id, wait=False)
                 node = self.rng.choice(self.cluster.nodes)
                 at = time.monotonic() - start
                 self.cluster.kill(node.node_id)
                 self.kills.append(f"node{node.node_id}@{at:.0f}s")
+                print(f"chaos: node {node.node_id} SIGKILLed at +{at:.0f}s", flush=True)
                 time.sleep(self.down)
-                self.cluster.restart(node.node_id, timeout=180)
+                # Started again without waiting for it to register, so that the next kill keeps its time
+                # (waiting, a slow registration on a loaded machine pushed kills up to 70 s apart).
+                self.cluster.restart(node.node_id, wait=False)
             time.sleep(max(0.0, start + self.length - time.monotonic()))
         except Exception as exc:  # reported in the row
             self.error = str(exc)[:200]
+
+
+def in_sync(bootstrap: str, pipelines: list[dn.Pipeline]) -> str:
+    """How many of the pipelines' partitions have fewer in-sync replicas than ``min.insync.replicas`` (2)
+    at the drain's end: such a partition takes no write from any producer (kconnect's or Java's), so lines
+    lost there are the cluster's state, not the workers'."""
+    try:
+        md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=15)
+    except Exception as exc:  # the report says so rather than failing
+        return f"ISR unknown ({str(exc)[:80]})"
+    short = [
+        p.topic
+        for p in pipelines
+        if p.topic in md.topics and any(len(part.isrs) < 2 for part in md.topics[p.topic].partitions.values())
+    ]
+    return f"{len(short)} of {len(pipelines)} pipeline partitions below min.insync.replicas at the end"
 
 
 def longest_gap(tailer: dn.Tailer, written: list[int], start: float, end: float) -> tuple[float, str]:
@@ -249,6 +312,8 @@ def run_one(kind: str, bootstrap: str, _pid: int | None, work: Path, args: argpa
         load_start = dn.load_average()
         chaos = Chaos(cluster, random.Random(args.seed), args.kill_every, args.down, args.chaos)
         chaos_start = time.time()
+        exit_watch = ExitWatch(workers, chaos_start)
+        exit_watch.start()
         chaos.start()
         chaos.join(args.chaos + 180)
         print(f"{label}: chaos over ({', '.join(chaos.kills)}); draining", flush=True)
@@ -262,13 +327,17 @@ def run_one(kind: str, bootstrap: str, _pid: int | None, work: Path, args: argpa
                 break
             time.sleep(0.2)
         end = time.time()
+        isr = in_sync(bootstrap, pipelines)
         tailer.stop()
+        exit_watch.stop()
         arrived = sum(len(a) for a in tailer.arrived)
         gap, where = longest_gap(tailer, list(feeder.written), chaos_start, end)
         return Row(
             label,
             note=(f"chaos error: {chaos.error}" if chaos.error else "")
-            + ("" if workers.alive() else " a worker exited"),
+            + "".join(f" worker exited: {what}" for what in exit_watch.seen.values())
+            + "".join(f" node exited after its restart: {what};" for what in chaos.restarts_failed)
+            + f" {isr}",
             written=total,
             lost=total - arrived,
             repeated=tailer.duplicates,

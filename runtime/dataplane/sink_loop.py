@@ -22,6 +22,16 @@ loop reads the same partitions the query would (``kafka_reader.assigned_partitio
 connector its round-robin share, no group rebalances), starts from the group's committed offsets (else
 ``consumer.auto.offset.reset``) and commits to the same group, so a task may move between placements and
 workers and resume where it stopped.
+
+The loop's commits go through a consumer of the task's own (its committer, never subscribed, as the
+query runner's), not the reader's admin client: librdkafka's admin requests to a group coordinator can
+abort the whole process when the coordinator's connection drops while one waits (``rd_kafka_enq_once_del_
+source_return: Assertion `eonce->refcnt > 0' failed``, librdkafka 2.16.0): a worker died so, with no Python
+line, at a broker kill in ``bench/brokers_random.py`` (issue 29), its commits timing out every 10 s on a
+coordinator that had gone. The committed offsets are still read through the reader's admin client, once
+per partition when the task starts reading it. The commits are asynchronous, as Java's WorkerSinkTask's
+``commitAsync``: a coordinator that moves or is down holds no delivery; a failed commit is made again by
+the next, and the last one, when the task stops, is waited for up to ``COMMIT_TIMEOUT_S``.
 """
 
 from __future__ import annotations
@@ -45,7 +55,6 @@ from kconnect.runtime.dataplane.errors_policy import (
 from kconnect.runtime.dataplane.kafka_reader import assigned_partitions, subscribed_topics
 from kconnect.runtime.dataplane.sink_batch import SinkPlan
 from kconnect.runtime.dataplane.sink_reader import (
-    CommitFailed,
     Inbox,
     ReadError,
     Rewound,
@@ -227,6 +236,11 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
         self._assigned_at: dict[TopicPartition, int] = {}
         #: The reader a preparation acquired (:meth:`prepare`), until the loop takes it.
         self._warm_reader: SinkReader | None = None
+        #: Asynchronous commits sent and not answered yet, when the oldest of them was sent, and whether
+        #: the last answer was a failure (the loop then commits again without waiting for new records).
+        self._commits_in_flight = 0
+        self._commit_sent_at = 0.0
+        self._commit_again = False
 
     def _acquire(self) -> SinkReader:
         topics = None if self._pattern is not None else self.topics
@@ -314,23 +328,77 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
             self._assigned_at.update({tp: o for tp, o in starts.items() if o >= 0})
             reader.assign(self._inbox, starts, rewind=True)
 
-    def _commit(self, offsets: Mapping[TopicPartition, int]) -> None:
-        assert self._reader is not None
-        started = time.monotonic()
-        self._reader.commit(self.group_id, offsets, COMMIT_TIMEOUT_S)
-        self.counters.count_offset_commit(started)
-        self._committed.update(offsets)
+    def _new_committer(self) -> Any:
+        """The task's committer (the query runner's), answering its asynchronous commits to
+        :meth:`_on_commit` when the loop polls it."""
+        from confluent_kafka import Consumer
+
+        return Consumer(
+            {
+                **self._client_conf(),
+                "group.id": self.group_id,
+                "enable.auto.commit": False,
+                "on_commit": self._on_commit,
+            }
+        )
+
+    def _committer_ready(self) -> Any:
+        if self._committer is None:
+            self._committer = self._new_committer()
+        return self._committer
 
     def _commit_durable(self, offsets: Mapping[TopicPartition, int]) -> None:
-        """A commit of durable offsets that fails (a broker down, the coordinator moving for longer than
-        ``COMMIT_TIMEOUT_S``) is logged and made again by the next one, as Java's WorkerSinkTask does:
-        the records stay delivered, and a restart would only deliver them again (at-least-once)."""
+        """Send a commit of what ``pre_commit`` says is durable and go on delivering (Java's
+        ``commitAsync``); its answer comes to :meth:`_on_commit` on a later poll of the committer."""
         from confluent_kafka import KafkaException
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+        committer = self._committer_ready()
+        if self._commits_in_flight and time.monotonic() - self._commit_sent_at < COMMIT_TIMEOUT_S:
+            # Its answer is awaited (a coordinator moving or down): this one goes once it came, or once
+            # COMMIT_TIMEOUT_S have passed, rather than a queue of them piling up behind it.
+            self._commit_again = True
+            return
         try:
-            self._commit(offsets)
-        except (KafkaException, CommitFailed, FutureTimeout) as exc:
+            committer.commit(
+                offsets=[KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()],
+                asynchronous=True,
+            )
+        except KafkaException as exc:
+            self._commit_again = True
             self.log.warning("offset commit failed; the next commit tries again", error=str(exc))
+            return
+        if self._commits_in_flight == 0:
+            self._commit_sent_at = time.monotonic()
+        self._commits_in_flight += 1
+        self._commit_again = False
+
+    def _on_commit(self, error: Any, partitions: Sequence[Any]) -> None:
+        """The answer to a commit (the committer's callback, on the task's thread): what was committed is
+        noted, a failure makes the loop commit again."""
+        self._commits_in_flight = max(0, self._commits_in_flight - 1)
+        failed = error if error is not None else next((p.error for p in partitions if p.error), None)
+        if failed is not None:
+            self._commit_again = True
+            self.log.warning("offset commit failed; the next commit tries again", error=str(failed))
+            return
+        self.counters.count_offset_commit(self._commit_sent_at)
+        self._commit_sent_at = time.monotonic()  # the next answered, if more are in flight
+        for p in partitions:
+            tp = TopicPartition(p.topic, p.partition)
+            if p.offset >= 0 and p.offset >= self._committed.get(tp, -1):
+                self._committed[tp] = p.offset
+
+    def _serve_commits(self, timeout_s: float = 0.0) -> None:
+        """Take the committer's answers (``poll`` serves its callbacks; it reads nothing, being assigned
+        no partition); with ``timeout_s``, wait up to that long for every commit sent to be answered."""
+        if self._committer is None:
+            return
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self._committer.poll(0 if timeout_s <= 0 else 0.1)
+            if timeout_s <= 0 or self._commits_in_flight == 0 or time.monotonic() >= deadline:
+                return
 
     def _wake(self) -> None:
         super()._wake()
@@ -399,13 +467,18 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
                 if self._restart.is_set():
                     continue
             caught_up = len(taken) < MAX_PUT_RECORDS
+            self._serve_commits()
+            if self._commit_again and not pending and time.monotonic() - last_commit >= COMMIT_BUSY_S:
+                self._commit_again = False  # set again if this one fails or must wait too
+                pending = True  # the last commit failed or waited: what was delivered is committed again
             if pending and (caught_up or time.monotonic() - last_commit >= COMMIT_BUSY_S):
                 self._pre_commit()
                 self._rewound()
                 pending = False
                 last_commit = time.monotonic()
-        if pending and self.failed is None and not self.fenced:
+        if (pending or self._commit_again) and self.failed is None and not self.fenced:
             self._pre_commit()  # what was put is made durable and committed before the task closes
+        self._serve_commits(COMMIT_TIMEOUT_S)
 
     def _look(self, reader: SinkReader) -> None:
         """One look of the stall watch (``stall_watch``): where the task's reading stands against where its

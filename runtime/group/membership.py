@@ -271,7 +271,8 @@ class Membership:
             if known and self._join_wanted and self._rejoin_needed and joinable:
                 times.append(self._join_retry_at)
             if self.phase is Phase.STABLE:
-                times.append(self._session_deadline() + 1)
+                if known:  # a session runs out against a coordinator; while none is known it is looked for
+                    times.append(self._session_deadline() + 1)
                 times.append(self._last_poll + self.config.rebalance_timeout_ms + 1)
                 if known and self._heartbeat_id is None:
                     times.append(self._next_heartbeat_at())
@@ -364,10 +365,16 @@ class Membership:
         if self.closed:
             return out
         if self.phase is Phase.STABLE:
-            if now_ms > self._session_deadline():
-                # No heartbeat got through for a whole session: the coordinator has dropped this member.
+            if self.coordinator is not None and now_ms > self._session_deadline():
+                # No heartbeat got through for a whole session: the coordinator is presumed gone and looked
+                # up again, the generation kept, as Java's AbstractCoordinator does ("session timed out
+                # without receiving a heartbeat response"). A coordinator's broker SIGKILLed takes longer
+                # than a session to fail over; the new coordinator loads the group with its members and
+                # their sessions, so the next heartbeat keeps this member (its tasks running), and an
+                # answer that it was dropped (unknown member, illegal generation) ends the generation then.
+                # Ending it here instead made every worker of the group drop all its work at once, which
+                # then waited scheduled.rebalance.max.delay.ms for "lost" owners (bench/brokers_random.py).
                 out.extend(self._coordinator_dead(now_ms))
-                out.extend(self._reset_generation("the session timed out without a heartbeat", keep=False))
             elif now_ms - self._last_poll > self.config.rebalance_timeout_ms:
                 out.extend(
                     self._leave_group(

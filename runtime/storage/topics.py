@@ -176,10 +176,30 @@ def wait_visible(admin: AdminClient, names: list[str], timeout_s: float) -> bool
         backoff = min(2 * backoff, 1.0)
 
 
+def _listed(admin: AdminClient, names: list[str], timeout_s: float) -> dict[str, Any]:
+    """The cluster's topics, asked again (up to ``timeout_s``) while one of ``names`` is missing.
+
+    Each ``list_topics`` may be answered by another broker, and one broker showing a new topic says
+    nothing of the next: seen on three Apache Kafka nodes (bench/brokers_random.py), a worker's
+    ``wait_visible`` saw its four new topics, the next answer came from a broker that did not know them yet
+    and the worker exited with "internal topic ... does not exist" while its peer ran on. A topic still
+    missing after ``timeout_s`` is missing (the caller says so)."""
+    deadline = time.monotonic() + timeout_s
+    backoff = 0.1
+    while True:
+        listed: dict[str, Any] = admin.list_topics(timeout=timeout_s).topics
+        pending = [n for n in names if listed.get(n) is None or listed[n].error is not None]
+        if not pending or time.monotonic() + backoff > deadline:
+            return listed
+        log.info("internal topics not in this broker's metadata yet", topics=pending)
+        time.sleep(backoff)
+        backoff = min(2 * backoff, 1.0)
+
+
 def verify_topics(admin: AdminClient, specs: list[TopicSpec], timeout_s: float = 30.0) -> None:
     """Refuse topics another tool created wrongly: the config topic must have exactly one partition and every
     internal topic a compact-only cleanup policy, as Java's worker checks at start-up."""
-    md = admin.list_topics(timeout=timeout_s).topics
+    md = _listed(admin, [s.name for s in specs], timeout_s)
     for spec in specs:
         tmd = md.get(spec.name)
         if tmd is None or tmd.error is not None:

@@ -364,12 +364,15 @@ class KafkaCluster:
     def kill(self, node_id: int) -> None:
         self.node(node_id).kill()
 
-    def restart(self, node_id: int, timeout: float = 90) -> None:
+    def restart(self, node_id: int, timeout: float = 90, *, wait: bool = True) -> None:
+        """Start the node again (SIGKILLed first if it still runs); ``wait``: until it has registered
+        (``wait_ready``), else return once its process runs (a fault schedule that must keep its times)."""
         node = self.node(node_id)
         node.kill()
         assert self._cp is not None
         node.start(self._cp)
-        self.wait_ready(timeout, nodes=[node])
+        if wait:
+            self.wait_ready(timeout, nodes=[node])
 
     def stop(self) -> None:
         for node in self.nodes:

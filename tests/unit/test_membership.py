@@ -247,7 +247,9 @@ def test_heartbeat_answers(
 # ------------------------------------------------------------------------------------ expiry
 
 
-def test_session_expiry_without_a_successful_heartbeat_loses_the_generation() -> None:
+def test_session_expiry_without_a_successful_heartbeat_looks_for_the_coordinator_again() -> None:
+    """As Java's AbstractCoordinator: the coordinator is presumed gone, the generation kept (a coordinator
+    failover takes longer than a session; the new one knows the member): no Lost, a FindCoordinator."""
     w = Member()
     w.stable()
     hb = w.heartbeat_at(3_000)
@@ -255,11 +257,29 @@ def test_session_expiry_without_a_successful_heartbeat_loses_the_generation() ->
     assert w.m.next_deadline_ms(9_000) <= 10_001
     assert w.at(10_000) == []  # exactly one session: not yet
     out = w.at(10_001)
-    assert only(out, m.Lost) == m.Lost(1, "w1", "the session timed out without a heartbeat")
-    assert w.m.generation == m.NO_GENERATION and w.m.need_rejoin and w.m.coordinator is None
-    assert requests(out) == []  # nothing is sent until the owner has released its work and rejoins
-    assert w.answer(hb.request_id, m.HeartbeatResult(m.NONE)) == []  # too late to matter
-    assert isinstance(w.m.join(w.now)[0], m.FindCoordinator)
+    assert not any(isinstance(o, m.Lost) for o in out)
+    assert w.m.generation.generation_id == 1 and w.m.generation.member_id == "w1"
+    assert w.m.coordinator is None and w.m.phase is m.Phase.STABLE and not w.m.need_rejoin
+    find = only(out, m.FindCoordinator)
+    assert w.answer(hb.request_id, m.HeartbeatResult(m.NONE)) == []  # an answer from the old one: ignored
+    assert w.at(20_000) == []  # still looking: no second session expiry, no Lost
+    w.found(find, B2)  # the new coordinator, a fresh session clock
+    hb2 = w.heartbeat_at(23_000)
+    assert hb2.coordinator == B2 and hb2.generation_id == 1 and hb2.member_id == "w1"
+    assert w.answer(hb2.request_id, m.HeartbeatResult(m.NONE)) == []
+    assert w.m.phase is m.Phase.STABLE and w.m.generation.generation_id == 1
+
+
+def test_after_session_expiry_a_coordinator_that_dropped_the_member_ends_the_generation() -> None:
+    w = Member()
+    w.stable()
+    w.heartbeat_at(3_000)
+    find = only(w.at(10_001), m.FindCoordinator)
+    w.found(find, B2)
+    hb = w.heartbeat_at(13_001)
+    out = w.answer(hb.request_id, m.HeartbeatResult(m.UNKNOWN_MEMBER_ID))
+    assert only(out, m.Lost) == m.Lost(1, "w1", "Heartbeat: unknown member id")
+    assert w.m.generation == m.NO_GENERATION and w.m.need_rejoin
 
 
 def test_successful_heartbeats_keep_the_session() -> None:
@@ -418,11 +438,12 @@ def test_a_stable_member_that_loses_its_broker_waits_between_tries() -> None:
     # The broker dies: the heartbeat's connection fails; the session then expires with no coordinator.
     out = w.m.on_failure(beat.request_id, "connection refused", 3_000, disconnect=True)
     assert w.m.coordinator is None
-    asked, _ = _outage(w, 60_000, out)
+    asked, _ = _outage(w, 50_000, out)  # within rebalance.timeout.ms (the worker is not polled here)
     gaps = [b - a for a, b in itertools.pairwise(asked)]
     assert gaps[:5] == [100, 200, 400, 800, 1000], gaps
     assert set(gaps[5:]) == {1000}, gaps
-    assert w.m.phase is m.Phase.UNJOINED and w.m.generation.generation_id == -1  # its session ran out
+    # As Java's member: no coordinator to tell it otherwise, it keeps its generation (and its work).
+    assert w.m.phase is m.Phase.STABLE and w.m.generation.generation_id == 1
 
 
 def test_a_member_joining_without_a_broker_waits_between_tries() -> None:

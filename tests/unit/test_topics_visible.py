@@ -74,3 +74,18 @@ def test_wait_visible_gives_up_after_its_timeout() -> None:
     admin = _Admin(_Metadata())
     assert not topics.wait_visible(admin, ["a"], timeout_s=0.3)  # type: ignore[arg-type]
     assert admin.calls >= 1
+
+
+def test_verify_asks_again_when_the_next_broker_does_not_know_the_topic_yet() -> None:
+    """wait_visible saw the topic on one broker; the next list_topics, from another, did not show it
+    (bench/brokers_random.py: the worker exited with "does not exist"). Verification asks again."""
+    admin = _Admin(_Metadata(), _Metadata({"a": LED}))
+    listed = topics._listed(admin, ["a"], timeout_s=5)  # type: ignore[arg-type]
+    assert "a" in listed
+    assert admin.calls == 2
+
+
+def test_a_topic_missing_past_the_timeout_is_reported_missing() -> None:
+    admin = _Admin(_Metadata())
+    assert "a" not in topics._listed(admin, ["a"], timeout_s=0.3)  # type: ignore[arg-type]
+    assert admin.calls >= 1
