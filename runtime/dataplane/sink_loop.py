@@ -342,6 +342,14 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
             }
         )
 
+    def _commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """A synchronous commit (a rewind's, ``SinkTaskContext.offset``) waits first for the answers of the
+        asynchronous commits sent before it: an answer taken after it would note the older commit's
+        higher offset as committed while the group holds the rewind's, and nothing would commit again
+        past it (the group stayed at the rewind, the task believing it had committed its end)."""
+        self._serve_commits(COMMIT_TIMEOUT_S)
+        super()._commit(offsets)
+
     def _committer_ready(self) -> Any:
         if self._committer is None:
             self._committer = self._new_committer()

@@ -166,15 +166,25 @@ def test_links_lead_the_fuzzer_to_every_operations_logic(worker: WorkerProcess, 
     # may find a scenario drawing differently from an earlier one with the same start, and stops the run
     # (Flaky); schemathesis' own runner then starts another suite, and so does this, each with its own
     # order of first steps, until the scenarios are done.
+    def reached_everything() -> bool:
+        for label, codes in per_operation.statuses.items():
+            if not (set(codes) | set(run.statuses[label])) - {404} and label not in ONLY_404:
+                return False
+        return True
+
+    # Suites go on past SCENARIOS (up to SUITES) while an operation has only answered 404: whether the
+    # links lead to, say, DELETE .../offsets on a stopped connector depends on the order hypothesis draws
+    # steps in, which the worker's state changes between runs (one clean-clone run reached it in none of
+    # 190 scenarios over two suites, the next in 6 of 150 over four).
     for suite in range(SUITES):
-        if scenarios >= SCENARIOS:
+        if scenarios >= SCENARIOS and reached_everything():
             break
         Workflow.rule_order_seed = suite
         try:
             run_state_machine_as_test(
                 Workflow,
                 settings=settings(
-                    max_examples=SCENARIOS - scenarios,
+                    max_examples=max(SCENARIOS - scenarios, SCENARIOS // 5),
                     stateful_step_count=STEPS,
                     phases=[Phase.generate],  # no shrinking: a failure's steps are in its message already
                     deadline=None,
