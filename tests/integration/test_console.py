@@ -245,9 +245,21 @@ def test_a_connectors_tasks_trace_restart_and_offsets(cluster: tuple[WorkerProce
         _open(driver, worker.url + "/ui/#/c/orders-source", "#/c/orders-source")
         _wait(driver, "document.getElementById('offsets-editor')", what="the offsets editor")
         edited = {"offsets": [{"partition": stored[0]["partition"], "offset": {"position": 7}}]}
+        # Typed as an operator would (an input event), then the page re-renders (as it does after an
+        # action): what was typed survives, and the alter sends it.
         driver.execute_script(
-            "document.getElementById('offsets-editor').value = arguments[0]", json.dumps(edited)
+            "const e = document.getElementById('offsets-editor'); e.value = arguments[0];"
+            " e.dispatchEvent(new Event('input')); e.dataset.probe = 'typed';"
+            " window.dispatchEvent(new HashChangeEvent('hashchange'));",
+            json.dumps(edited),
         )
+        _wait(
+            driver,
+            "(() => { const e = document.getElementById('offsets-editor');"
+            " return e && !e.dataset.probe && document.getElementById('offsets-alter') !== null; })()",
+            what="the re-rendered offsets editor",
+        )
+        assert json.loads(driver.execute_script("return document.getElementById('offsets-editor').value")) == edited
         browser.click(driver, "id", "offsets-alter")
         _wait(
             driver,

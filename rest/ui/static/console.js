@@ -290,6 +290,7 @@ async function showConnector(name) {
     h("td", {}, t.trace ? h("details", {}, h("summary", { text: traceHead(t.trace) }), h("pre", { text: t.trace })) : ""),
     h("td", {}, act(`Restart task ${t.id}`, () => api("POST", conn(name, "tasks", String(t.id), "restart")))))));
   const c = s.connector || {};
+  const typed = typedOffsets(name);
   fill(main, 
     h("h1", {}, name, " ", stateBadge(c.state)),
     h("p", { class: "muted" }, `${s.type || ""} connector ${cfg["connector.class"] || ""} on ${c.worker_id || "?"}`),
@@ -309,10 +310,17 @@ async function showConnector(name) {
     h("div", { id: "offsets" }, h("p", { class: "muted", text: "Loading…" })),
     h("h2", { text: "Config" }),
     h("table", { id: "config" }, h("tbody", {}, Object.keys(cfg).sort().map((k) => h("tr", {}, h("td", { class: "mono", text: k }), h("td", { class: "mono", text: cfg[k] }))))));
-  showOffsets(name, c.state);
+  showOffsets(name, c.state, typed);
 }
 
-async function showOffsets(name, state) {
+//: What the operator typed into this connector's offsets editor, or null: a re-render (the page refreshes
+//: itself after an action) must not wipe it.
+function typedOffsets(name) {
+  const editor = document.getElementById("offsets-editor");
+  return editor && editor.dataset.edited === name ? editor.value : null;
+}
+
+async function showOffsets(name, state, typed = null) {
   const box = document.getElementById("offsets");
   let offsets;
   try {
@@ -322,7 +330,9 @@ async function showOffsets(name, state) {
     return;
   }
   const rows = (offsets.offsets || []).map((o) => h("tr", {}, h("td", { class: "mono", text: JSON.stringify(o.partition) }), h("td", { class: "mono", text: JSON.stringify(o.offset) })));
-  const editor = h("textarea", { id: "offsets-editor", rows: 6, value: JSON.stringify({ offsets: offsets.offsets || [] }, null, 2) });
+  const editor = h("textarea", { id: "offsets-editor", rows: 6, value: typed !== null ? typed : JSON.stringify({ offsets: offsets.offsets || [] }, null, 2),
+    oninput: () => { editor.dataset.edited = name; } });
+  if (typed !== null) editor.dataset.edited = name;
   const write = (method, body) => async () => {
     try {
       const r = await api(method, conn(name, "offsets"), body === undefined ? undefined : body());
