@@ -132,8 +132,14 @@ def iceberg_ids(spark: SparkSession, topic: str) -> list[int]:
         raise
 
 
+def delta_committed(path: Path) -> bool:
+    """Whether the table's first commit is in: the sink creates `_delta_log` before it writes the commit
+    file into it, and a reader between the two gets DELTA_TABLE_NOT_FOUND."""
+    return any((path / "_delta_log").glob("*.json"))
+
+
 def delta_ids(spark: SparkSession, path: Path) -> list[int]:
-    if not (path / "_delta_log").is_dir():
+    if not delta_committed(path):
         return []
     return sorted(r[0] for r in spark.sql(f"SELECT id FROM delta.`{path}`").collect())
 
@@ -291,7 +297,7 @@ def test_iceberg_and_delta_sinks_exactly_once_across_kill_and_move(
                 if "TABLE_OR_VIEW_NOT_FOUND" not in str(exc):
                     raise
             path = warehouse / "delta" / "kc" / cdc
-            if (path / "_delta_log").is_dir():
+            if delta_committed(path):
                 delta_rows = [
                     tuple(r) for r in spark.sql(f"SELECT id, name FROM delta.`{path}` ORDER BY id").collect()
                 ]
