@@ -20,6 +20,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from typing import NamedTuple, TypeVar
 
+from kconnect.runtime.group import homes as home_rule
 from kconnect.runtime.group.assignor_common import (
     Frame,
     checked_names,
@@ -27,6 +28,7 @@ from kconnect.runtime.group.assignor_common import (
     java_order,
     mismatch_assignments,
 )
+from kconnect.runtime.group.group_record_types import Assigned, Home
 from kconnect.runtime.group.protocol import NO_ERROR, V1, ConnectAssignment, WorkerState
 from kconnect.runtime.ids import TaskId
 
@@ -88,6 +90,9 @@ class CooperativeState:
     #: UNASSIGNED. Empty otherwise.
     unassigned_connectors: frozenset[str] = frozenset()
     unassigned_tasks: frozenset[TaskId] = frozenset()
+    #: kconnect's, beyond Java: what workers that left gracefully ran, so that it goes back to them when
+    #: they return (``homes``).
+    homes: tuple[Home, ...] = ()
 
 
 # Java's ExponentialBackoff for successive revoking rebalances: initial 1 ms, multiplier 40, no jitter,
@@ -124,7 +129,7 @@ def _inherit_delay(
 
     "Everything" is the work of ``scope``: under ``static_assignor.static_assign``, the wildcard jobs.
     """
-    fresh = CooperativeState(previous_version=state.previous_version)
+    fresh = CooperativeState(previous_version=state.previous_version, homes=state.homes)
     if max_delay_ms <= 0:
         return fresh
     reported = [
@@ -186,6 +191,23 @@ def _level(
         i += take
     for m, load in zip(ranked, level, strict=True):
         loads[m] = load
+
+
+def _wanting(
+    staying: Sequence[str],
+    loads_c: Mapping[str, int],
+    connectors: int,
+    loads_t: Mapping[str, int],
+    tasks: int,
+    *,
+    full: bool = False,
+) -> frozenset[str]:
+    """The members below their balanced share (of connectors or of tasks); with ``full``, the others."""
+    if not staying:
+        return frozenset()
+    least_c, least_t = connectors // len(staying), tasks // len(staying)
+    short = {m for m in staying if loads_c[m] < least_c or loads_t[m] < least_t}
+    return frozenset(m for m in staying if m not in short) if full else frozenset(short)
 
 
 def _balance_revocations(total: int, order: Sequence[str], loads: Mapping[str, int]) -> dict[str, int]:
@@ -473,6 +495,15 @@ def cooperative_round(
                 fresh = [TaskId(name, n) for n in range(count) if n not in numbers]
             created_t.extend([t for t in fresh if t not in ex_t] if ex_t else fresh)
 
+    # What a member leaving gracefully runs is its home: it goes back there when the member returns.
+    homes = home_rule.left(
+        state.homes,
+        {
+            home_rule.identity(members[m]): Assigned(frozenset(owned_c[m]), frozenset(owned_t[m]))
+            for m in gone
+        },
+    )
+
     # Revocations that are not about balance: deleted and duplicated work, and all of a leaving member's.
     removed_c = deleted_c | dup_c
     removed_t = deleted_t | dup_t
@@ -555,14 +586,17 @@ def cooperative_round(
             revoking_rounds = 0
         if apply:
             # Give up the last of what the member already ran (Java string order), never what it is
-            # handed in this very round.
+            # handed in this very round; work whose home member is back and short of work goes first.
+            home_c, home_t = home_rule.homeward(
+                homes, members, _wanting(staying, loads_c, len(scope_names), loads_t, total_tasks)
+            )
             for m, k in over_c.items():
-                ordered = sorted(keep_c[m], key=java_order)
+                ordered = home_rule.give_up_order(keep_c[m], m, home_c, java_order)
                 k = min(k, len(ordered))
                 keep_c[m], gave = ordered[: len(ordered) - k], ordered[len(ordered) - k :]
                 revoke_c[m].extend(gave)
             for m, k in over_t.items():
-                ordered_t = sorted(keep_t[m], key=task_key)
+                ordered_t = home_rule.give_up_order(keep_t[m], m, home_t, task_key)
                 k = min(k, len(ordered_t))
                 keep_t[m], gave_t = ordered_t[: len(ordered_t) - k], ordered_t[len(ordered_t) - k :]
                 revoke_t[m].extend(gave_t)
@@ -572,8 +606,27 @@ def cooperative_round(
     # New work and lost work that is due: to the least loaded staying members.
     loads_c = {m: len(keep_c[m]) + len(new_c[m]) for m in staying}
     loads_t = {m: len(keep_t[m]) + len(new_t[m]) for m in staying}
-    _level(staying, loads_c, created_c + reassign_c, new_c)
-    _level(staying, loads_t, created_t + reassign_t, new_t)
+    items_c, items_t = created_c + reassign_c, created_t + reassign_t
+    if homes and staying:
+        # Work whose home member is back goes there first, up to that member's balanced share.
+        home_c, home_t = home_rule.homeward(
+            homes, members, _wanting(staying, loads_c, len(scope_names), loads_t, total_tasks)
+        )
+        items_c = home_rule.send_home(items_c, home_c, loads_c, len(scope_names) // len(staying), new_c)
+        items_t = home_rule.send_home(items_t, home_t, loads_t, total_tasks // len(staying), new_t)
+    _level(staying, loads_c, items_c, new_c)
+    _level(staying, loads_t, items_t, new_t)
+    if homes:
+        homes = home_rule.settle(
+            homes,
+            members,
+            {m: Assigned(frozenset(keep_c[m] + new_c[m]), frozenset(keep_t[m] + new_t[m])) for m in staying},
+            Assigned(
+                frozenset(c for c in connectors if dealt_c(c)),
+                frozenset(t for h in homes for t in h.assigned.tasks if dealt_t(t)),
+            ),
+            _wanting(staying, loads_c, len(scope_names), loads_t, total_tasks, full=True),
+        )
 
     moves = {m: Moves(new_c[m], new_t[m], revoke_c[m], revoke_t[m]) for m in member_ids}
 
@@ -596,5 +649,6 @@ def cooperative_round(
         delay_ms=delay,
         candidates=tuple(candidates),
         previous_version=version,
+        homes=homes,
     )
     return moves, delay, new_state

@@ -164,7 +164,7 @@ def _memory(group: GroupState, inp: CoordinatorInput, version: int, reconciled: 
     records' target is a coordinator's (``is_reconciled_target``) and the leader is not ``fresh``."""
     target, accounted = group.target, group.connectors_tasks
     if not reconciled or target is None or accounted is None:
-        return CooperativeState(previous_version=version)
+        return CooperativeState(previous_version=version, homes=target.homes if target is not None else ())
     due = scheduled_rebalance(group)
     scheduled_ms, delay_ms = (due[0], max(0, due[0] - inp.now_ms)) if due is not None else (0, 0)
     candidates = tuple(
@@ -181,6 +181,7 @@ def _memory(group: GroupState, inp: CoordinatorInput, version: int, reconciled: 
         delay_ms=delay_ms,
         candidates=candidates,
         previous_version=version,
+        homes=target.homes,
     )
 
 
@@ -352,6 +353,7 @@ def coordinate(group: GroupState | None, inp: CoordinatorInput) -> Decision:
                 )
                 for member_id in sorted(alloc)
             ),
+            memory.homes,
         )
         # The work the target accounts for: everything configured at this epoch. What no target share
         # holds is lost work held back (or static work no live worker may run).

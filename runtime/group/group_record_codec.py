@@ -55,6 +55,13 @@ target asks for) and starts its warm-up deadline, so a new leader resumes the sa
 field that does not decode is skipped with a warning and the rest of the record kept: losing a learner
 costs a warm-up, never a task.
 
+Homes (a rolling restart's work going back to the worker that ran it, issue 34) travel in tag 1 of the
+target value itself, the same way (absent when there are none, so such a record's bytes are unchanged)::
+
+    Homes: [] { Identity: string, ConnectorsTasks: [] ConnectorsTasks }
+
+A homes field that does not decode is skipped with a warning: losing it costs extra moves, never a task.
+
 Kafka's types themselves are ``runtime/storage/wire``'s; what a person reads of the folded state (``GET
 /group``, ``kconnect group describe``) is ``group_view``'s.
 
@@ -80,6 +87,7 @@ from kconnect.runtime.group.group_record_types import (
     GroupConfigurationValue,
     GroupMetadataKey,
     GroupMetadataValue,
+    Home,
     Learner,
     MemberMetadataKey,
     MemberMetadataValue,
@@ -93,6 +101,7 @@ from kconnect.runtime.ids import TaskId
 from kconnect.runtime.storage import wire
 
 __all__ = [
+    "TAG_HOMES",
     "TAG_LEARNERS",
     "VALUE_VERSION",
     "GroupRecordError",
@@ -109,6 +118,8 @@ log = logs.get(__name__)
 VALUE_VERSION = 0
 #: The tagged field holding learners, in a target member entry and in a current-assignment value.
 TAG_LEARNERS = 0
+#: The tagged field of a target value holding the homes of workers that left gracefully.
+TAG_HOMES = 1
 
 
 class GroupRecordError(ValueError):
@@ -155,6 +166,21 @@ def _learners(learners: frozenset[Learner], what: str) -> bytes:
         ]
     )
     return wire.uvarint(1) + wire.uvarint(TAG_LEARNERS) + wire.uvarint(len(entries)) + entries
+
+
+def _homes(homes: tuple[Home, ...]) -> bytes:
+    """The target value's tag section: empty without homes, else tag 1 holding them (already sorted)."""
+    if not homes:
+        return wire.NO_TAGS
+    entries = wire.compact_array(
+        [
+            wire.compact_string(h.identity, "home identity")
+            + _connectors_tasks(h.assigned, f"home of {h.identity!r}")
+            + wire.NO_TAGS
+            for h in homes
+        ]
+    )
+    return wire.uvarint(1) + wire.uvarint(TAG_HOMES) + wire.uvarint(len(entries)) + entries
 
 
 def encode_key(key: RecordKey) -> bytes:
@@ -236,11 +262,12 @@ def encode_value(value: RecordValue) -> bytes:
     """The record value: INT16 version 0, the fields in the flexible encoding, then its tag section (empty
     but for a current assignment's learners)."""
     try:
-        tags = (
-            _learners(value.learners, "current assignment")
-            if isinstance(value, CurrentMemberAssignmentValue)
-            else wire.NO_TAGS
-        )
+        if isinstance(value, CurrentMemberAssignmentValue):
+            tags = _learners(value.learners, "current assignment")
+        elif isinstance(value, TargetAssignmentValue):
+            tags = _homes(value.homes)
+        else:
+            tags = wire.NO_TAGS
         return wire.int16(VALUE_VERSION, "value version") + _encode_body(value) + tags
     except wire.WireError as exc:
         raise GroupRecordError(str(exc)) from None
@@ -303,6 +330,25 @@ def _read_learners(fields: Mapping[int, bytes], where: str) -> frozenset[Learner
         log.warning("skipping learners that do not decode", where=where, error=str(exc))
         return frozenset()
     return frozenset(learners)
+
+
+def _read_homes(fields: Mapping[int, bytes]) -> tuple[Home, ...]:
+    """The homes in tag 1 of a target value; a field that does not decode is skipped with a warning."""
+    data = fields.get(TAG_HOMES)
+    if data is None:
+        return ()
+    r = _reader(data, "homes of the target")
+    try:
+        homes = []
+        for _ in range(r.compact_count("homes", 3)):
+            identity = r.compact_string("a home identity")
+            homes.append(Home(identity, _read_assigned(r, f"home of {identity!r}")))
+            r.tags(f"home {identity!r}")
+        r.end()
+    except GroupRecordError as exc:
+        log.warning("skipping homes that do not decode", error=str(exc))
+        return ()
+    return tuple(homes)
 
 
 def decode_key(data: bytes) -> RecordKey:
@@ -372,7 +418,8 @@ def _decode_body(key: RecordKey, r: wire.Reader) -> RecordValue:
             where = f"target member {member_id!r}"
             learners = _read_learners(_tagged(r, where), where)
             members.append(TargetMember(member_id, error, target_share, version, metadata, learners))
-        return TargetAssignmentValue(epoch, tuple(members))
+        # The value's own tag section (read by decode_value for every other type) holds its homes.
+        return TargetAssignmentValue(epoch, tuple(members), _read_homes(_tagged(r, "the value")))
     if isinstance(key, CurrentMemberAssignmentKey):
         # The value's own tag section (read by decode_value for every other type) holds its learners.
         epoch = r.int32("the member epoch")
@@ -403,7 +450,7 @@ def decode_value(key: RecordKey, data: bytes) -> RecordValue:
             f"unknown value version {version} for {type(key).__name__} (known: {VALUE_VERSION})"
         )
     value = _decode_body(key, r)
-    if not isinstance(key, CurrentMemberAssignmentKey):  # that one reads its tags itself (its learners)
+    if not isinstance(key, CurrentMemberAssignmentKey | TargetAssignmentKey):  # these read their own
         r.tags("the value")
     r.end()
     return value

@@ -27,6 +27,7 @@ __all__ = [
     "GroupConfigurationValue",
     "GroupMetadataKey",
     "GroupMetadataValue",
+    "Home",
     "Learner",
     "MemberMetadataKey",
     "MemberMetadataValue",
@@ -142,11 +143,27 @@ class TargetMember:
 
 
 @dataclass(frozen=True, slots=True)
+class Home:
+    """What a worker ran when it left the group gracefully, so that it gets that work back when it
+    returns (a rolling restart moves each task away and back, and nothing else): ``identity`` is the
+    worker's ``worker.id`` or, without one, its advertised URL, the names that survive a restart."""
+
+    identity: str
+    assigned: Assigned
+
+
+@dataclass(frozen=True, slots=True)
 class TargetAssignmentValue:
     """Record type 6: what every member should run at ``assignment_epoch`` (one record, all members)."""
 
     assignment_epoch: int
     members: tuple[TargetMember, ...]
+    #: The homes of workers that left gracefully and whose work has not all gone back (tag 1 of the
+    #: value), sorted by identity.
+    homes: tuple[Home, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "homes", tuple(sorted(self.homes, key=lambda h: h.identity)))
 
 
 @dataclass(frozen=True, slots=True)

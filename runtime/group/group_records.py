@@ -20,6 +20,7 @@ from typing import Any
 
 from kconnect.runtime import logs
 from kconnect.runtime.group.group_record_codec import (
+    TAG_HOMES,
     TAG_LEARNERS,
     VALUE_VERSION,
     GroupRecordError,
@@ -41,6 +42,7 @@ from kconnect.runtime.group.group_record_types import (
     GroupConfigurationValue,
     GroupMetadataKey,
     GroupMetadataValue,
+    Home,
     Learner,
     MemberMetadataKey,
     MemberMetadataValue,
@@ -53,6 +55,7 @@ from kconnect.runtime.group.group_record_types import (
 
 __all__ = [
     "KEY_VERSIONS",
+    "TAG_HOMES",
     "TAG_LEARNERS",
     "VALUE_VERSION",
     "Assigned",
@@ -68,6 +71,7 @@ __all__ = [
     "GroupRecordError",
     "GroupRecords",
     "GroupState",
+    "Home",
     "Learner",
     "MemberMetadataKey",
     "MemberMetadataValue",

@@ -136,7 +136,7 @@ def round_records(
     )
     accounted = Assigned(state.previous_connectors, state.previous_tasks)
     records.append((ConnectorsTasksKey(group_id), ConnectorsTasksValue(generation, accounted)))
-    records.append((TargetAssignmentKey(group_id), TargetAssignmentValue(generation, target)))
+    records.append((TargetAssignmentKey(group_id), TargetAssignmentValue(generation, target, state.homes)))
     records.append((GroupConfigurationKey(group_id), GroupConfigurationValue(tuple(configuration))))
     # The group epoch last: a reader that sees it knows the records of that epoch precede it.
     records.append((GroupMetadataKey(group_id), GroupMetadataValue(generation)))
@@ -220,6 +220,7 @@ def remember(
         delay_ms=delay_ms,
         candidates=candidates,
         previous_version=previous_version,
+        homes=target.homes,
     )
 
 

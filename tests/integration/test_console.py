@@ -259,7 +259,8 @@ def test_a_connectors_tasks_trace_restart_and_offsets(cluster: tuple[WorkerProce
             " return e && !e.dataset.probe && document.getElementById('offsets-alter') !== null; })()",
             what="the re-rendered offsets editor",
         )
-        assert json.loads(driver.execute_script("return document.getElementById('offsets-editor').value")) == edited
+        typed = driver.execute_script("return document.getElementById('offsets-editor').value")
+        assert json.loads(typed) == edited
         browser.click(driver, "id", "offsets-alter")
         _wait(
             driver,

@@ -597,3 +597,52 @@ def test_a_member_that_revoked_in_time_is_not_fenced() -> None:
     assert records == [] and decision.fenced == frozenset()
     assert decision.verdicts == {"m1": (Verdict.STABLE, 2), "m2": (Verdict.STABLE, 2)}
     assert decision.wake_at_ms is None
+
+
+def test_a_rolling_restart_moves_each_task_of_the_restarted_worker_away_and_back_and_nothing_else() -> None:
+    """Issue 34: each worker in turn leaves gracefully, is gone, and comes back under a new member id with
+    the same URL. Its work goes back to it (the homes travel in the target record, so each step here reads
+    them back from the bytes, as a new leader would), and no task of another worker moves."""
+    work = {f"p{n:02d}": 2 for n in range(30)}  # 60 tasks, 30 connectors over 4 workers
+    names = ["m1", "m2", "m3", "m4"]
+    topic = settled(names, work)
+    now = NOW
+    live = {m: worker(m) for m in names}
+
+    def by_url() -> dict[str, Assigned]:
+        s = shares(topic.state)
+        return {live[m][1].url: s[m] for m in live}
+
+    def settle(members: Mapping[str, tuple[int, WorkerState]]) -> None:
+        nonlocal now
+        now += 1_000
+        step(topic, inputs(members, work, now=now))
+        for m in members:
+            topic.ack(m, now)
+        assert_disjoint(shares(topic.state))
+
+    for turn, name in enumerate(names[1:], start=2):
+        before = by_url()
+        url = live[name][1].url
+        settle({**live, name: worker(name, leaving=True)})  # SIGTERM: the graceful hand-over
+        assert shares(topic.state)[name] == A()
+        assert topic.state is not None and topic.state.target is not None
+        assert [h.identity for h in topic.state.target.homes] == [url]
+        del live[name]
+        settle(live)  # gone
+        live[f"{name}-{turn}"] = worker(name)  # back: a new member id, the same URL
+        live = dict(sorted(live.items()))
+        settle(live)
+        after = by_url()
+        owner_before = {x: u for u, a in before.items() for x in (*a.connectors, *a.tasks)}
+        owner_after = {x: u for u, a in after.items() for x in (*a.connectors, *a.tasks)}
+        moved = {x for x, u in owner_after.items() if owner_before[x] != u}
+        assert {owner_before[x] for x in moved} <= {url}, (
+            f"another worker's work moved while {name} restarted"
+        )
+        # What came back is its balanced share (30 connectors over 4: 7; 60 tasks: 15); a connector past
+        # that stays where it went.
+        assert after[url] <= before[url]
+        assert (len(after[url].connectors), len(after[url].tasks)) == (7, 15)
+    assert topic.state is not None and topic.state.target is not None
+    assert topic.state.target.homes == ()  # every worker is back with its share: nothing remembered
