@@ -16,7 +16,10 @@ from typing import Any
 
 from kconnect.connectors import debezium_format as dbz
 from kconnect.connectors import pgoutput
+from kconnect.runtime import logs
 from kconnect.runtime.plugins.api import ConnectorError
+
+log = logs.get(__name__)
 
 
 class CdcError(RuntimeError):
@@ -58,6 +61,18 @@ def replication_connect(dsn: dict[str, str], where: str) -> Any:
         ) from exc
 
 
+def _pg_type(
+    oid: Any, modifier: Any, name: Any, labels: Any, elem: Any, elem_name: Any, elem_labels: Any
+) -> dbz.PgType:
+    """A type from a catalog row: its array element and enum labels, when it has them."""
+    element = (
+        dbz.PgType(int(elem), -1, str(elem_name), None, tuple(elem_labels) if elem_labels else None)
+        if elem is not None
+        else None
+    )
+    return dbz.PgType(int(oid), int(modifier), str(name), element, tuple(labels) if labels else None)
+
+
 @dataclass(frozen=True)
 class TableInfo:
     """One captured table: where it is, its columns in pgoutput's order, and its record schemas."""
@@ -84,6 +99,19 @@ JOIN pg_type t ON t.oid = a.atttypid
 LEFT JOIN pg_type et ON et.oid = t.typelem AND t.typcategory = 'A'
 WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
 ORDER BY a.attnum
+"""
+
+_TYPE_SQL = """
+SELECT t.typname,
+       (SELECT array_agg(e.enumlabel::text ORDER BY e.enumsortorder)
+          FROM pg_enum e WHERE e.enumtypid = t.oid),
+       CASE WHEN t.typcategory = 'A' THEN t.typelem::int END,
+       et.typname,
+       (SELECT array_agg(e.enumlabel::text ORDER BY e.enumsortorder)
+          FROM pg_enum e WHERE e.enumtypid = et.oid)
+FROM pg_type t
+LEFT JOIN pg_type et ON et.oid = t.typelem AND t.typcategory = 'A'
+WHERE t.oid = %s
 """
 
 
@@ -174,19 +202,17 @@ class Catalog:
 
     # --- tables
 
-    def _load(self, oid: int, schema: str, name: str) -> TableInfo:
+    def _columns(self, oid: int) -> list[dbz.PgColumn]:
+        """The table's columns now (none when it was dropped)."""
         columns = []
         for row in self._rows(_COLUMNS_SQL, (oid,)):
             attname, typid, typmod, nullable, typname, is_pk, labels, elem, elem_name, elem_labels = row
-            element = (
-                dbz.PgType(int(elem), -1, str(elem_name), None, tuple(elem_labels) if elem_labels else None)
-                if elem is not None
-                else None
-            )
-            pg_type = dbz.PgType(
-                int(typid), int(typmod), str(typname), element, tuple(labels) if labels else None
-            )
+            pg_type = _pg_type(typid, typmod, typname, labels, elem, elem_name, elem_labels)
             columns.append(dbz.PgColumn(str(attname), pg_type, bool(nullable), bool(is_pk)))
+        return columns
+
+    def _load(self, oid: int, schema: str, name: str) -> TableInfo:
+        columns = self._columns(oid)
         info = TableInfo(
             oid, schema, name, tuple(columns), dbz.table_schemas(self._prefix, schema, name, columns)
         )
@@ -194,16 +220,53 @@ class Catalog:
         return info
 
     def relation(self, message: pgoutput.Relation) -> TableInfo:
-        """A Relation message: the table's columns now (sent before its first change and after each
-        change of its columns), so schemas evolve with ALTER TABLE."""
-        info = self._load(message.oid, message.namespace, message.name)
-        names = tuple(c.name for c in message.columns)
-        if tuple(c.name for c in info.columns) != names:
-            raise CdcError(
-                f"table {message.namespace}.{message.name} has columns {list(names)} in the stream but "
-                f"{[c.name for c in info.columns]} in the catalog (changed again since): restart the task"
+        """A Relation message: the table's columns as the stream describes them (sent before its first
+        change and after each change of its columns), so schemas evolve with ALTER TABLE.
+
+        The stream runs behind the catalog: by the time a change is decoded its table may have been
+        altered again or dropped. The message is authoritative for names, order and types (the row
+        tuples follow it); the catalog only adds what the message lacks (nullability, the primary key,
+        enum labels) for columns it still has with the same type. A column the catalog no longer knows is
+        optional, and a key column when the table's replica identity is the default (its primary key),
+        as Debezium reads a dropped table's last changes, instead of failing the task."""
+        known = {c.name: c for c in self._columns(message.oid)}
+        columns: list[dbz.PgColumn] = []
+        described = []
+        for column in message.columns:
+            current = known.get(column.name)
+            if current is not None and (current.type.oid, current.type.modifier) == (
+                column.type_oid,
+                column.type_modifier,
+            ):
+                columns.append(current)
+                continue
+            key = column.key and message.replica_identity == "d"
+            columns.append(
+                dbz.PgColumn(column.name, self._type(column.type_oid, column.type_modifier), True, key)
             )
+            described.append(column.name)
+        if described:
+            log.warning(
+                "table changed or dropped since these changes: columns taken from the stream",
+                table=f"{message.namespace}.{message.name}",
+                columns=described,
+            )
+        info = TableInfo(
+            message.oid,
+            message.namespace,
+            message.name,
+            tuple(columns),
+            dbz.table_schemas(self._prefix, message.namespace, message.name, columns),
+        )
+        self._by_oid[message.oid] = info
         return info
+
+    def _type(self, oid: int, modifier: int) -> dbz.PgType:
+        """A type by OID (name, array element, enum labels); a type dropped too reads as text."""
+        rows = self._rows(_TYPE_SQL, (oid,))
+        if not rows:
+            return dbz.PgType(oid, modifier, "text")
+        return _pg_type(oid, modifier, *rows[0])
 
     def relation_by_oid(self, oid: int) -> TableInfo:
         info = self._by_oid.get(oid)
