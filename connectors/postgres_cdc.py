@@ -653,10 +653,11 @@ class PostgresCdcSourceTask(SourceTask):
 
     def _heartbeat(self) -> SourceRecord | None:
         """Debezium's heartbeat: when nothing is pending, a record whose offset is the server's latest
-        position; once it is written the slot is confirmed up to that position. This is what lets the
-        server free WAL while the captured tables are quiet and other tables write (pgoutput sends
-        nothing for their transactions, only keepalives carrying the position). Safe: every change before
-        that position was received, and a transaction still open commits after it."""
+        position; once it is written the slot is confirmed up to that position. While the captured tables
+        are quiet and other tables write, pgoutput sends nothing for their transactions, only keepalives
+        carrying the position: the heartbeat moves the stored offset along with the slot, so the offsets
+        topic, the slot and the WAL the server keeps agree. Safe: every change before that position was
+        received, and a transaction still open commits after it."""
         interval = self.config.heartbeat_ms
         if interval <= 0 or time.monotonic() - self._last_heartbeat < interval / 1000 or self._inflight:
             return None
