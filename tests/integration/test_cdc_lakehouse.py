@@ -25,20 +25,19 @@ from pyspark.sql import SparkSession
 from kconnect.runtime.cli.broker import free_port
 from tests.integration.test_lakehouse_sinks import reader  # noqa: F401 - the module's Spark reader fixture
 from tests.support.apache_kafka import Broker
-from tests.support.cluster import WorkerProcess, wait_until, worker_properties
+from tests.support.cluster import WorkerProcess, stable_view, wait_until, worker_properties
 from tests.support.lakehouse_jars import spark_properties
 from tests.support.postgres import DATABASE, PASSWORD, USER, start_postgres
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 
-def iceberg_rows(spark: SparkSession, table: str) -> list[tuple[Any, ...]]:
-    try:
-        return [tuple(r) for r in spark.sql(f"SELECT id, name, qty FROM chk.{table} ORDER BY id").collect()]
-    except Exception as exc:
-        if "TABLE_OR_VIEW_NOT_FOUND" in str(exc):
-            return []
-        raise
+def iceberg_rows(spark: SparkSession, warehouse: Path, table: str) -> list[tuple[Any, ...]]:
+    """The table's rows by id; none before the sink created it (looked up on disk first, so the wait
+    does not fill the log with Spark's table-not-found errors)."""
+    if not (warehouse / "iceberg" / Path(*table.split(".")) / "metadata").is_dir():
+        return []
+    return [tuple(r) for r in spark.sql(f"SELECT id, name, qty FROM chk.{table} ORDER BY id").collect()]
 
 
 def test_postgres_changes_reach_iceberg_across_a_killed_worker(
@@ -123,41 +122,71 @@ def test_postgres_changes_reach_iceberg_across_a_killed_worker(
             cursor.execute("SELECT id, name, qty FROM items ORDER BY id")
             return [tuple(r) for r in cursor.fetchall()]
 
-    worker = WorkerProcess(tmp_path, props, name="pg2ice-w0", spark=True).start()
-    replacement: WorkerProcess | None = None
+    # Both workers start at once (one Spark start's wait instead of two); the one running the CDC task
+    # is SIGKILLed and the other takes its work over.
+    workers = [
+        WorkerProcess(
+            tmp_path,
+            {**props, "listeners": f"http://127.0.0.1:{free_port()}"},
+            name=f"pg2ice-w{i}",
+            spark=True,
+        )
+        for i in range(2)
+    ]
+    for w in workers:
+        w.start()
     writer = threading.Thread(target=write)
+    began = time.monotonic()
+    phases: dict[str, float] = {}
+
+    def mark(phase: str) -> None:
+        phases[phase] = round(time.monotonic() - began, 1)
+
     try:
-        wait_until(lambda: (worker.workers() or {}).get("generation", -1) >= 0, 120, "the worker to join")
+        wait_until(stable_view(workers, 2), 180, "both workers in one generation")
+        mark("workers joined")
         for name, config in (("pg-src", source), ("ice-sink", sink)):
-            resp = worker.request("POST", "/connectors", json={"name": name, "config": config})
+            resp = workers[0].request("POST", "/connectors", json={"name": name, "config": config})
             assert resp.status_code == 201, resp.text
-        wait_until(lambda: len(iceberg_rows(spark, table)) >= 40, 180, "the snapshot in Iceberg", interval=2)
+        wait_until(
+            lambda: len(iceberg_rows(spark, warehouse, table)) >= 40,
+            180,
+            "the snapshot in Iceberg",
+            interval=2,
+        )
+        mark("snapshot in Iceberg")
         writer.start()
         wait_until(lambda: written[0] >= 120, 60, "changes under way", interval=0.5)
-        worker.kill()  # SIGKILL mid-stream: the source's transaction open, the sink's batch staged
+        holder = workers[0].get("/connectors/pg-src/status").json()["tasks"][0]["worker_id"]
+        victim = next(w for w in workers if holder.endswith(f":{w.port}"))
+        survivor = next(w for w in workers if w is not victim)
+        victim.kill()  # SIGKILL mid-stream: the source's transaction open, the slot unacknowledged
+        mark("worker killed")
         at_kill = written[0]
-        replacement = WorkerProcess(tmp_path, props, name="pg2ice-w1", spark=True).start()
-        wait_until(lambda: written[0] >= at_kill + 80, 60, "changes while the worker is away", interval=0.5)
+        wait_until(lambda: written[0] >= at_kill + 80, 60, "changes while the task moves", interval=0.5)
         stop_writing.set()
         writer.join(30)
         expected = postgres_rows()
-        seen: list[Any] = []
-
-        def equal() -> bool:
-            seen[:] = [iceberg_rows(spark, table)]
-            return seen[0] == expected
-
-        wait_until(equal, 240, f"Iceberg equal to PostgreSQL ({len(expected)} rows)", interval=2)
+        wait_until(
+            lambda: iceberg_rows(spark, warehouse, table) == expected,
+            240,
+            f"Iceberg equal to PostgreSQL ({len(expected)} rows)",
+            interval=2,
+        )
+        mark("Iceberg equal")
+        moved = survivor.get("/connectors/pg-src/status").json()["tasks"][0]
+        assert moved["state"] == "RUNNING" and moved["worker_id"].endswith(f":{survivor.port}"), moved
         print(
-            f"\n{written[0] - 40} change transactions, {len(expected)} rows equal in PostgreSQL and Iceberg"
+            f"\n{written[0] - 40} change transactions, {len(expected)} rows equal in PostgreSQL and Iceberg; "
+            f"seconds: {phases}"
         )
     finally:
         stop_writing.set()
         if writer.is_alive():
             writer.join(30)
         connection.close()
-        for w in (worker, replacement):
-            if w is not None and w.alive():
+        for w in workers:
+            if w.alive():
                 w.stop(60)
-        print((replacement or worker).log_text()[-4000:])
+            print(w.name, w.log_text()[-2000:])
         pg.stop()
