@@ -553,3 +553,60 @@ def test_heartbeats_confirm_the_slot_while_the_captured_table_is_quiet(bench: Be
     offsets = bench.worker.get("/connectors/cdc-hb/offsets").json()["offsets"]
     assert int(offsets[0]["offset"]["lsn_proc"]) >= int(written)
     bench.worker.request("DELETE", "/connectors/cdc-hb")
+
+
+def test_a_slot_taken_while_reconnecting_fails_the_task_after_its_retries(bench: Bench) -> None:
+    """Never a silent stall: another client takes the slot while the task is away; the task's reopen
+    attempts meet "is active for PID", and after errors.max.retries it fails saying so."""
+    pg = bench.pg
+    pg.psql("CREATE TABLE taken_t (id int PRIMARY KEY)")
+    bench.create(
+        "cdc-taken",
+        {
+            "topic.prefix": "taken",
+            "slot.name": "kc_taken",
+            "publication.name": "kc_taken_pub",
+            "publication.autocreate.mode": "filtered",
+            "table.include.list": "public\\.taken_t",
+            "errors.max.retries": "3",
+        },
+    )
+    running(bench, "cdc-taken")
+    wait_until(
+        lambda: pg.psql("SELECT active FROM pg_replication_slots WHERE slot_name = 'kc_taken'") == [["t"]],
+        30,
+        "the task streaming",
+    )
+    thief = psycopg2.connect(
+        host="127.0.0.1",
+        port=pg.port,
+        user=USER,
+        password=PASSWORD,
+        dbname=DATABASE,
+        connection_factory=psycopg2.extras.LogicalReplicationConnection,
+    )
+    try:
+        cursor = thief.cursor()
+
+        def take() -> bool:
+            pg.psql(
+                "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
+                "WHERE slot_name = 'kc_taken' AND active"
+            )
+            try:
+                cursor.start_replication(
+                    slot_name="kc_taken",
+                    decode=False,
+                    options={"proto_version": "1", "publication_names": "kc_taken_pub"},
+                )
+            except psycopg2.OperationalError:
+                return False
+            return True
+
+        wait_until(take, 30, "the slot taken from the task", interval=0.05)
+        trace = bench.failure("cdc-taken")
+    finally:
+        thief.close()
+    assert "errors.max.retries=3 attempts to reopen it failed" in trace, trace
+    assert 'replication slot "kc_taken" is active for PID' in trace, trace
+    bench.worker.request("DELETE", "/connectors/cdc-taken")
