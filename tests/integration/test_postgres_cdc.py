@@ -4,7 +4,10 @@ the suite's Apache Kafka broker, and kconnect workers with ``exactly.once.source
 A snapshot then inserts, updates and deletes reach Kafka in Debezium's shapes, checked field by field
 (key, envelope, source block, ``op``, tombstones, REPLICA IDENTITY FULL and default, the types); a worker
 SIGKILLed while rows are being written loses and repeats none of them; wrong credentials, a server
-without ``wal_level=logical`` and a slot held by another client fail the connector naming the cause.
+without ``wal_level=logical`` and a slot held by another client fail the connector naming the cause; a
+table dropped (or altered) before its changes are decoded leaves the task streaming; a terminated
+walsender is reopened with nothing lost or repeated, and a slot taken meanwhile fails the task after
+``errors.max.retries``; heartbeats carry the server's position while the captured table is quiet.
 """
 
 from __future__ import annotations
