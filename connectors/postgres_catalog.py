@@ -10,7 +10,7 @@ REPLICATION, a slot in use, a missing publication).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,6 +59,31 @@ def replication_connect(dsn: dict[str, str], where: str) -> Any:
             f"opening a replication connection to PostgreSQL at {where} as {dsn.get('user')} failed: "
             f"{str(exc).strip()} (the user needs REPLICATION and pg_hba.conf a replication entry)"
         ) from exc
+
+
+def stream_columns(
+    message: pgoutput.Relation,
+    known: Mapping[str, dbz.PgColumn],
+    type_of: Callable[[int, int], dbz.PgType],
+) -> tuple[list[dbz.PgColumn], list[str]]:
+    """A Relation message's columns, in its order: the catalog's column where it still has one of that
+    name and type (its nullability, primary key, enum labels), else one described by the message alone
+    (optional; a key column when the replica identity is the default, the primary key), with its type
+    from ``type_of(oid, modifier)``. Also the names described by the message alone."""
+    columns: list[dbz.PgColumn] = []
+    described: list[str] = []
+    for column in message.columns:
+        current = known.get(column.name)
+        if current is not None and (current.type.oid, current.type.modifier) == (
+            column.type_oid,
+            column.type_modifier,
+        ):
+            columns.append(current)
+            continue
+        key = column.key and message.replica_identity == "d"
+        columns.append(dbz.PgColumn(column.name, type_of(column.type_oid, column.type_modifier), True, key))
+        described.append(column.name)
+    return columns, described
 
 
 def _pg_type(
@@ -230,21 +255,7 @@ class Catalog:
         optional, and a key column when the table's replica identity is the default (its primary key),
         as Debezium reads a dropped table's last changes, instead of failing the task."""
         known = {c.name: c for c in self._columns(message.oid)}
-        columns: list[dbz.PgColumn] = []
-        described = []
-        for column in message.columns:
-            current = known.get(column.name)
-            if current is not None and (current.type.oid, current.type.modifier) == (
-                column.type_oid,
-                column.type_modifier,
-            ):
-                columns.append(current)
-                continue
-            key = column.key and message.replica_identity == "d"
-            columns.append(
-                dbz.PgColumn(column.name, self._type(column.type_oid, column.type_modifier), True, key)
-            )
-            described.append(column.name)
+        columns, described = stream_columns(message, known, self._type)
         if described:
             log.warning(
                 "table changed or dropped since these changes: columns taken from the stream",
