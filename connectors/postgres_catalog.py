@@ -55,9 +55,16 @@ def replication_connect(dsn: dict[str, str], where: str) -> Any:
             **dsn, options="-c TimeZone=UTC", connection_factory=psycopg2.extras.LogicalReplicationConnection
         )
     except psycopg2.Error as exc:
+        reason = str(exc).strip()
+        # The hint only where the server's reason is about replication rights, not a server shutting down.
+        hint = (
+            " (the user needs REPLICATION and pg_hba.conf a replication entry)"
+            if "replication" in reason or "pg_hba" in reason
+            else ""
+        )
         raise ConnectorError(
             f"opening a replication connection to PostgreSQL at {where} as {dsn.get('user')} failed: "
-            f"{str(exc).strip()} (the user needs REPLICATION and pg_hba.conf a replication entry)"
+            f"{reason}{hint}"
         ) from exc
 
 
@@ -143,20 +150,34 @@ WHERE t.oid = %s
 class Catalog:
     """Catalog queries over one plain connection (autocommit, except inside the snapshot's transaction)."""
 
-    def __init__(self, connection: Any, prefix: str) -> None:
+    def __init__(self, connection: Any, prefix: str, reopen: Callable[[], Any] | None = None) -> None:
         self.connection = connection
+        #: Opens the connection again when it was lost outside a transaction (a server restart, an
+        #: administrator's pg_terminate_backend): one new connection and one retry of the statement.
+        self._reopen = reopen
         self._by_oid: dict[int, TableInfo] = {}
         self._prefix = prefix
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         import psycopg2
 
-        try:
-            with self.connection.cursor() as cursor:
-                cursor.execute(sql, tuple(params))
-                return list(cursor.fetchall()) if cursor.description is not None else []
-        except psycopg2.Error as exc:
-            raise CdcError(f"{str(exc).strip()} (statement: {' '.join(sql.split())[:200]})") from exc
+        for attempt in (1, 2):
+            try:
+                with self.connection.cursor() as cursor:
+                    cursor.execute(sql, tuple(params))
+                    return list(cursor.fetchall()) if cursor.description is not None else []
+            except (psycopg2.OperationalError, psycopg2.InterfaceError) as exc:
+                if attempt == 2 or self._reopen is None or not self.connection.autocommit:
+                    raise CdcError(f"{str(exc).strip()} (statement: {' '.join(sql.split())[:200]})") from exc
+                log.warning("catalog connection lost; reopening", error=str(exc).strip())
+                try:
+                    self.connection.close()
+                except psycopg2.Error as closing:
+                    log.debug("closing the lost catalog connection", error=str(closing))
+                self.connection = self._reopen()
+            except psycopg2.Error as exc:
+                raise CdcError(f"{str(exc).strip()} (statement: {' '.join(sql.split())[:200]})") from exc
+        raise AssertionError("unreachable")
 
     def check_logical(self) -> None:
         """wal_level and the REPLICATION attribute, with the fix in the message."""

@@ -341,7 +341,7 @@ class PostgresCdcSourceTask(SourceTask):
         self._reconnects = Reconnects(config.max_retries)
         where = f"{config.host}:{config.port}/{config.database}"
         self._conn = connect(config.dsn(), where)
-        self._catalog = catalog = Catalog(self._conn, config.prefix)
+        self._catalog = catalog = Catalog(self._conn, config.prefix, lambda: connect(config.dsn(), where))
         try:
             catalog.check_logical()
             tables = [t for t in catalog.tables() if config.captured(t)]
@@ -541,7 +541,13 @@ class PostgresCdcSourceTask(SourceTask):
             heartbeat = self._heartbeat()
             if heartbeat is not None:
                 records.append(heartbeat)
-        except (psycopg2.OperationalError, psycopg2.InterfaceError) as exc:
+        except psycopg2.Error as exc:
+            # The connection, not the request: an operational error (terminated, shut down, network) or
+            # one without an SQLSTATE (psycopg2's "no COPY in progress" once the server ended the stream).
+            if not isinstance(exc, psycopg2.OperationalError | psycopg2.InterfaceError) and exc.pgcode:
+                raise CdcError(
+                    f"streaming from slot {self.config.slot!r} failed: {str(exc).strip()}"
+                ) from exc
             self._connection_lost(str(exc).strip())
         return records or None
 
@@ -763,6 +769,8 @@ class PostgresCdcSourceTask(SourceTask):
                 self._catalog.drop_slot(self._config.slot)
             except CdcError as exc:
                 log.warning("dropping the slot failed", error=str(exc))
+        if self._catalog is not None:
+            self._conn = self._catalog.connection  # reopened after a loss, perhaps
         if self._conn is not None:
             self._conn.close()
             self._conn = None

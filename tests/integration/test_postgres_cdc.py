@@ -613,3 +613,36 @@ def test_a_slot_taken_while_reconnecting_fails_the_task_after_its_retries(bench:
     assert "errors.max.retries=3 attempts to reopen it failed" in trace, trace
     assert 'replication slot "kc_taken" is active for PID' in trace, trace
     bench.worker.request("DELETE", "/connectors/cdc-taken")
+
+
+def test_a_server_restart_is_survived_losing_and_repeating_nothing(bench: Bench) -> None:
+    """Every connection drops (the walsender and the catalog's): the task reconnects with backoff while
+    the server is down and resumes after the last change it handed out."""
+    pg = bench.pg
+    pg.psql("CREATE TABLE restart_t (id int PRIMARY KEY)")
+    bench.create(
+        "cdc-restart",
+        {
+            "topic.prefix": "restart",
+            "slot.name": "kc_restart",
+            "publication.name": "kc_restart_pub",
+            "publication.autocreate.mode": "filtered",
+            "table.include.list": "public\\.restart_t",
+        },
+    )
+    running(bench, "cdc-restart")
+    reader = Reader(bench.broker.bootstrap, ["restart.public.restart_t"])
+    try:
+        pg.psql("INSERT INTO restart_t SELECT generate_series(0, 49)")
+        reader.until(50, 60)
+        pg.restart()
+        pg.psql("INSERT INTO restart_t SELECT generate_series(50, 99)")
+        records = reader.until(100, 90)
+        records = reader.settle(2)
+    finally:
+        reader.close()
+    ids = Counter(v["payload"]["after"]["id"] for _, _, v in records if v is not None)
+    assert sorted(ids) == list(range(100)) and max(ids.values()) == 1, ids
+    assert bench.status("cdc-restart")["tasks"][0]["state"] == "RUNNING"
+    assert "replication connection lost; reconnecting" in bench.worker.log_text()
+    bench.worker.request("DELETE", "/connectors/cdc-restart")
