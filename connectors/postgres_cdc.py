@@ -19,7 +19,9 @@ snapshotting). A restarted task skips every change at or before the stored (comm
 nothing repeats; the slot is acknowledged (``send_feedback``) only up to transactions whose every record
 the runtime reported written (``commit_record``: after Kafka acknowledged it, or after its transaction
 committed with ``exactly.once.source.support=enabled``), so nothing is lost. A lost replication
-connection is opened again and resumes after the last record handed to the runtime.
+connection is opened again (at once, then after doubling waits; the task fails naming the cause after
+``errors.max.retries`` attempts, ``postgres_reconnect``) and resumes after the last record handed to the
+runtime.
 
 Metric (KIP-877): ``slot-retained-wal-bytes``, the WAL the slot keeps on the server.
 """
