@@ -10,13 +10,16 @@ REPLICATION, a slot in use, a missing publication).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kconnect.connectors import debezium_format as dbz
 from kconnect.connectors import pgoutput
+from kconnect.runtime import logs
 from kconnect.runtime.plugins.api import ConnectorError
+
+log = logs.get(__name__)
 
 
 class CdcError(RuntimeError):
@@ -52,10 +55,54 @@ def replication_connect(dsn: dict[str, str], where: str) -> Any:
             **dsn, options="-c TimeZone=UTC", connection_factory=psycopg2.extras.LogicalReplicationConnection
         )
     except psycopg2.Error as exc:
+        reason = str(exc).strip()
+        # The hint only where the server's reason is about replication rights, not a server shutting down.
+        hint = (
+            " (the user needs REPLICATION and pg_hba.conf a replication entry)"
+            if "replication" in reason or "pg_hba" in reason
+            else ""
+        )
         raise ConnectorError(
             f"opening a replication connection to PostgreSQL at {where} as {dsn.get('user')} failed: "
-            f"{str(exc).strip()} (the user needs REPLICATION and pg_hba.conf a replication entry)"
+            f"{reason}{hint}"
         ) from exc
+
+
+def stream_columns(
+    message: pgoutput.Relation,
+    known: Mapping[str, dbz.PgColumn],
+    type_of: Callable[[int, int], dbz.PgType],
+) -> tuple[list[dbz.PgColumn], list[str]]:
+    """A Relation message's columns, in its order: the catalog's column where it still has one of that
+    name and type (its nullability, primary key, enum labels), else one described by the message alone
+    (optional; a key column when the replica identity is the default, the primary key), with its type
+    from ``type_of(oid, modifier)``. Also the names described by the message alone."""
+    columns: list[dbz.PgColumn] = []
+    described: list[str] = []
+    for column in message.columns:
+        current = known.get(column.name)
+        if current is not None and (current.type.oid, current.type.modifier) == (
+            column.type_oid,
+            column.type_modifier,
+        ):
+            columns.append(current)
+            continue
+        key = column.key and message.replica_identity == "d"
+        columns.append(dbz.PgColumn(column.name, type_of(column.type_oid, column.type_modifier), True, key))
+        described.append(column.name)
+    return columns, described
+
+
+def _pg_type(
+    oid: Any, modifier: Any, name: Any, labels: Any, elem: Any, elem_name: Any, elem_labels: Any
+) -> dbz.PgType:
+    """A type from a catalog row: its array element and enum labels, when it has them."""
+    element = (
+        dbz.PgType(int(elem), -1, str(elem_name), None, tuple(elem_labels) if elem_labels else None)
+        if elem is not None
+        else None
+    )
+    return dbz.PgType(int(oid), int(modifier), str(name), element, tuple(labels) if labels else None)
 
 
 @dataclass(frozen=True)
@@ -86,24 +133,51 @@ WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated
 ORDER BY a.attnum
 """
 
+_TYPE_SQL = """
+SELECT t.typname,
+       (SELECT array_agg(e.enumlabel::text ORDER BY e.enumsortorder)
+          FROM pg_enum e WHERE e.enumtypid = t.oid),
+       CASE WHEN t.typcategory = 'A' THEN t.typelem::int END,
+       et.typname,
+       (SELECT array_agg(e.enumlabel::text ORDER BY e.enumsortorder)
+          FROM pg_enum e WHERE e.enumtypid = et.oid)
+FROM pg_type t
+LEFT JOIN pg_type et ON et.oid = t.typelem AND t.typcategory = 'A'
+WHERE t.oid = %s
+"""
+
 
 class Catalog:
     """Catalog queries over one plain connection (autocommit, except inside the snapshot's transaction)."""
 
-    def __init__(self, connection: Any, prefix: str) -> None:
+    def __init__(self, connection: Any, prefix: str, reopen: Callable[[], Any] | None = None) -> None:
         self.connection = connection
+        #: Opens the connection again when it was lost outside a transaction (a server restart, an
+        #: administrator's pg_terminate_backend): one new connection and one retry of the statement.
+        self._reopen = reopen
         self._by_oid: dict[int, TableInfo] = {}
         self._prefix = prefix
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         import psycopg2
 
-        try:
-            with self.connection.cursor() as cursor:
-                cursor.execute(sql, tuple(params))
-                return list(cursor.fetchall()) if cursor.description is not None else []
-        except psycopg2.Error as exc:
-            raise CdcError(f"{str(exc).strip()} (statement: {' '.join(sql.split())[:200]})") from exc
+        for attempt in (1, 2):
+            try:
+                with self.connection.cursor() as cursor:
+                    cursor.execute(sql, tuple(params))
+                    return list(cursor.fetchall()) if cursor.description is not None else []
+            except (psycopg2.OperationalError, psycopg2.InterfaceError) as exc:
+                if attempt == 2 or self._reopen is None or not self.connection.autocommit:
+                    raise CdcError(f"{str(exc).strip()} (statement: {' '.join(sql.split())[:200]})") from exc
+                log.warning("catalog connection lost; reopening", error=str(exc).strip())
+                try:
+                    self.connection.close()
+                except psycopg2.Error as closing:
+                    log.debug("closing the lost catalog connection", error=str(closing))
+                self.connection = self._reopen()
+            except psycopg2.Error as exc:
+                raise CdcError(f"{str(exc).strip()} (statement: {' '.join(sql.split())[:200]})") from exc
+        raise AssertionError("unreachable")
 
     def check_logical(self) -> None:
         """wal_level and the REPLICATION attribute, with the fix in the message."""
@@ -174,19 +248,17 @@ class Catalog:
 
     # --- tables
 
-    def _load(self, oid: int, schema: str, name: str) -> TableInfo:
+    def _columns(self, oid: int) -> list[dbz.PgColumn]:
+        """The table's columns now (none when it was dropped)."""
         columns = []
         for row in self._rows(_COLUMNS_SQL, (oid,)):
             attname, typid, typmod, nullable, typname, is_pk, labels, elem, elem_name, elem_labels = row
-            element = (
-                dbz.PgType(int(elem), -1, str(elem_name), None, tuple(elem_labels) if elem_labels else None)
-                if elem is not None
-                else None
-            )
-            pg_type = dbz.PgType(
-                int(typid), int(typmod), str(typname), element, tuple(labels) if labels else None
-            )
+            pg_type = _pg_type(typid, typmod, typname, labels, elem, elem_name, elem_labels)
             columns.append(dbz.PgColumn(str(attname), pg_type, bool(nullable), bool(is_pk)))
+        return columns
+
+    def _load(self, oid: int, schema: str, name: str) -> TableInfo:
+        columns = self._columns(oid)
         info = TableInfo(
             oid, schema, name, tuple(columns), dbz.table_schemas(self._prefix, schema, name, columns)
         )
@@ -194,16 +266,39 @@ class Catalog:
         return info
 
     def relation(self, message: pgoutput.Relation) -> TableInfo:
-        """A Relation message: the table's columns now (sent before its first change and after each
-        change of its columns), so schemas evolve with ALTER TABLE."""
-        info = self._load(message.oid, message.namespace, message.name)
-        names = tuple(c.name for c in message.columns)
-        if tuple(c.name for c in info.columns) != names:
-            raise CdcError(
-                f"table {message.namespace}.{message.name} has columns {list(names)} in the stream but "
-                f"{[c.name for c in info.columns]} in the catalog (changed again since): restart the task"
+        """A Relation message: the table's columns as the stream describes them (sent before its first
+        change and after each change of its columns), so schemas evolve with ALTER TABLE.
+
+        The stream runs behind the catalog: by the time a change is decoded its table may have been
+        altered again or dropped. The message is authoritative for names, order and types (the row
+        tuples follow it); the catalog only adds what the message lacks (nullability, the primary key,
+        enum labels) for columns it still has with the same type. A column the catalog no longer knows is
+        optional, and a key column when the table's replica identity is the default (its primary key),
+        as Debezium reads a dropped table's last changes, instead of failing the task."""
+        known = {c.name: c for c in self._columns(message.oid)}
+        columns, described = stream_columns(message, known, self._type)
+        if described:
+            log.warning(
+                "table changed or dropped since these changes: columns taken from the stream",
+                table=f"{message.namespace}.{message.name}",
+                columns=described,
             )
+        info = TableInfo(
+            message.oid,
+            message.namespace,
+            message.name,
+            tuple(columns),
+            dbz.table_schemas(self._prefix, message.namespace, message.name, columns),
+        )
+        self._by_oid[message.oid] = info
         return info
+
+    def _type(self, oid: int, modifier: int) -> dbz.PgType:
+        """A type by OID (name, array element, enum labels); a type dropped too reads as text."""
+        rows = self._rows(_TYPE_SQL, (oid,))
+        if not rows:
+            return dbz.PgType(oid, modifier, "text")
+        return _pg_type(oid, modifier, *rows[0])
 
     def relation_by_oid(self, oid: int) -> TableInfo:
         info = self._by_oid.get(oid)

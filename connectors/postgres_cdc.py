@@ -19,7 +19,9 @@ snapshotting). A restarted task skips every change at or before the stored (comm
 nothing repeats; the slot is acknowledged (``send_feedback``) only up to transactions whose every record
 the runtime reported written (``commit_record``: after Kafka acknowledged it, or after its transaction
 committed with ``exactly.once.source.support=enabled``), so nothing is lost. A lost replication
-connection is opened again and resumes after the last record handed to the runtime.
+connection is opened again (at once, then after doubling waits; the task fails naming the cause after
+``errors.max.retries`` attempts, ``postgres_reconnect``) and resumes after the last record handed to the
+runtime.
 
 Metric (KIP-877): ``slot-retained-wal-bytes``, the WAL the slot keeps on the server.
 """
@@ -38,6 +40,7 @@ from typing import Any, ClassVar
 from kconnect.connectors import debezium_format as dbz
 from kconnect.connectors import pgoutput
 from kconnect.connectors.postgres_catalog import Catalog, CdcError, connect, replication_connect
+from kconnect.connectors.postgres_reconnect import Reconnects
 from kconnect.runtime import __version__, logs
 from kconnect.runtime.dataplane.connect_data import ConnectField, ConnectSchema
 from kconnect.runtime.plugins.api import (
@@ -148,6 +151,15 @@ CONFIG_DEF = (
         "How often a heartbeat record (topic __debezium-heartbeat.<topic.prefix>) carries the latest LSN "
         "as an offset while captured tables are quiet; 0 disables.",
     )
+    .define(
+        "errors.max.retries",
+        Type.INT,
+        10,
+        Range.at_least(-1),
+        Importance.LOW,
+        "Attempts to reopen a lost replication connection (waits doubling from 0.5 s to 10 s) before the "
+        "task fails with the cause; -1 retries for ever (Debezium's default), 0 fails at once.",
+    )
     .define("max.batch.size", Type.INT, 2048, Range.at_least(1), Importance.LOW, "Most records per poll.")
     .define("poll.interval.ms", Type.INT, 500, Range.at_least(1), Importance.LOW, "Longest wait of one poll.")
 )
@@ -172,6 +184,7 @@ class CdcConfig:
     exclude: tuple[str, ...]
     snapshot_mode: str
     heartbeat_ms: int
+    max_retries: int
     batch: int
     poll_ms: int
 
@@ -201,6 +214,7 @@ class CdcConfig:
             exclude=tuple(v["table.exclude.list"]),
             snapshot_mode=v["snapshot.mode"],
             heartbeat_ms=v["heartbeat.interval.ms"],
+            max_retries=v["errors.max.retries"],
             batch=v["max.batch.size"],
             poll_ms=v["poll.interval.ms"],
         )
@@ -309,6 +323,7 @@ class PostgresCdcSourceTask(SourceTask):
         self._latest_end_lsn = 0
         self._retained = 0.0
         self._retained_at = 0.0
+        self._reconnects = Reconnects(-1)
 
     def version(self) -> str:
         """kconnect's version."""
@@ -325,9 +340,10 @@ class PostgresCdcSourceTask(SourceTask):
     def start(self, props: dict[str, str]) -> None:
         """Publication, slot, snapshot plan; replication itself starts when the snapshot is read."""
         self._config = config = CdcConfig.from_props(props)
+        self._reconnects = Reconnects(config.max_retries)
         where = f"{config.host}:{config.port}/{config.database}"
         self._conn = connect(config.dsn(), where)
-        self._catalog = catalog = Catalog(self._conn, config.prefix)
+        self._catalog = catalog = Catalog(self._conn, config.prefix, lambda: connect(config.dsn(), where))
         try:
             catalog.check_logical()
             tables = [t for t in catalog.tables() if config.captured(t)]
@@ -491,10 +507,13 @@ class PostgresCdcSourceTask(SourceTask):
                 options={"proto_version": "1", "publication_names": self.config.publication},
                 status_interval=10,
             )
+        except (psycopg2.OperationalError, psycopg2.InterfaceError):
+            raise  # the connection, not the request: retried as a lost connection
         except psycopg2.Error as exc:
             raise CdcError(
                 f"starting replication from slot {self.config.slot!r} failed: {str(exc).strip()}"
             ) from exc
+        self._reconnects.reopened()
         log.info(
             "streaming from the slot", slot=self.config.slot, start_lsn=pgoutput.lsn_text(self._start_lsn)
         )
@@ -502,11 +521,13 @@ class PostgresCdcSourceTask(SourceTask):
     def _poll_stream(self) -> list[SourceRecord] | None:
         import psycopg2
 
-        if self._cursor is None:
-            self._start_streaming()
+        if self._repl is None and not self._reopen():
+            return None
         records: list[SourceRecord] = []
         deadline = time.monotonic() + self.config.poll_ms / 1000
         try:
+            if self._cursor is None:
+                self._start_streaming()
             while len(records) < self.config.batch and not self._stopping.is_set():
                 message = self._cursor.read_message()
                 if message is None:
@@ -519,12 +540,17 @@ class PostgresCdcSourceTask(SourceTask):
                     continue
                 self._handle(message.data_start, pgoutput.decode(message.payload), records)
             self._acknowledge()
-        except (psycopg2.OperationalError, psycopg2.InterfaceError) as exc:
-            log.warning("replication connection lost; reconnecting", error=str(exc).strip())
-            self._reconnect()
-        heartbeat = self._heartbeat()
-        if heartbeat is not None:
-            records.append(heartbeat)
+            heartbeat = self._heartbeat()
+            if heartbeat is not None:
+                records.append(heartbeat)
+        except psycopg2.Error as exc:
+            # The connection, not the request: an operational error (terminated, shut down, network) or
+            # one without an SQLSTATE (psycopg2's "no COPY in progress" once the server ended the stream).
+            if not isinstance(exc, psycopg2.OperationalError | psycopg2.InterfaceError) and exc.pgcode:
+                raise CdcError(
+                    f"streaming from slot {self.config.slot!r} failed: {str(exc).strip()}"
+                ) from exc
+            self._connection_lost(str(exc).strip())
         return records or None
 
     def _handle(self, lsn: int, message: pgoutput.Message, records: list[SourceRecord]) -> None:
@@ -634,20 +660,30 @@ class PostgresCdcSourceTask(SourceTask):
             self._retained = float(self._catalog.retained_wal(self.config.slot))
 
     def _heartbeat(self) -> SourceRecord | None:
-        """Debezium's heartbeat: a record carrying the latest LSN as an offset when nothing is pending."""
+        """Debezium's heartbeat: when nothing is pending, a record whose offset is the server's latest
+        position; once it is written the slot is confirmed up to that position. While the captured tables
+        are quiet and other tables write, pgoutput sends nothing for their transactions, only keepalives
+        carrying the position: the heartbeat moves the stored offset along with the slot, so the offsets
+        topic, the slot and the WAL the server keeps agree. Safe: every change before that position was
+        received, and a transaction still open commits after it."""
         interval = self.config.heartbeat_ms
         if interval <= 0 or time.monotonic() - self._last_heartbeat < interval / 1000 or self._inflight:
             return None
+        if self._txn is not None or self._cursor is None:
+            return None
         self._last_heartbeat = time.monotonic()
-        if not self._latest_end_lsn:
+        # Ask for a keepalive now, so the next heartbeat carries a fresh position.
+        self._cursor.send_feedback(reply=True)
+        position = max(self._latest_end_lsn, int(self._cursor.wal_end or 0))
+        if not position:
             return None
         offset = {
-            "lsn_proc": self._latest_end_lsn,
+            "lsn_proc": position,
             "lsn_commit": self._done[0],
             "lsn": self._done[1],
             "ts_usec": int(time.time() * 1e6),
         }
-        return SourceRecord(
+        record = SourceRecord(
             self._partition,
             offset,
             f"__debezium-heartbeat.{self.config.prefix}",
@@ -656,15 +692,62 @@ class PostgresCdcSourceTask(SourceTask):
             key_schema=_HEARTBEAT_KEY,
             value_schema=_HEARTBEAT_VALUE,
         )
+        self._inflight.append((record, None))
+        self._inflight.append((None, position))
+        return record
 
-    def _reconnect(self) -> None:
-        """Open the replication connection again; the server resends from the slot's confirmed position
-        and ``_done`` skips what was already handed out."""
+    def _connection_lost(self, cause: str) -> None:
+        """The replication connection broke (or could not start streaming again): close it and schedule
+        a reopen; the server resends from the slot's confirmed position and ``_done`` skips what was
+        already handed out, so nothing repeats and nothing is lost."""
         self._close_replication()
         self._txn = None
         self._start_lsn = self._flush_lsn or self._start_lsn
-        self._repl = replication_connect(self.config.dsn(), f"{self.config.host}:{self.config.port}")
+        now = time.monotonic()
+        if self._reconnects.lost:
+            self._attempt_failed(now, cause)
+            return
+        if not self._reconnects.connection_lost(now, cause):
+            raise CdcError(self._gave_up())
+        log.warning(
+            "replication connection lost; reconnecting",
+            slot=self.config.slot,
+            resume_lsn=pgoutput.lsn_text(self._start_lsn),
+            error=cause,
+        )
+
+    def _attempt_failed(self, now: float, cause: str) -> None:
+        delay = self._reconnects.attempt_failed(now, cause)
+        if delay is None:
+            raise CdcError(self._gave_up())
+        log.warning(
+            "reopening the replication connection failed; retrying",
+            slot=self.config.slot,
+            attempt=self._reconnects.failures,
+            retry_in_s=delay,
+            error=cause,
+        )
+
+    def _gave_up(self) -> str:
+        return (
+            f"the replication connection to PostgreSQL at {self.config.host}:{self.config.port} was lost "
+            f"(resuming at {pgoutput.lsn_text(self._start_lsn)}) and errors.max.retries="
+            f"{self.config.max_retries} attempts to reopen it failed: {self._reconnects.cause}"
+        )
+
+    def _reopen(self) -> bool:
+        """One attempt to open the replication connection again when it is due; False while waiting."""
+        now = time.monotonic()
+        if not self._reconnects.due(now):
+            self._stopping.wait(min(self.idle_wait_s, max(0.0, self._reconnects.next_at - now)))
+            return False
+        try:
+            self._repl = replication_connect(self.config.dsn(), f"{self.config.host}:{self.config.port}")
+        except ConnectorError as exc:
+            self._attempt_failed(now, str(exc))
+            return False
         self._cursor = None
+        return True
 
     def _close_replication(self) -> None:
         for closable in (self._cursor, self._repl):
@@ -688,6 +771,8 @@ class PostgresCdcSourceTask(SourceTask):
                 self._catalog.drop_slot(self._config.slot)
             except CdcError as exc:
                 log.warning("dropping the slot failed", error=str(exc))
+        if self._catalog is not None:
+            self._conn = self._catalog.connection  # reopened after a loss, perhaps
         if self._conn is not None:
             self._conn.close()
             self._conn = None

@@ -4,7 +4,10 @@ the suite's Apache Kafka broker, and kconnect workers with ``exactly.once.source
 A snapshot then inserts, updates and deletes reach Kafka in Debezium's shapes, checked field by field
 (key, envelope, source block, ``op``, tombstones, REPLICA IDENTITY FULL and default, the types); a worker
 SIGKILLed while rows are being written loses and repeats none of them; wrong credentials, a server
-without ``wal_level=logical`` and a slot held by another client fail the connector naming the cause.
+without ``wal_level=logical`` and a slot held by another client fail the connector naming the cause; a
+table dropped (or altered) before its changes are decoded leaves the task streaming; a terminated
+walsender is reopened with nothing lost or repeated, and a slot taken meanwhile fails the task after
+``errors.max.retries``; heartbeats carry the server's position while the captured table is quiet.
 """
 
 from __future__ import annotations
@@ -400,3 +403,246 @@ def test_bad_input_fails_the_connector_naming_the_cause(bench: Bench) -> None:
         assert "wal_level is 'replica'" in trace and "wal_level=logical" in trace, trace
     finally:
         plain.stop()
+
+
+def running(bench: Bench, name: str) -> None:
+    wait_until(
+        lambda: (bench.status(name).get("tasks") or [{}])[0].get("state") == "RUNNING", 60, f"{name} RUNNING"
+    )
+
+
+def payloads(records: list[tuple[str, Any, Any]], topic: str) -> list[dict[str, Any]]:
+    return [v["payload"] for t, _, v in records if t == topic and v is not None]
+
+
+def test_a_dropped_table_leaves_the_task_streaming(bench: Bench) -> None:
+    """Debezium's behaviour: the changes committed before the DROP arrive (described by the stream, as
+    the catalog no longer has the table), other tables keep streaming, and a table created again under
+    the name is captured again; a column added after a change is decoded does not fail it either."""
+    pg = bench.pg
+    pg.psql(
+        "CREATE TABLE keep_t (id int PRIMARY KEY, v text); CREATE TABLE gone_t (id int PRIMARY KEY, v text)"
+    )
+    bench.create(
+        "cdc-drop",
+        {
+            "topic.prefix": "drop",
+            "slot.name": "kc_drop",
+            "publication.name": "kc_drop_pub",
+            "table.include.list": "public\\.keep_t,public\\.gone_t",
+        },
+    )
+    running(bench, "cdc-drop")
+    reader = Reader(bench.broker.bootstrap, ["drop.public.keep_t", "drop.public.gone_t"])
+    try:
+        # Decoded at the commit, after the DROP: the stream's Relation message names a table that is gone.
+        pg.psql("BEGIN; INSERT INTO gone_t VALUES (1, 'last words'); DROP TABLE gone_t; COMMIT")
+        # Decoded after the ALTER: the stream has two columns, the catalog three.
+        pg.psql(
+            "BEGIN; INSERT INTO keep_t VALUES (1, 'before'); ALTER TABLE keep_t ADD COLUMN extra int; COMMIT"
+        )
+        pg.psql("INSERT INTO keep_t VALUES (2, 'after', 7)")
+        pg.psql("CREATE TABLE gone_t (id int PRIMARY KEY, w text); INSERT INTO gone_t VALUES (5, 'again')")
+        records = reader.until(4, 60)
+        records = reader.settle(1)
+    finally:
+        reader.close()
+    gone = payloads(records, "drop.public.gone_t")
+    assert [(p["op"], p["after"]) for p in gone] == [
+        ("c", {"id": 1, "v": "last words"}),
+        ("c", {"id": 5, "w": "again"}),
+    ]
+    keys = [k["payload"] for t, k, v in records if t == "drop.public.gone_t"]
+    assert keys == [{"id": 1}, {"id": 5}]
+    kept = payloads(records, "drop.public.keep_t")
+    assert [p["after"] for p in kept] == [{"id": 1, "v": "before"}, {"id": 2, "v": "after", "extra": 7}]
+    assert bench.status("cdc-drop")["tasks"][0]["state"] == "RUNNING"
+    bench.worker.request("DELETE", "/connectors/cdc-drop")
+
+
+def test_a_terminated_walsender_is_reopened_losing_and_repeating_nothing(bench: Bench) -> None:
+    pg = bench.pg
+    pg.psql("CREATE TABLE lost_t (id int PRIMARY KEY)")
+    bench.create(
+        "cdc-lost",
+        {
+            "topic.prefix": "lost",
+            "slot.name": "kc_lost",
+            "publication.name": "kc_lost_pub",
+            "publication.autocreate.mode": "filtered",
+            "table.include.list": "public\\.lost_t",
+            "max.batch.size": "20",
+        },
+    )
+    running(bench, "cdc-lost")
+    total = 300
+    connection = psycopg2.connect(
+        host="127.0.0.1", port=pg.port, user=USER, password=PASSWORD, dbname=DATABASE
+    )
+    connection.autocommit = True
+
+    def write() -> None:
+        with connection.cursor() as cursor:
+            for i in range(total):
+                cursor.execute("INSERT INTO lost_t VALUES (%s)", (i,))
+                time.sleep(0.01)
+
+    def terminate() -> list[list[str]]:
+        return pg.psql(
+            "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
+            "WHERE slot_name = 'kc_lost' AND active"
+        )
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    reader = Reader(bench.broker.bootstrap, ["lost.public.lost_t"])
+    try:
+        reader.until(40, 60)
+        assert terminate() == [["t"]]  # mid-stream: records handed out, the slot not yet confirmed
+        reader.until(120, 60)  # streaming again
+        wait_until(lambda: terminate() == [["t"]], 30, "the reopened walsender")
+        writer.join(60)
+        records = reader.until(total, 90)
+        records = reader.settle(2)
+    finally:
+        reader.close()
+        connection.close()
+    ids = Counter(v["payload"]["after"]["id"] for _, _, v in records if v is not None)
+    assert sorted(ids) == list(range(total)), f"missing: {sorted(set(range(total)) - set(ids))[:20]}"
+    assert {i: n for i, n in ids.items() if n > 1} == {}
+    assert bench.status("cdc-lost")["tasks"][0]["state"] == "RUNNING"
+    log = bench.worker.log_text()
+    assert log.count("replication connection lost; reconnecting") >= 2, log[-3000:]
+    assert "terminating connection due to administrator command" in log
+    bench.worker.request("DELETE", "/connectors/cdc-lost")
+
+
+def test_heartbeats_confirm_the_slot_while_the_captured_table_is_quiet(bench: Bench) -> None:
+    """The WAL-retention case Debezium's heartbeats solve: pgoutput sends nothing for tables outside the
+    publication; heartbeat records carry the server's position into the offsets, and the slot is confirmed
+    past the busy table's WAL."""
+    pg = bench.pg
+    pg.psql("CREATE TABLE hb_idle (id int PRIMARY KEY); CREATE TABLE hb_busy (id int PRIMARY KEY, pad text)")
+    bench.create(
+        "cdc-hb",
+        {
+            "topic.prefix": "hb",
+            "slot.name": "kc_hb",
+            "publication.name": "kc_hb_pub",
+            "publication.autocreate.mode": "filtered",
+            "table.include.list": "public\\.hb_idle",
+            "heartbeat.interval.ms": "300",
+        },
+    )
+    running(bench, "cdc-hb")
+
+    def confirmed() -> int:
+        [[lsn]] = pg.psql(
+            "SELECT confirmed_flush_lsn - '0/0'::pg_lsn FROM pg_replication_slots WHERE slot_name = 'kc_hb'"
+        )
+        return int(lsn)
+
+    start = confirmed()
+    pg.psql("INSERT INTO hb_busy SELECT g, repeat('x', 200) FROM generate_series(1, 2000) g")
+    [[written]] = pg.psql("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn")
+    pg.psql("INSERT INTO hb_busy VALUES (0, 'later')")  # WAL beyond the mark
+    wait_until(lambda: confirmed() >= int(written), 30, f"the slot confirmed past {written} (from {start})")
+    reader = Reader(bench.broker.bootstrap, ["__debezium-heartbeat.hb"])
+    try:
+        beats = reader.until(1, 30)
+    finally:
+        reader.close()
+    assert beats[0][1]["payload"] == {"serverName": "hb"}
+    offsets = bench.worker.get("/connectors/cdc-hb/offsets").json()["offsets"]
+    assert int(offsets[0]["offset"]["lsn_proc"]) >= int(written)
+    bench.worker.request("DELETE", "/connectors/cdc-hb")
+
+
+def test_a_slot_taken_while_reconnecting_fails_the_task_after_its_retries(bench: Bench) -> None:
+    """Never a silent stall: another client takes the slot while the task is away; the task's reopen
+    attempts meet "is active for PID", and after errors.max.retries it fails saying so."""
+    pg = bench.pg
+    pg.psql("CREATE TABLE taken_t (id int PRIMARY KEY)")
+    bench.create(
+        "cdc-taken",
+        {
+            "topic.prefix": "taken",
+            "slot.name": "kc_taken",
+            "publication.name": "kc_taken_pub",
+            "publication.autocreate.mode": "filtered",
+            "table.include.list": "public\\.taken_t",
+            "errors.max.retries": "3",
+        },
+    )
+    running(bench, "cdc-taken")
+    wait_until(
+        lambda: pg.psql("SELECT active FROM pg_replication_slots WHERE slot_name = 'kc_taken'") == [["t"]],
+        30,
+        "the task streaming",
+    )
+    thief = psycopg2.connect(
+        host="127.0.0.1",
+        port=pg.port,
+        user=USER,
+        password=PASSWORD,
+        dbname=DATABASE,
+        connection_factory=psycopg2.extras.LogicalReplicationConnection,
+    )
+    try:
+        cursor = thief.cursor()
+
+        def take() -> bool:
+            pg.psql(
+                "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
+                "WHERE slot_name = 'kc_taken' AND active"
+            )
+            try:
+                cursor.start_replication(
+                    slot_name="kc_taken",
+                    decode=False,
+                    options={"proto_version": "1", "publication_names": "kc_taken_pub"},
+                )
+            except psycopg2.OperationalError:
+                return False
+            return True
+
+        wait_until(take, 30, "the slot taken from the task", interval=0.05)
+        trace = bench.failure("cdc-taken")
+    finally:
+        thief.close()
+    assert "errors.max.retries=3 attempts to reopen it failed" in trace, trace
+    assert 'replication slot "kc_taken" is active for PID' in trace, trace
+    bench.worker.request("DELETE", "/connectors/cdc-taken")
+
+
+def test_a_server_restart_is_survived_losing_and_repeating_nothing(bench: Bench) -> None:
+    """Every connection drops (the walsender and the catalog's): the task reconnects with backoff while
+    the server is down and resumes after the last change it handed out."""
+    pg = bench.pg
+    pg.psql("CREATE TABLE restart_t (id int PRIMARY KEY)")
+    bench.create(
+        "cdc-restart",
+        {
+            "topic.prefix": "restart",
+            "slot.name": "kc_restart",
+            "publication.name": "kc_restart_pub",
+            "publication.autocreate.mode": "filtered",
+            "table.include.list": "public\\.restart_t",
+        },
+    )
+    running(bench, "cdc-restart")
+    reader = Reader(bench.broker.bootstrap, ["restart.public.restart_t"])
+    try:
+        pg.psql("INSERT INTO restart_t SELECT generate_series(0, 49)")
+        reader.until(50, 60)
+        pg.restart()
+        pg.psql("INSERT INTO restart_t SELECT generate_series(50, 99)")
+        records = reader.until(100, 90)
+        records = reader.settle(2)
+    finally:
+        reader.close()
+    ids = Counter(v["payload"]["after"]["id"] for _, _, v in records if v is not None)
+    assert sorted(ids) == list(range(100)) and max(ids.values()) == 1, ids
+    assert bench.status("cdc-restart")["tasks"][0]["state"] == "RUNNING"
+    assert "replication connection lost; reconnecting" in bench.worker.log_text()
+    bench.worker.request("DELETE", "/connectors/cdc-restart")

@@ -96,6 +96,20 @@ class PostgresServer:
             raise RuntimeError(f"psql failed on {sql!r}: {result.stderr.strip()}")
         return [line.split("|") for line in result.stdout.splitlines() if line]
 
+    def restart(self) -> None:
+        """pg_ctl restart -m fast: every connection (walsenders too) is closed, and the server comes back on
+        the same port with the options it was started with (pg_ctl reuses postmaster.opts)."""
+        data = str(self.directory / "data")
+        log = str(self.directory / "server.log")
+        result = subprocess.run(
+            self._cmd(server_bin("pg_ctl"), "restart", "-w", "-t", "60", "-m", "fast", "-D", data, "-l", log),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"pg_ctl restart exited {result.returncode}: {result.stdout}{result.stderr}")
+
     def stop(self) -> None:
         subprocess.run(
             self._cmd(server_bin("pg_ctl"), "stop", "-D", str(self.directory / "data"), "-m", "immediate"),
