@@ -18,12 +18,20 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from kconnect.connectors.lakehouse import config as cfg
 from kconnect.connectors.lakehouse.commits import encode_offsets, offsets_key, resume_offsets
 from kconnect.connectors.lakehouse.evolution import Evolution, quote_path
+from kconnect.connectors.lakehouse.maintenance import (
+    OFF,
+    MaintenancePolicy,
+    MaintenanceResult,
+    Snapshot,
+    snapshots_to_expire,
+)
 from kconnect.connectors.lakehouse.routing import table_parts
 from kconnect.connectors.lakehouse.table_sink import (
     META,
@@ -36,7 +44,7 @@ from kconnect.connectors.lakehouse.table_sink import (
 from kconnect.connectors.uniform import UniformTasks
 from kconnect.runtime import logs
 from kconnect.runtime.plugins.api import ConnectorError, SinkConnector, TopicPartition
-from kconnect.runtime.plugins.config_def import ConfigDef, ConfigValue, Importance
+from kconnect.runtime.plugins.config_def import ConfigDef, ConfigValue, Importance, LambdaValidator, Range
 from kconnect.runtime.plugins.config_def import Type as ConfigType
 
 log = logs.get(__name__)
@@ -73,6 +81,23 @@ CONFIG_DEF = cfg.config_def(
         None,
         Importance.HIGH,
         "The warehouse location (a directory every worker sees, for the hadoop catalog).",
+    )
+    .define(
+        "iceberg.tables.maintenance.expire-snapshots.older-than-ms",
+        ConfigType.LONG,
+        OFF,
+        LambdaValidator.with_(cfg.minus_one_or_at_least_zero, "-1 (off) or 0 or more"),
+        Importance.LOW,
+        "Maintenance expires snapshots older than this (kconnect's; -1, the default: no expiry). The newest "
+        "snapshot carrying each partition's Kafka offsets is always kept: the task resumes from it.",
+    )
+    .define(
+        "iceberg.tables.maintenance.expire-snapshots.retain-last",
+        ConfigType.INT,
+        1,
+        Range.at_least(1),
+        Importance.LOW,
+        "Expiry always keeps this many newest snapshots.",
     )
     .define(
         "iceberg.control.topic",
@@ -230,6 +255,46 @@ class IcebergSinkTask(TableSinkTask):
             f"SELECT summary['{key}'] FROM {self._ident(table)}.snapshots ORDER BY committed_at, snapshot_id"
         ).collect()
         return resume_offsets(r[0] for r in rows)
+
+    def _maintain_table(self, spark: Any, table: str, policy: MaintenancePolicy) -> MaintenanceResult:
+        """``rewrite_data_files`` (bin-pack; its snapshot carries no offsets, which the resume reads past),
+        then ``expire_snapshots`` of exactly the ids :func:`snapshots_to_expire` picks: the procedure's own
+        ``older_than``/``retain_last`` could expire the newest snapshot naming a partition's offsets."""
+        name = ".".join(f"`{p}`" for p in table_parts(table)).replace("'", "\\'")
+        rewritten = added = 0
+        if policy.compacts:
+            options = {"min-input-files": str(policy.min_input_files)}
+            if policy.target_file_size_bytes > 0:
+                options["target-file-size-bytes"] = str(policy.target_file_size_bytes)
+            pairs = ", ".join(f"'{k}', '{v}'" for k, v in options.items())
+            row = spark.sql(
+                f"CALL {self._catalog}.system.rewrite_data_files(table => '{name}', options => map({pairs}))"
+            ).collect()[0]
+            rewritten, added = int(row["rewritten_data_files_count"]), int(row["added_data_files_count"])
+        expired = deleted = 0
+        if policy.expire_older_than_ms >= 0:
+            snapshots = [
+                Snapshot(int(r[0]), int(r[1]), dict(r[2] or {}))
+                for r in spark.sql(
+                    "SELECT snapshot_id, unix_millis(committed_at), summary "
+                    f"FROM {self._ident(table)}.snapshots"
+                ).collect()
+            ]
+            ids = snapshots_to_expire(
+                snapshots, int(time.time() * 1000), policy.expire_older_than_ms, policy.retain_last
+            )
+            if ids:
+                # older_than long past: nothing expires by age, only the ids named.
+                row = spark.sql(
+                    f"CALL {self._catalog}.system.expire_snapshots(table => '{name}', "
+                    "older_than => TIMESTAMP '1971-01-01 00:00:00', "
+                    f"snapshot_ids => array({', '.join(map(str, ids))}))"
+                ).collect()[0]
+                expired = len(ids)
+                deleted = int(row["deleted_data_files_count"])
+        return MaintenanceResult(
+            files_rewritten=rewritten, files_added=added, snapshots_expired=expired, files_deleted=deleted
+        )
 
     def _write(
         self, spark: Any, table: str, rows: Any, covered: Mapping[TopicPartition, int], ids: tuple[str, ...]

@@ -16,6 +16,10 @@ Why it is built this way:
   Kafka offset commit, after a rebalance, or already written by a zombie, are never written twice; staged
   data lost in a crash was never committed anywhere, so Kafka gives it again. A partition opened here seeks
   (``SinkTaskContext.offset``) to what its tables hold when that is ahead of the consumer group.
+- Table maintenance (``maintenance``: compaction, snapshot expiry or VACUUM) runs on the task's own thread
+  right after ``pre_commit``'s commit check, so never during one of its commits, one table at a time, on
+  the tables this task has written. A maintenance step that fails is logged and retried at the next
+  interval: it leaves the table as it was, and the data path must not stop for it.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any, ClassVar
 from kconnect.connectors.lakehouse import config as cfg
 from kconnect.connectors.lakehouse.commits import commit_due, unwritten_from
 from kconnect.connectors.lakehouse.evolution import Evolution, SchemaEvolutionError, plan
+from kconnect.connectors.lakehouse.maintenance import MaintenancePolicy, MaintenanceResult, maintenance_due
 from kconnect.connectors.lakehouse.routing import topic_table
 from kconnect.runtime import __version__, logs
 from kconnect.runtime.dataplane.scratch import make_scratch_dir
@@ -75,6 +80,9 @@ class TableSinkTask(FrameSinkTask):
         self._opening: set[TopicPartition] = set()
         self._counter = 0
         self.commits = 0
+        #: Tables this task has written (maintenance works on these) and when maintenance last ran.
+        self._tables: set[str] = set()
+        self._maintained_at = time.time()
 
     def version(self) -> str:
         return __version__
@@ -100,6 +108,11 @@ class TableSinkTask(FrameSinkTask):
         """The next offset per partition this connector's commits to the table hold."""
 
     @abc.abstractmethod
+    def _maintain_table(self, spark: Any, table: str, policy: MaintenancePolicy) -> MaintenanceResult:
+        """Compact the table's small files, then expire snapshots (or VACUUM), as ``policy`` says; never
+        remove what :meth:`_held_offsets` needs."""
+
+    @abc.abstractmethod
     def _write(
         self, spark: Any, table: str, rows: Any, covered: Mapping[TopicPartition, int], ids: tuple[str, ...]
     ) -> None:
@@ -115,6 +128,7 @@ class TableSinkTask(FrameSinkTask):
         self._scratch = make_scratch_dir("kconnect-lakehouse-", label)
         self._staged, self._floor, self._committed, self._opening = [], {}, {}, set()
         self._value_type = None
+        self._tables, self._maintained_at = set(), time.time()
 
     def stop(self) -> None:
         """Staged rows were never committed anywhere: dropping them is safe, Kafka has them."""
@@ -203,10 +217,42 @@ class TableSinkTask(FrameSinkTask):
         reason = commit_due(config.policy, records, size, oldest, time.time())
         if reason is not None:
             self._commit(reason)
+        if self._spark is not None and maintenance_due(config.maintenance, self._maintained_at, time.time()):
+            self._maintain()
         return {tp: offset for tp, offset in self._committed.items() if tp in current_offsets}
 
     def flush(self, current_offsets: Mapping[TopicPartition, int]) -> None:
         """Durability is the table commit's; ``pre_commit`` does it and never calls this."""
+
+    # --- maintenance
+
+    def _maintain(self) -> None:
+        """Maintain each table this task has written, one at a time, logging what each step did."""
+        config = self._config()
+        for table in sorted(self._tables):
+            started = time.monotonic()
+            try:
+                result = self._maintain_table(self._spark, table, config.maintenance)
+            except Exception as exc:
+                log.warning(
+                    "table maintenance failed; retried at the next interval",
+                    table=table,
+                    error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+                    connector=config.connector,
+                )
+                continue
+            log.info(
+                "table maintained",
+                table=table,
+                files_rewritten=result.files_rewritten,
+                files_added=result.files_added,
+                snapshots_expired=result.snapshots_expired,
+                files_deleted=result.files_deleted,
+                skipped=result.skipped,
+                seconds=round(time.monotonic() - started, 2),
+                connector=config.connector,
+            )
+        self._maintained_at = time.time()
 
     # --- resume
 
@@ -283,6 +329,7 @@ class TableSinkTask(FrameSinkTask):
                 for table, part, table_covered in self._routes(rows, covered):
                     self._write_table(table, part, table_covered)
                     tables_written.append(table)
+                    self._tables.add(table)
         except Exception:
             self._staged = stages + self._staged  # not committed: a retry (or a restart) writes them
             raise
