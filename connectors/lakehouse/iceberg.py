@@ -22,6 +22,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from kconnect.config.masking import is_sensitive
 from kconnect.connectors.lakehouse import config as cfg
 from kconnect.connectors.lakehouse.commits import encode_offsets, offsets_key, resume_offsets
 from kconnect.connectors.lakehouse.evolution import Evolution, quote_path
@@ -52,6 +53,7 @@ log = logs.get(__name__)
 PREFIX = "iceberg."
 CATALOG_PREFIX = "iceberg.catalog."
 EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+JDBC_PASSWORD = "iceberg.catalog.jdbc.password"
 
 CONFIG_DEF = cfg.config_def(
     PREFIX,
@@ -81,6 +83,32 @@ CONFIG_DEF = cfg.config_def(
         None,
         Importance.HIGH,
         "The warehouse location (a directory every worker sees, for the hadoop catalog).",
+    )
+    .define(
+        "iceberg.catalog.uri",
+        ConfigType.STRING,
+        None,
+        None,
+        Importance.HIGH,
+        "The catalog's address: jdbc:postgresql://host:port/db for the jdbc catalog (the PostgreSQL driver "
+        "on the worker's spark.jars), http(s)://... for a rest catalog.",
+    )
+    .define(
+        "iceberg.catalog.jdbc.user",
+        ConfigType.STRING,
+        None,
+        None,
+        Importance.MEDIUM,
+        "The jdbc catalog's database user.",
+    )
+    .define(
+        JDBC_PASSWORD,
+        ConfigType.PASSWORD,
+        None,
+        None,
+        Importance.MEDIUM,
+        "The jdbc catalog's database password: a secret, shown as [hidden] in validation answers and logs "
+        "(use a config provider, ${file:...}, to keep it out of the config topic).",
     )
     .define(
         "iceberg.tables.maintenance.expire-snapshots.older-than-ms",
@@ -144,20 +172,38 @@ def catalog_properties(props: Mapping[str, str]) -> dict[str, str]:
 
 
 def catalog_name(props: Mapping[str, str]) -> str:
-    """The connector's catalog's name in the worker's SparkSession: one per distinct catalog config."""
-    text = "\n".join(f"{k}={v}" for k, v in sorted(catalog_properties(props).items()))
+    """The connector's catalog's name in the worker's SparkSession: one per distinct catalog config.
+    Credentials are left out of the hash: the name is logged, and a short hash of a password is a clue."""
+    text = "\n".join(
+        f"{k}={v}"
+        for k, v in sorted(catalog_properties(props).items())
+        if not is_sensitive(CATALOG_PREFIX + k)
+    )
     return "kc_" + hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
 def catalog_problems(props: Mapping[str, str | None]) -> dict[str, str]:
-    """What the catalog keys lack: the hadoop catalog needs a warehouse."""
+    """What the catalog keys lack: the hadoop catalog needs a warehouse, the jdbc catalog a jdbc: uri and a
+    warehouse (where its tables' files go)."""
     catalog = catalog_properties({k: v for k, v in props.items() if v is not None})
-    if catalog.get("type") == "hadoop" and not catalog.get("warehouse"):
+    kind = catalog.get("type")
+    if kind == "hadoop" and not catalog.get("warehouse"):
         return {
             "iceberg.catalog.warehouse": (
                 "the hadoop catalog (the default iceberg.catalog.type) needs a warehouse directory"
             )
         }
+    if kind == "jdbc":
+        if not catalog.get("uri", "").startswith("jdbc:"):
+            return {
+                "iceberg.catalog.uri": (
+                    "the jdbc catalog needs a JDBC URL (jdbc:postgresql://host:port/database)"
+                )
+            }
+        if not catalog.get("warehouse"):
+            return {
+                "iceberg.catalog.warehouse": "the jdbc catalog needs a warehouse location for table files"
+            }
     return {}
 
 
