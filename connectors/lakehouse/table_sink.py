@@ -82,6 +82,7 @@ class TableSinkTask(FrameSinkTask):
         self.commits = 0
         #: Tables this task has written (maintenance works on these) and when maintenance last ran.
         self._tables: set[str] = set()
+        self._assigned: set[TopicPartition] = set()
         self._maintained_at = time.time()
 
     def version(self) -> str:
@@ -128,7 +129,7 @@ class TableSinkTask(FrameSinkTask):
         self._scratch = make_scratch_dir("kconnect-lakehouse-", label)
         self._staged, self._floor, self._committed, self._opening = [], {}, {}, set()
         self._value_type = None
-        self._tables, self._maintained_at = set(), time.time()
+        self._tables, self._assigned, self._maintained_at = set(), set(), time.time()
 
     def stop(self) -> None:
         """Staged rows were never committed anywhere: dropping them is safe, Kafka has them."""
@@ -137,7 +138,9 @@ class TableSinkTask(FrameSinkTask):
 
     def open(self, partitions: Iterable[TopicPartition]) -> None:
         """Note the partitions; their tables' offsets are read at the first batch (it has the session)."""
-        self._opening.update(partitions)
+        parts = set(partitions)
+        self._opening.update(parts)
+        self._assigned.update(parts)
 
     def close(self, partitions: Iterable[TopicPartition]) -> None:
         """Commit what is staged before the partitions go (a new owner would read them again, and drop what
@@ -145,6 +148,7 @@ class TableSinkTask(FrameSinkTask):
         gone = set(partitions)
         if self._staged and self._spark is not None:
             self._commit("close")
+        self._assigned -= gone
         for tp in gone:
             self._floor.pop(tp, None)
             self._committed.pop(tp, None)
@@ -217,7 +221,10 @@ class TableSinkTask(FrameSinkTask):
         reason = commit_due(config.policy, records, size, oldest, time.time())
         if reason is not None:
             self._commit(reason)
-        if self._spark is not None and maintenance_due(config.maintenance, self._maintained_at, time.time()):
+        if (
+            maintenance_due(config.maintenance, self._maintained_at, time.time())
+            and self._session() is not None
+        ):
             self._maintain()
         return {tp: offset for tp, offset in self._committed.items() if tp in current_offsets}
 
@@ -226,12 +233,29 @@ class TableSinkTask(FrameSinkTask):
 
     # --- maintenance
 
+    def _session(self) -> Any:
+        """The worker's SparkSession: the first batch's, or (a task restarted on an idle topic has had no
+        batch yet) the one the worker already runs; None when it runs none."""
+        if self._spark is None:
+            from pyspark import SparkContext
+            from pyspark.sql import SparkSession
+
+            if SparkContext._active_spark_context is None:
+                return None
+            self._spark = SparkSession.builder.getOrCreate()
+            self._prepare(self._spark)
+        return self._spark
+
     def _maintain(self) -> None:
-        """Maintain each table this task has written, one at a time, logging what each step did."""
+        """Maintain each table this task has written or its partitions route to, one at a time, logging
+        what each step did."""
         config = self._config()
-        for table in sorted(self._tables):
+        routed = {t for tp in self._assigned for t in self._known_tables(tp)} - self._tables
+        for table in sorted(self._tables | routed):
             started = time.monotonic()
             try:
+                if table in routed and not self._exists(table):
+                    continue
                 result = self._maintain_table(self._spark, table, config.maintenance)
             except Exception as exc:
                 log.warning(
