@@ -269,7 +269,10 @@ class IcebergSinkTask(TableSinkTask):
         try:
             return spark.table(self._ident(table)).schema
         except Exception as exc:
-            if "TABLE_OR_VIEW_NOT_FOUND" in str(exc) or "NoSuchTable" in str(exc):
+            text = str(exc)
+            # A jdbc catalog on Iceberg's first schema version answers a missing table by refusing the
+            # view lookup Spark tries next ("initialized without view support"): the table is missing.
+            if any(m in text for m in ("TABLE_OR_VIEW_NOT_FOUND", "NoSuchTable", "without view support")):
                 return None
             raise
 

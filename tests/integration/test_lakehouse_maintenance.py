@@ -67,8 +67,8 @@ class Bench:
         try:
             return sorted(r[0] for r in self.spark.sql(f"SELECT id FROM {table}").collect())
         except Exception as exc:
-            if "TABLE_OR_VIEW_NOT_FOUND" in str(exc):
-                return []
+            if "TABLE_OR_VIEW_NOT_FOUND" in str(exc) or "without view support" in str(exc):
+                return []  # a jdbc catalog without views refuses the view lookup of a missing table
             raise
 
     def events(self, name: str) -> list[dict[str, Any]]:
