@@ -64,7 +64,8 @@ CONFIG_DEF = cfg.config_def(
         "iceberg",
         None,
         Importance.LOW,
-        "The catalog's name in Apache's sink; kconnect registers the catalog in Spark under its own name.",
+        "The catalog's name: a jdbc catalog is registered in Spark under it (its tables are kept under "
+        "the catalog's name); other catalogs under a name of kconnect's own.",
     )
     .define(
         "iceberg.catalog.type",
@@ -173,7 +174,13 @@ def catalog_properties(props: Mapping[str, str]) -> dict[str, str]:
 
 def catalog_name(props: Mapping[str, str]) -> str:
     """The connector's catalog's name in the worker's SparkSession: one per distinct catalog config.
-    Credentials are left out of the hash: the name is logged, and a short hash of a password is a clue."""
+    Credentials are left out of the hash: the name is logged, and a short hash of a password is a clue.
+
+    A jdbc catalog keeps its tables under its own name (the ``catalog_name`` column of ``iceberg_tables``),
+    so there the name is ``iceberg.catalog`` (default ``iceberg``, as in Apache's sink): readers, and tables
+    Apache's sink wrote, see the same tables."""
+    if catalog_properties(props).get("type") == "jdbc":
+        return props.get("iceberg.catalog") or "iceberg"
     text = "\n".join(
         f"{k}={v}"
         for k, v in sorted(catalog_properties(props).items())
@@ -246,8 +253,19 @@ class IcebergSinkTask(TableSinkTask):
     def _prepare(self, spark: Any) -> None:
         config = self._config()
         self._catalog = catalog_name(config.props)
+        options = catalog_properties(config.props)
+        for key, value in options.items():
+            # A named (jdbc) catalog another connector registered differently: Spark keeps the first one
+            # it loaded, so this connector would write through that one. Name the key, never the value.
+            held = spark.conf.get(f"spark.sql.catalog.{self._catalog}.{key}", None)
+            if held is not None and held != value:
+                raise ConnectorError(
+                    f"the worker's SparkSession already has an Iceberg catalog named {self._catalog} with "
+                    f"another iceberg.catalog.{key}: give this connector's catalog another name "
+                    "(iceberg.catalog)"
+                )
         spark.conf.set(f"spark.sql.catalog.{self._catalog}", "org.apache.iceberg.spark.SparkCatalog")
-        for key, value in catalog_properties(config.props).items():
+        for key, value in options.items():
             spark.conf.set(f"spark.sql.catalog.{self._catalog}.{key}", value)
         jvm = spark._jvm
         try:

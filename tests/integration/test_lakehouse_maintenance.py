@@ -234,6 +234,7 @@ def test_jdbc_catalog_on_postgresql_writes_a_table_read_back_through_it(bench: B
     config = iceberg_config(
         topic,
         **{
+            "iceberg.catalog": "pgc",  # the jdbc catalog's tables live under its name: the reader's too
             "iceberg.catalog.type": "jdbc",
             "iceberg.catalog.uri": bench.pg.jdbc_url,
             "iceberg.catalog.jdbc.user": USER,

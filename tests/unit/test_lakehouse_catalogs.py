@@ -18,6 +18,15 @@ JDBC = {
 }
 
 
+BASE_REST = {
+    "name": "ice",
+    "topics": "orders",
+    "iceberg.tables": "db.orders",
+    "iceberg.catalog.type": "rest",
+    "iceberg.catalog.uri": "http://catalog:8181",
+}
+
+
 def answers(props: dict[str, str]) -> dict[str, tuple[object, list[str]]]:
     return {v.name: (v.value, v.errors) for v in IcebergSinkConnector().validate(props)}
 
@@ -40,9 +49,15 @@ def test_the_jdbc_password_is_hidden_in_the_validate_answer() -> None:
     assert "s3cret-pw" not in repr(IcebergSinkConnector().validate(JDBC))
 
 
-def test_the_catalog_name_does_not_depend_on_the_password() -> None:
-    assert catalog_name(JDBC) == catalog_name({**JDBC, "iceberg.catalog.jdbc.password": "other"})
-    assert catalog_name(JDBC) != catalog_name({**JDBC, "iceberg.catalog.jdbc.user": "other"})
+def test_a_jdbc_catalog_is_named_by_iceberg_catalog_as_in_apaches_sink() -> None:
+    assert catalog_name(JDBC) == "iceberg"
+    assert catalog_name({**JDBC, "iceberg.catalog": "lake"}) == "lake"
+
+
+def test_the_hashed_catalog_name_does_not_depend_on_a_secret() -> None:
+    rest = {**BASE_REST, "iceberg.catalog.credential": "id:s3cret"}
+    assert catalog_name(rest) == catalog_name({**rest, "iceberg.catalog.credential": "other"})
+    assert catalog_name(rest) != catalog_name({**rest, "iceberg.catalog.uri": "http://other:8181"})
 
 
 def test_a_jdbc_catalog_without_a_jdbc_url_or_warehouse_is_refused_naming_the_key() -> None:
