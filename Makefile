@@ -29,9 +29,11 @@ kafka: setup
 	$(BIN)/python -c 'from tests.support.debezium import debezium_plugin; print("Debezium plugin:", debezium_plugin())'
 
 # The Iceberg and Delta Lake runtimes for Spark (tests/lakehouse/pom.xml) that the table sinks' tests load
-# through spark.jars: copied once from Maven Central into ~/.cache/kconnect; tests fetch them too if missing.
+# through spark.jars, and Apache Iceberg's REST catalog server (tests/lakehouse/rest-catalog/pom.xml) for the
+# REST catalog test: copied once from Maven Central into ~/.cache/kconnect; tests fetch them too if missing.
 lakehouse: setup
 	$(BIN)/python -c 'from tests.support.lakehouse_jars import lakehouse_jars; print("lakehouse jars:", *lakehouse_jars())'
+	$(BIN)/python -c 'from tests.support.iceberg_rest import rest_jars; print("Iceberg REST catalog server:", len(rest_jars()), "jars")'
 
 # The reference Apache Kafka Connect worker (for interop tests) needs Java 17 and its jars; without
 # them those tests skip with the reason.

@@ -11,10 +11,11 @@ what kconnect does not do are refused by validation with the reason (:data:`REFU
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kconnect.connectors.lakehouse.commits import CommitPolicy
+from kconnect.connectors.lakehouse.maintenance import OFF, MaintenancePolicy, policy_problems
 from kconnect.connectors.lakehouse.routing import (
     Routing,
     parse_table_options,
@@ -38,6 +39,16 @@ TASK_ID_CONFIG = "kconnect.task.id"
 def _minus_one_or_positive(name: str, value: Any) -> None:
     if value is not None and value != -1 and value < 1:
         raise ConfigValidationError(name, value, "must be -1 (off) or a positive number")
+
+
+def _minus_one_or_size(name: str, value: Any) -> None:
+    if value is not None and value != -1 and value < 1:
+        raise ConfigValidationError(name, value, "must be -1 (the format's default) or a positive number")
+
+
+def minus_one_or_at_least_zero(name: str, value: Any) -> None:
+    if value is not None and value != -1 and value < 0:
+        raise ConfigValidationError(name, value, "must be -1 (off) or 0 or more")
 
 
 def config_def(prefix: str, extra: ConfigDef | None = None) -> ConfigDef:
@@ -148,6 +159,33 @@ def config_def(prefix: str, extra: ConfigDef | None = None) -> ConfigDef:
             Importance.MEDIUM,
             "Commit as soon as this many bytes of staged Parquet wait (kconnect's; -1: off).",
         )
+        .define(
+            f"{p}tables.maintenance.interval-ms",
+            ConfigType.LONG,
+            OFF,
+            LambdaValidator.with_(_minus_one_or_positive, "-1 (off) or a positive number"),
+            Importance.MEDIUM,
+            "Run table maintenance (compaction, then snapshot expiry or VACUUM) this often on the tables the "
+            "task writes, between its commits, one table at a time (kconnect's; -1, the default: never).",
+        )
+        .define(
+            f"{p}tables.maintenance.compact.min-input-files",
+            ConfigType.INT,
+            5,
+            LambdaValidator.with_(_minus_one_or_positive, "-1 (off) or a positive number"),
+            Importance.LOW,
+            "Maintenance compacts a table's small files when at least this many would be rewritten together "
+            "(-1: no compaction).",
+        )
+        .define(
+            f"{p}tables.maintenance.compact.target-file-size-bytes",
+            ConfigType.LONG,
+            OFF,
+            LambdaValidator.with_(_minus_one_or_size, "-1 (the format's default) or a positive number"),
+            Importance.LOW,
+            "The size compaction aims for (-1: the format's own default, 512 MiB for Iceberg, 1 GiB for "
+            "Delta).",
+        )
     )
 
 
@@ -175,6 +213,7 @@ class TableSinkConfig:
     cdc_field: str | None
     policy: CommitPolicy
     props: Mapping[str, str]
+    maintenance: MaintenancePolicy = field(default_factory=MaintenancePolicy)
 
     def partitioning(self, table: str) -> tuple[str, ...]:
         return self.partition_by.get(table, self.default_partition_by)
@@ -201,6 +240,7 @@ def cross_key_problems(
 ) -> dict[str, str]:
     """Key -> problem for rules spanning keys: routing, upsert needing id columns, refused keys."""
     problems = refused_keys(props, prefix)
+    problems.update(policy_problems(maintenance_policy(parsed, prefix), prefix))
     routing = _routing(parsed, {k: v for k, v in props.items() if v is not None}, prefix)
     problems.update(routing_problems(routing, prefix))
     if parsed.get(f"{prefix}tables.upsert-mode-enabled") and not parsed.get(
@@ -252,6 +292,26 @@ def parse(definition: ConfigDef, props: Mapping[str, str], prefix: str) -> Table
             max_bytes=int(parsed[f"{prefix}control.commit.max-bytes"]),
         ),
         props=dict(props),
+        maintenance=maintenance_policy(parsed, prefix),
+    )
+
+
+def maintenance_policy(parsed: Mapping[str, Any], prefix: str) -> MaintenancePolicy:
+    """The maintenance keys, typed; a format's own keys (expiry for Iceberg, VACUUM for Delta) read as off
+    where the format does not define them."""
+    m = f"{prefix}tables.maintenance."
+
+    def number(key: str, default: int) -> int:
+        value = parsed.get(m + key)
+        return default if value is None or isinstance(value, bool) or not isinstance(value, int) else value
+
+    return MaintenancePolicy(
+        interval_ms=number("interval-ms", OFF),
+        min_input_files=number("compact.min-input-files", 5),
+        target_file_size_bytes=number("compact.target-file-size-bytes", OFF),
+        expire_older_than_ms=number("expire-snapshots.older-than-ms", OFF),
+        retain_last=number("expire-snapshots.retain-last", 1),
+        vacuum_retention_ms=number("vacuum.retention-ms", OFF),
     )
 
 

@@ -26,6 +26,7 @@ from typing import Any
 from kconnect.connectors.lakehouse import config as cfg
 from kconnect.connectors.lakehouse.commits import decode_offsets, encode_offsets, offsets_key
 from kconnect.connectors.lakehouse.evolution import Evolution, quote_path
+from kconnect.connectors.lakehouse.maintenance import OFF, MaintenancePolicy, MaintenanceResult
 from kconnect.connectors.lakehouse.routing import table_parts
 from kconnect.connectors.lakehouse.table_sink import (
     META,
@@ -38,7 +39,14 @@ from kconnect.connectors.lakehouse.table_sink import (
 from kconnect.connectors.uniform import UniformTasks
 from kconnect.runtime import logs
 from kconnect.runtime.plugins.api import ConnectorError, SinkConnector, TopicPartition
-from kconnect.runtime.plugins.config_def import NO_DEFAULT, ConfigDef, ConfigValue, Importance, NonEmptyString
+from kconnect.runtime.plugins.config_def import (
+    NO_DEFAULT,
+    ConfigDef,
+    ConfigValue,
+    Importance,
+    LambdaValidator,
+    NonEmptyString,
+)
 from kconnect.runtime.plugins.config_def import Type as ConfigType
 
 log = logs.get(__name__)
@@ -50,7 +58,8 @@ CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 
 CONFIG_DEF = cfg.config_def(
     PREFIX,
-    ConfigDef().define(
+    ConfigDef()
+    .define(
         WAREHOUSE_CONFIG,
         ConfigType.STRING,
         NO_DEFAULT,
@@ -58,6 +67,16 @@ CONFIG_DEF = cfg.config_def(
         Importance.HIGH,
         "Directory (or URI) the tables live under: <warehouse>/<namespace>/<table>; every worker must "
         "see it.",
+    )
+    .define(
+        "delta.tables.maintenance.vacuum.retention-ms",
+        ConfigType.LONG,
+        OFF,
+        LambdaValidator.with_(cfg.minus_one_or_at_least_zero, "-1 (off) or 0 or more"),
+        Importance.LOW,
+        "Maintenance VACUUMs files the table stopped referencing longer ago than this (kconnect's; -1, the "
+        "default: no VACUUM). Delta refuses less than 7 days unless the worker property "
+        "spark.databricks.delta.retentionDurationCheck.enabled=false.",
     ),
 )
 
@@ -171,6 +190,58 @@ class DeltaSinkTask(TableSinkTask):
             if isinstance(meta, dict) and isinstance(meta.get(key), str):
                 out.update(decode_offsets(meta[key]))
         return out
+
+    def _maintain_table(self, spark: Any, table: str, policy: MaintenancePolicy) -> MaintenanceResult:
+        """``OPTIMIZE`` when the table has at least ``min-input-files`` files, then ``VACUUM``. Both commit
+        with no ``userMetadata`` (the resume reads past them) and never touch the history the offsets live
+        in. Held under the merge lock: Delta takes commit metadata and file sizes from session settings
+        that the worker's tasks share."""
+        ident = self._ident(table)
+        rewritten = added = deleted = 0
+        skipped: str | None = None
+        with _MERGE_LOCK:
+            if policy.compacts:
+                files = int(spark.sql(f"DESCRIBE DETAIL {ident}").select("numFiles").collect()[0][0])
+                if files < policy.min_input_files:
+                    skipped = f"{files} files, fewer than min-input-files {policy.min_input_files}"
+                else:
+                    size_key = "spark.databricks.delta.optimize.maxFileSize"
+                    if policy.target_file_size_bytes > 0:
+                        spark.conf.set(size_key, str(policy.target_file_size_bytes))
+                    try:
+                        metrics = spark.sql(f"OPTIMIZE {ident}").collect()[0]["metrics"]
+                    finally:
+                        if policy.target_file_size_bytes > 0:
+                            spark.conf.unset(size_key)
+                    rewritten, added = int(metrics["numFilesRemoved"]), int(metrics["numFilesAdded"])
+            if policy.vacuum_retention_ms >= 0:
+                deleted = self._vacuum(spark, ident, policy.vacuum_retention_ms)
+        return MaintenanceResult(
+            files_rewritten=rewritten, files_added=added, files_deleted=deleted, skipped=skipped
+        )
+
+    @staticmethod
+    def _vacuum(spark: Any, ident: str, retention_ms: int) -> int:
+        """VACUUM, its listing spread over the session's cores rather than Spark's default of 10,000
+        listing tasks (minutes for a small table on two cores); the files it deleted, from the VACUUM END
+        entry Delta writes to the history (0 where Delta does not log VACUUM)."""
+        hours = f"{retention_ms / 3_600_000:.6f}"
+        listing = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
+        before = spark.conf.get(listing, None)
+        spark.conf.set(listing, str(max(1, spark.sparkContext.defaultParallelism)))
+        try:
+            spark.sql(f"VACUUM {ident} RETAIN {hours} HOURS").collect()
+        finally:
+            if before is None:
+                spark.conf.unset(listing)
+            else:
+                spark.conf.set(listing, before)
+        last = (
+            spark.sql(f"DESCRIBE HISTORY {ident} LIMIT 1").select("operation", "operationMetrics").collect()
+        )
+        if last and last[0][0] == "VACUUM END" and last[0][1]:
+            return int(last[0][1].get("numDeletedFiles", 0))
+        return 0
 
     def _write(
         self, spark: Any, table: str, rows: Any, covered: Mapping[TopicPartition, int], ids: tuple[str, ...]

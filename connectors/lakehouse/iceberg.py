@@ -18,12 +18,21 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
+from kconnect.config.masking import is_sensitive
 from kconnect.connectors.lakehouse import config as cfg
 from kconnect.connectors.lakehouse.commits import encode_offsets, offsets_key, resume_offsets
 from kconnect.connectors.lakehouse.evolution import Evolution, quote_path
+from kconnect.connectors.lakehouse.maintenance import (
+    OFF,
+    MaintenancePolicy,
+    MaintenanceResult,
+    Snapshot,
+    snapshots_to_expire,
+)
 from kconnect.connectors.lakehouse.routing import table_parts
 from kconnect.connectors.lakehouse.table_sink import (
     META,
@@ -36,7 +45,7 @@ from kconnect.connectors.lakehouse.table_sink import (
 from kconnect.connectors.uniform import UniformTasks
 from kconnect.runtime import logs
 from kconnect.runtime.plugins.api import ConnectorError, SinkConnector, TopicPartition
-from kconnect.runtime.plugins.config_def import ConfigDef, ConfigValue, Importance
+from kconnect.runtime.plugins.config_def import ConfigDef, ConfigValue, Importance, LambdaValidator, Range
 from kconnect.runtime.plugins.config_def import Type as ConfigType
 
 log = logs.get(__name__)
@@ -44,6 +53,7 @@ log = logs.get(__name__)
 PREFIX = "iceberg."
 CATALOG_PREFIX = "iceberg.catalog."
 EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+JDBC_PASSWORD = "iceberg.catalog.jdbc.password"
 
 CONFIG_DEF = cfg.config_def(
     PREFIX,
@@ -54,7 +64,8 @@ CONFIG_DEF = cfg.config_def(
         "iceberg",
         None,
         Importance.LOW,
-        "The catalog's name in Apache's sink; kconnect registers the catalog in Spark under its own name.",
+        "The catalog's name: a jdbc catalog is registered in Spark under it (its tables are kept under "
+        "the catalog's name); other catalogs under a name of kconnect's own.",
     )
     .define(
         "iceberg.catalog.type",
@@ -73,6 +84,49 @@ CONFIG_DEF = cfg.config_def(
         None,
         Importance.HIGH,
         "The warehouse location (a directory every worker sees, for the hadoop catalog).",
+    )
+    .define(
+        "iceberg.catalog.uri",
+        ConfigType.STRING,
+        None,
+        None,
+        Importance.HIGH,
+        "The catalog's address: jdbc:postgresql://host:port/db for the jdbc catalog (the PostgreSQL driver "
+        "on the worker's spark.jars), http(s)://... for a rest catalog.",
+    )
+    .define(
+        "iceberg.catalog.jdbc.user",
+        ConfigType.STRING,
+        None,
+        None,
+        Importance.MEDIUM,
+        "The jdbc catalog's database user.",
+    )
+    .define(
+        JDBC_PASSWORD,
+        ConfigType.PASSWORD,
+        None,
+        None,
+        Importance.MEDIUM,
+        "The jdbc catalog's database password: a secret, shown as [hidden] in validation answers and logs "
+        "(use a config provider, ${file:...}, to keep it out of the config topic).",
+    )
+    .define(
+        "iceberg.tables.maintenance.expire-snapshots.older-than-ms",
+        ConfigType.LONG,
+        OFF,
+        LambdaValidator.with_(cfg.minus_one_or_at_least_zero, "-1 (off) or 0 or more"),
+        Importance.LOW,
+        "Maintenance expires snapshots older than this (kconnect's; -1, the default: no expiry). The newest "
+        "snapshot carrying each partition's Kafka offsets is always kept: the task resumes from it.",
+    )
+    .define(
+        "iceberg.tables.maintenance.expire-snapshots.retain-last",
+        ConfigType.INT,
+        1,
+        Range.at_least(1),
+        Importance.LOW,
+        "Expiry always keeps this many newest snapshots.",
     )
     .define(
         "iceberg.control.topic",
@@ -119,20 +173,44 @@ def catalog_properties(props: Mapping[str, str]) -> dict[str, str]:
 
 
 def catalog_name(props: Mapping[str, str]) -> str:
-    """The connector's catalog's name in the worker's SparkSession: one per distinct catalog config."""
-    text = "\n".join(f"{k}={v}" for k, v in sorted(catalog_properties(props).items()))
+    """The connector's catalog's name in the worker's SparkSession: one per distinct catalog config.
+    Credentials are left out of the hash: the name is logged, and a short hash of a password is a clue.
+
+    A jdbc catalog keeps its tables under its own name (the ``catalog_name`` column of ``iceberg_tables``),
+    so there the name is ``iceberg.catalog`` (default ``iceberg``, as in Apache's sink): readers, and tables
+    Apache's sink wrote, see the same tables."""
+    if catalog_properties(props).get("type") == "jdbc":
+        return props.get("iceberg.catalog") or "iceberg"
+    text = "\n".join(
+        f"{k}={v}"
+        for k, v in sorted(catalog_properties(props).items())
+        if not is_sensitive(CATALOG_PREFIX + k)
+    )
     return "kc_" + hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
 def catalog_problems(props: Mapping[str, str | None]) -> dict[str, str]:
-    """What the catalog keys lack: the hadoop catalog needs a warehouse."""
+    """What the catalog keys lack: the hadoop catalog needs a warehouse, the jdbc catalog a jdbc: uri and a
+    warehouse (where its tables' files go)."""
     catalog = catalog_properties({k: v for k, v in props.items() if v is not None})
-    if catalog.get("type") == "hadoop" and not catalog.get("warehouse"):
+    kind = catalog.get("type")
+    if kind == "hadoop" and not catalog.get("warehouse"):
         return {
             "iceberg.catalog.warehouse": (
                 "the hadoop catalog (the default iceberg.catalog.type) needs a warehouse directory"
             )
         }
+    if kind == "jdbc":
+        if not catalog.get("uri", "").startswith("jdbc:"):
+            return {
+                "iceberg.catalog.uri": (
+                    "the jdbc catalog needs a JDBC URL (jdbc:postgresql://host:port/database)"
+                )
+            }
+        if not catalog.get("warehouse"):
+            return {
+                "iceberg.catalog.warehouse": "the jdbc catalog needs a warehouse location for table files"
+            }
     return {}
 
 
@@ -175,8 +253,19 @@ class IcebergSinkTask(TableSinkTask):
     def _prepare(self, spark: Any) -> None:
         config = self._config()
         self._catalog = catalog_name(config.props)
+        options = catalog_properties(config.props)
+        for key, value in options.items():
+            # A named (jdbc) catalog another connector registered differently: Spark keeps the first one
+            # it loaded, so this connector would write through that one. Name the key, never the value.
+            held = spark.conf.get(f"spark.sql.catalog.{self._catalog}.{key}", None)
+            if held is not None and held != value:
+                raise ConnectorError(
+                    f"the worker's SparkSession already has an Iceberg catalog named {self._catalog} with "
+                    f"another iceberg.catalog.{key}: give this connector's catalog another name "
+                    "(iceberg.catalog)"
+                )
         spark.conf.set(f"spark.sql.catalog.{self._catalog}", "org.apache.iceberg.spark.SparkCatalog")
-        for key, value in catalog_properties(config.props).items():
+        for key, value in options.items():
             spark.conf.set(f"spark.sql.catalog.{self._catalog}.{key}", value)
         jvm = spark._jvm
         try:
@@ -198,7 +287,10 @@ class IcebergSinkTask(TableSinkTask):
         try:
             return spark.table(self._ident(table)).schema
         except Exception as exc:
-            if "TABLE_OR_VIEW_NOT_FOUND" in str(exc) or "NoSuchTable" in str(exc):
+            text = str(exc)
+            # A jdbc catalog on Iceberg's first schema version answers a missing table by refusing the
+            # view lookup Spark tries next ("initialized without view support"): the table is missing.
+            if any(m in text for m in ("TABLE_OR_VIEW_NOT_FOUND", "NoSuchTable", "without view support")):
                 return None
             raise
 
@@ -230,6 +322,46 @@ class IcebergSinkTask(TableSinkTask):
             f"SELECT summary['{key}'] FROM {self._ident(table)}.snapshots ORDER BY committed_at, snapshot_id"
         ).collect()
         return resume_offsets(r[0] for r in rows)
+
+    def _maintain_table(self, spark: Any, table: str, policy: MaintenancePolicy) -> MaintenanceResult:
+        """``rewrite_data_files`` (bin-pack; its snapshot carries no offsets, which the resume reads past),
+        then ``expire_snapshots`` of exactly the ids :func:`snapshots_to_expire` picks: the procedure's own
+        ``older_than``/``retain_last`` could expire the newest snapshot naming a partition's offsets."""
+        name = ".".join(f"`{p}`" for p in table_parts(table)).replace("'", "\\'")
+        rewritten = added = 0
+        if policy.compacts:
+            options = {"min-input-files": str(policy.min_input_files)}
+            if policy.target_file_size_bytes > 0:
+                options["target-file-size-bytes"] = str(policy.target_file_size_bytes)
+            pairs = ", ".join(f"'{k}', '{v}'" for k, v in options.items())
+            row = spark.sql(
+                f"CALL {self._catalog}.system.rewrite_data_files(table => '{name}', options => map({pairs}))"
+            ).collect()[0]
+            rewritten, added = int(row["rewritten_data_files_count"]), int(row["added_data_files_count"])
+        expired = deleted = 0
+        if policy.expire_older_than_ms >= 0:
+            snapshots = [
+                Snapshot(int(r[0]), int(r[1]), dict(r[2] or {}))
+                for r in spark.sql(
+                    "SELECT snapshot_id, unix_millis(committed_at), summary "
+                    f"FROM {self._ident(table)}.snapshots"
+                ).collect()
+            ]
+            ids = snapshots_to_expire(
+                snapshots, int(time.time() * 1000), policy.expire_older_than_ms, policy.retain_last
+            )
+            if ids:
+                # older_than long past: nothing expires by age, only the ids named.
+                row = spark.sql(
+                    f"CALL {self._catalog}.system.expire_snapshots(table => '{name}', "
+                    "older_than => TIMESTAMP '1971-01-01 00:00:00', "
+                    f"snapshot_ids => array({', '.join(map(str, ids))}))"
+                ).collect()[0]
+                expired = len(ids)
+                deleted = int(row["deleted_data_files_count"])
+        return MaintenanceResult(
+            files_rewritten=rewritten, files_added=added, snapshots_expired=expired, files_deleted=deleted
+        )
 
     def _write(
         self, spark: Any, table: str, rows: Any, covered: Mapping[TopicPartition, int], ids: tuple[str, ...]

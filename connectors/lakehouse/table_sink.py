@@ -16,6 +16,10 @@ Why it is built this way:
   Kafka offset commit, after a rebalance, or already written by a zombie, are never written twice; staged
   data lost in a crash was never committed anywhere, so Kafka gives it again. A partition opened here seeks
   (``SinkTaskContext.offset``) to what its tables hold when that is ahead of the consumer group.
+- Table maintenance (``maintenance``: compaction, snapshot expiry or VACUUM) runs on the task's own thread
+  right after ``pre_commit``'s commit check, so never during one of its commits, one table at a time, on
+  the tables this task has written. A maintenance step that fails is logged and retried at the next
+  interval: it leaves the table as it was, and the data path must not stop for it.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any, ClassVar
 from kconnect.connectors.lakehouse import config as cfg
 from kconnect.connectors.lakehouse.commits import commit_due, unwritten_from
 from kconnect.connectors.lakehouse.evolution import Evolution, SchemaEvolutionError, plan
+from kconnect.connectors.lakehouse.maintenance import MaintenancePolicy, MaintenanceResult, maintenance_due
 from kconnect.connectors.lakehouse.routing import topic_table
 from kconnect.runtime import __version__, logs
 from kconnect.runtime.dataplane.scratch import make_scratch_dir
@@ -75,6 +80,10 @@ class TableSinkTask(FrameSinkTask):
         self._opening: set[TopicPartition] = set()
         self._counter = 0
         self.commits = 0
+        #: Tables this task has written (maintenance works on these) and when maintenance last ran.
+        self._tables: set[str] = set()
+        self._assigned: set[TopicPartition] = set()
+        self._maintained_at = time.time()
 
     def version(self) -> str:
         return __version__
@@ -100,6 +109,11 @@ class TableSinkTask(FrameSinkTask):
         """The next offset per partition this connector's commits to the table hold."""
 
     @abc.abstractmethod
+    def _maintain_table(self, spark: Any, table: str, policy: MaintenancePolicy) -> MaintenanceResult:
+        """Compact the table's small files, then expire snapshots (or VACUUM), as ``policy`` says; never
+        remove what :meth:`_held_offsets` needs."""
+
+    @abc.abstractmethod
     def _write(
         self, spark: Any, table: str, rows: Any, covered: Mapping[TopicPartition, int], ids: tuple[str, ...]
     ) -> None:
@@ -115,6 +129,7 @@ class TableSinkTask(FrameSinkTask):
         self._scratch = make_scratch_dir("kconnect-lakehouse-", label)
         self._staged, self._floor, self._committed, self._opening = [], {}, {}, set()
         self._value_type = None
+        self._tables, self._assigned, self._maintained_at = set(), set(), time.time()
 
     def stop(self) -> None:
         """Staged rows were never committed anywhere: dropping them is safe, Kafka has them."""
@@ -123,7 +138,9 @@ class TableSinkTask(FrameSinkTask):
 
     def open(self, partitions: Iterable[TopicPartition]) -> None:
         """Note the partitions; their tables' offsets are read at the first batch (it has the session)."""
-        self._opening.update(partitions)
+        parts = set(partitions)
+        self._opening.update(parts)
+        self._assigned.update(parts)
 
     def close(self, partitions: Iterable[TopicPartition]) -> None:
         """Commit what is staged before the partitions go (a new owner would read them again, and drop what
@@ -131,6 +148,7 @@ class TableSinkTask(FrameSinkTask):
         gone = set(partitions)
         if self._staged and self._spark is not None:
             self._commit("close")
+        self._assigned -= gone
         for tp in gone:
             self._floor.pop(tp, None)
             self._committed.pop(tp, None)
@@ -203,10 +221,62 @@ class TableSinkTask(FrameSinkTask):
         reason = commit_due(config.policy, records, size, oldest, time.time())
         if reason is not None:
             self._commit(reason)
+        if (
+            maintenance_due(config.maintenance, self._maintained_at, time.time())
+            and self._session() is not None
+        ):
+            self._maintain()
         return {tp: offset for tp, offset in self._committed.items() if tp in current_offsets}
 
     def flush(self, current_offsets: Mapping[TopicPartition, int]) -> None:
         """Durability is the table commit's; ``pre_commit`` does it and never calls this."""
+
+    # --- maintenance
+
+    def _session(self) -> Any:
+        """The worker's SparkSession: the first batch's, or (a task restarted on an idle topic has had no
+        batch yet) the one the worker already runs; None when it runs none."""
+        if self._spark is None:
+            from pyspark import SparkContext
+            from pyspark.sql import SparkSession
+
+            if SparkContext._active_spark_context is None:
+                return None
+            self._spark = SparkSession.builder.getOrCreate()
+            self._prepare(self._spark)
+        return self._spark
+
+    def _maintain(self) -> None:
+        """Maintain each table this task has written or its partitions route to, one at a time, logging
+        what each step did."""
+        config = self._config()
+        routed = {t for tp in self._assigned for t in self._known_tables(tp)} - self._tables
+        for table in sorted(self._tables | routed):
+            started = time.monotonic()
+            try:
+                if table in routed and not self._exists(table):
+                    continue
+                result = self._maintain_table(self._spark, table, config.maintenance)
+            except Exception as exc:
+                log.warning(
+                    "table maintenance failed; retried at the next interval",
+                    table=table,
+                    error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+                    connector=config.connector,
+                )
+                continue
+            log.info(
+                "table maintained",
+                table=table,
+                files_rewritten=result.files_rewritten,
+                files_added=result.files_added,
+                snapshots_expired=result.snapshots_expired,
+                files_deleted=result.files_deleted,
+                skipped=result.skipped,
+                seconds=round(time.monotonic() - started, 2),
+                connector=config.connector,
+            )
+        self._maintained_at = time.time()
 
     # --- resume
 
@@ -283,6 +353,7 @@ class TableSinkTask(FrameSinkTask):
                 for table, part, table_covered in self._routes(rows, covered):
                     self._write_table(table, part, table_covered)
                     tables_written.append(table)
+                    self._tables.add(table)
         except Exception:
             self._staged = stages + self._staged  # not committed: a retry (or a restart) writes them
             raise

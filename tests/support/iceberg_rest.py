@@ -1,0 +1,128 @@
+"""A real Apache Iceberg REST catalog server for the Iceberg sink's REST catalog test.
+
+Apache Iceberg's own ``RESTCatalogServer`` (the ``iceberg-open-api`` test fixture that Apache Iceberg's REST
+fixture image runs: a JdbcCatalog on in-memory SQLite behind the REST protocol, on Jetty), its jars from
+Maven Central (``tests/lakehouse/rest-catalog/pom.xml``) copied once into
+``~/.cache/kconnect/iceberg-rest-<version>/libs`` (``make lakehouse`` does it ahead of ``make test``), and
+Hadoop's client jars (the server writes table metadata through HadoopFileIO) from PySpark's own jars
+directory. Configured through its ``CATALOG_*`` environment variables: ``CATALOG_REST_PORT`` and
+``CATALOG_WAREHOUSE``. A server that cannot start fails the test with its log, never a silent skip.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from kconnect.runtime.cli.broker import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+POM = REPO / "tests" / "lakehouse" / "rest-catalog" / "pom.xml"
+VERSION = "1.10.0"
+
+
+class IcebergRestError(RuntimeError):
+    """The server's jars could not be fetched, or it did not start."""
+
+
+def rest_home() -> Path:
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "kconnect" / f"iceberg-rest-{VERSION}"
+
+
+def rest_jars() -> list[Path]:
+    """The server's jars, fetched with Maven on first use (a marker written last: an interrupted copy is
+    redone)."""
+    libs, marker = rest_home() / "libs", rest_home() / "complete"
+    if not marker.is_file():
+        if shutil.which("mvn") is None:
+            raise IcebergRestError("Maven (mvn) is needed to fetch Apache Iceberg's REST catalog server")
+        shutil.rmtree(libs, ignore_errors=True)
+        libs.mkdir(parents=True)
+        proc = subprocess.run(
+            ["mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies", f"-DoutputDirectory={libs}"],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        if proc.returncode != 0:
+            raise IcebergRestError(f"mvn could not fetch the REST catalog server: {proc.stdout[-2000:]}")
+        marker.write_text(VERSION + "\n")
+    return sorted(libs.glob("*.jar"))
+
+
+def hadoop_jars() -> list[Path]:
+    """Hadoop's shaded client jars that PySpark ships (the server's HadoopFileIO needs them)."""
+    import pyspark
+
+    jars = Path(pyspark.__file__).parent / "jars"
+    found = sorted(jars.glob("hadoop-client-api-*.jar")) + sorted(jars.glob("hadoop-client-runtime-*.jar"))
+    if len(found) < 2:
+        raise IcebergRestError(f"PySpark's Hadoop client jars are missing from {jars}")
+    return found
+
+
+@dataclass
+class IcebergRestServer:
+    proc: subprocess.Popen[bytes]
+    port: int
+    log: Path
+
+    @property
+    def uri(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+def start_iceberg_rest(workdir: Path, timeout: float = 180) -> IcebergRestServer:
+    """Start the server on a free port with its warehouse under ``workdir``; wait until GET /v1/config
+    answers 200."""
+    java = shutil.which("java")
+    if java is None:
+        raise IcebergRestError("Java 17 is needed to run Apache Iceberg's REST catalog server")
+    port = free_port()
+    classpath = os.pathsep.join(str(p) for p in [*rest_jars(), *hadoop_jars()])
+    log = workdir / "iceberg-rest.log"
+    env = {
+        **os.environ,
+        "CATALOG_REST_PORT": str(port),
+        "CATALOG_WAREHOUSE": str(workdir / "rest-warehouse"),
+    }
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            [java, "-Xmx256m", "-cp", classpath, "org.apache.iceberg.rest.RESTCatalogServer"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    server = IcebergRestServer(proc, port, log)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise IcebergRestError(
+                f"the REST catalog server exited: {log.read_text(errors='replace')[-3000:]}"
+            )
+        try:
+            if httpx.get(server.uri + "/v1/config", timeout=5).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    server.stop()
+    raise IcebergRestError(
+        f"the REST catalog server did not answer: {log.read_text(errors='replace')[-3000:]}"
+    )
