@@ -56,8 +56,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return _fail(EXIT_STARTUP, str(exc))
     warehouse = work / "warehouse"
     # The demo's own SparkSession starts now, beside the workers, so its JVM is warm when the table is.
-    reader = demo_table.TableReader(jar, warehouse).start() if jar is not None else None
+    reader = None
+    if jar is not None:
+        reader = demo_table.TableReader(jar, warehouse, work / "spark-reader.log").start()
     procs: list[subprocess.Popen[bytes]] = []
+    table_posted = 0.0
     urls: list[str] = []
 
     def launch(i: int) -> None:
@@ -208,6 +211,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 table = demo_table.sink_config(warehouse, "demo-lines")
                 table_sink = {"name": "demo-iceberg-sink", "config": table}
                 resp = call("POST", urls[1 % len(urls)] + "/connectors", 90, table_sink)
+                table_posted = time.monotonic()
                 print(f"POST /connectors (demo-iceberg-sink) -> {resp.status_code}")
         except ClientError as exc:
             print(f"kconnect demo: {exc.message} (logs in {work})", file=sys.stderr)
@@ -223,7 +227,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             f"kconnect demo: {arrived} of 100 lines went {source.name} -> topic demo-lines -> {output.name}"
             f" (FileStream source and sink tasks) in {time.monotonic() - started:.0f} s"
         )
-        rows = -1 if reader is None else _show_table(reader, work)
+        rows = -1 if reader is None else _show_table(reader, work, table_posted)
         print(_next_steps(urls[0], args.keep_running))
         if args.keep_running:
             print("kconnect demo: running; Ctrl-C stops it")
@@ -244,11 +248,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
         b.stop()
 
 
-def _show_table(reader: demo_table.TableReader, work: Path) -> int:
+def _show_table(reader: demo_table.TableReader, work: Path, posted: float) -> int:
     """Wait until the table holds every line, then print two Spark SQL queries of it; the row count (-1 when
     the table never appeared or Spark failed, said on stderr)."""
-    started = time.monotonic()
-    deadline = started + TABLE_WAIT_S
+    deadline = time.monotonic() + TABLE_WAIT_S
     row: dict[str, Any] = {}
     try:
         while time.monotonic() < deadline:
@@ -266,7 +269,7 @@ def _show_table(reader: demo_table.TableReader, work: Path) -> int:
             return -1
         print(
             f"kconnect demo: topic demo-lines -> Iceberg table {demo_table.TABLE} (IcebergSinkConnector, "
-            f"Spark) in {work / 'warehouse'}; {time.monotonic() - started:.0f} s after its sink was created"
+            f"Spark) in {work / 'warehouse'}, {time.monotonic() - posted:.0f} s after its sink was created"
         )
         print(f"spark-sql> {demo_table.SUMMARY_SQL}")
         print(f"  {demo_table.summary_line(row)}")

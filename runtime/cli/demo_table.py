@@ -59,8 +59,21 @@ def find_iceberg_jar(environ: Mapping[str, str], home: Path) -> Path | None:
 
 def worker_properties(jar: Path) -> list[str]:
     """Lines for each demo worker's properties: whichever worker runs the sink's task starts a local
-    SparkSession that can write Iceberg (the others never start Spark)."""
-    props = {"spark.master": "local[2]", "spark.jars": str(jar), **_SPARK_COMMON}
+    SparkSession that can write Iceberg (the others never start Spark).
+
+    ``producer.batch.num.messages=1``: the demo's broker is the embedded one, which reports a partition's
+    end as its last batch's base offset + 1 (DESIGN.md, test broker quirk 2; docs/spark.md "High
+    watermark"), and the Iceberg sink's micro-batches read up to that end, as Spark's Kafka source does:
+    the rest of a multi-record batch would wait for a next batch that a 100-line demo never sends. One
+    record per batch (what the tests do there too) costs nothing at 100 lines; on Apache Kafka it is not
+    needed.
+    """
+    props = {
+        "spark.master": "local[2]",
+        "spark.jars": str(jar),
+        **_SPARK_COMMON,
+        "producer.batch.num.messages": "1",
+    }
     return [f"{key}={value}" for key, value in props.items()]
 
 
@@ -93,6 +106,7 @@ class TableReader:
 
     jar: Path
     warehouse: Path
+    log_path: Path
     _session: Any = None
     _error: BaseException | None = None
     _ready: threading.Event = field(default_factory=threading.Event)
@@ -116,10 +130,22 @@ class TableReader:
                 f"spark.sql.catalog.{READER_CATALOG}.warehouse": str(self.warehouse),
                 # Each query reads the table's newest snapshot, not the one the first query saw.
                 f"spark.sql.catalog.{READER_CATALOG}.cache-enabled": "false",
+                "spark.ui.showConsoleProgress": "false",  # no progress bars among the demo's lines
             }
             for key, value in settings.items():
                 builder = builder.config(key, value)
-            self._session = builder.getOrCreate()
+            # The JVM inherits this process's stderr when it is launched, and writes its start-up warnings
+            # there: they go to the demo's log directory instead of among the demo's lines. Only the demo's
+            # own error lines use stderr, and none is written while the pipeline starts.
+            saved = os.dup(2)
+            try:
+                with open(self.log_path, "ab") as log:
+                    os.dup2(log.fileno(), 2)
+                    self._session = builder.getOrCreate()
+            finally:
+                os.dup2(saved, 2)
+                os.close(saved)
+            self._session.sparkContext.setLogLevel("ERROR")
         except BaseException as exc:  # handed to the caller of query(), which reports it
             self._error = exc
         finally:
