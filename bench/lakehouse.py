@@ -59,7 +59,7 @@ from tests.support.processes import descendants
 from tests.support.reference import REFERENCE_4X, ReferenceWorker, reference_available
 
 SYSTEMS = ("apache", "kconnect")
-LABELS = {"apache": "Apache Iceberg sink 1.12.0 on Connect 4.3.1", "kconnect": "kconnect"}
+LABELS = {"apache": "Apache Kafka Connect 4.3.1 + Iceberg sink 1.12.0", "kconnect": "kconnect"}
 TITLE = "Kafka to Iceberg: Apache Iceberg's Kafka Connect sink vs kconnect (bench/lakehouse.py)"
 PARTITIONS = 4
 SCHEMA = {
@@ -447,24 +447,24 @@ def run_one(kind: str, bootstrap: str, _broker_pid: int | None, work: Path, args
 def report(rows: list[Row]) -> None:
     print()
     print(
-        f"{'system':<44} {'records/s':>9} {'CPU s/1k':>8} {'snap/min':>8} {'files/min':>9} "
+        f"{'system':<50} {'records/s':>9} {'CPU s/1k':>8} {'snap/min':>8} {'files/min':>9} "
         f"{'lost':>5} {'repeat':>6}"
     )
     for r in rows:
         print(
-            f"{LABELS[r.system] + ' (big)':<44} {r.records_per_s:>9,.0f} "
+            f"{LABELS[r.system] + ' (big)':<50} {r.records_per_s:>9,.0f} "
             f"{r.big_cpu_s / max(r.big_records, 1) * 1000:>8.3f} "
             f"{per_minute(r.big_snapshots, r.big_s):>8.1f} "
             f"{per_minute(r.big_files, r.big_s):>9.1f} {r.lost if r.lost is not None else '-':>5} "
             f"{r.repeated if r.repeated is not None else '-':>6}"
         )
     print(
-        f"\n{'system':<44} {'records':>7} {'CPU s/1k':>8} {'snap/min':>8} {'files/min':>9} {'p50 s':>6} "
+        f"\n{'system':<50} {'records':>7} {'CPU s/1k':>8} {'snap/min':>8} {'files/min':>9} {'p50 s':>6} "
         f"{'p99 s':>6} {'max s':>6}"
     )
     for r in rows:
         print(
-            f"{LABELS[r.system] + ' (trickle)':<44} {r.trickle_records:>7} "
+            f"{LABELS[r.system] + ' (trickle)':<50} {r.trickle_records:>7} "
             f"{r.trickle_cpu_s / max(r.trickle_records, 1) * 1000:>8.3f} "
             f"{per_minute(r.trickle_snapshots, r.trickle_s):>8.1f} "
             f"{per_minute(r.trickle_files, r.trickle_s):>9.1f} "
