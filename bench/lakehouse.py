@@ -274,13 +274,23 @@ def percentile(values: list[float], q: float) -> float:
 # -------------------------------------------------------------------------------------------- phases
 
 
+def create_topics(bootstrap: str, partitions: dict[str, int]) -> None:
+    """Create the topics and wait until the broker answered for each, so producers find them."""
+    futures = AdminClient({"bootstrap.servers": bootstrap}).create_topics(
+        [NewTopic(t, n, 1) for t, n in partitions.items()]
+    )
+    for future in futures.values():
+        future.result(60)
+    time.sleep(1)
+
+
 def produce_big(bootstrap: str, topic: str, records: int) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "compression.type": "lz4"})
     now = int(time.time() * 1000)
     for n in range(records):
         while True:
             try:
-                producer.produce(topic, record(n, "bench.big", now), partition=n % PARTITIONS)
+                producer.produce(topic, record(n, "bench.big", now))
                 break
             except BufferError:
                 producer.poll(0.1)
@@ -421,9 +431,8 @@ def run_one(kind: str, bootstrap: str, _broker_pid: int | None, work: Path, args
     row = Row(kind)
     warehouse = work / f"{kind}-warehouse"
     control = f"lh-control-{kind}"
-    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(control, 1, 1)])
     topics = [f"lh-trickle-{i:02d}-{kind}" for i in range(args.topics)]
-    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(t, 1, 1) for t in topics])
+    create_topics(bootstrap, {control: 1, **dict.fromkeys(topics, 1)})
     worker = Worker(kind, bootstrap, work)
     try:
         worker.start()
@@ -528,8 +537,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def run(kind: str, bootstrap: str, pid: int | None, work: Path) -> Row:
         if kind == systems[0] and "big" in args.phases:  # the big topic once, for every system
-            AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic("lh-big", PARTITIONS, 1)])
-            time.sleep(2)
+            create_topics(bootstrap, {"lh-big": PARTITIONS})
             started = time.monotonic()
             produce_big(bootstrap, "lh-big", args.records)
             took = time.monotonic() - started
