@@ -276,9 +276,8 @@ def percentile(values: list[float], q: float) -> float:
 
 def create_topics(bootstrap: str, partitions: dict[str, int]) -> None:
     """Create the topics and wait until the broker answered for each, so producers find them."""
-    futures = AdminClient({"bootstrap.servers": bootstrap}).create_topics(
-        [NewTopic(t, n, 1) for t, n in partitions.items()]
-    )
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: its futures die with it
+    futures = admin.create_topics([NewTopic(t, n, 1) for t, n in partitions.items()])
     for future in futures.values():
         future.result(60)
     time.sleep(1)
@@ -304,7 +303,9 @@ def big_phase(worker: Worker, row: Row, args: argparse.Namespace, warehouse: Pat
         "iceberg.tables": "bench.big",
     }
     cpu0, t0_ms = worker.cpu(), time.time() * 1000
-    worker.create("big", config)
+    # Named for the system: a sink's consumer group is connect-<name>, and both run on one cluster.
+    name = f"big-{worker.kind}"
+    worker.create(name, config)
     half = args.records // 2
     wait_until(lambda: rows_in(warehouse, "bench.big") >= half, 3600, f"{worker.kind}: {half} rows", 0.5)
     cpu1 = worker.cpu()
@@ -334,7 +335,7 @@ def big_phase(worker: Worker, row: Row, args: argparse.Namespace, warehouse: Pat
         now = len(snapshots(warehouse, "bench.big"))
         if now != last:
             last, quiet_until = now, time.monotonic() + 3 * args.commit_ms / 1000
-    worker.delete("big")
+    worker.delete(name)
 
 
 def trickle_phase(
@@ -346,7 +347,8 @@ def trickle_phase(
         "iceberg.tables.dynamic-enabled": "true",
         "iceberg.tables.route-field": "tbl",
     }
-    worker.create("trickle", config)
+    name = f"trickle-{worker.kind}"
+    worker.create(name, config)
     # Each topic's first record creates its table: the measured window starts once every table exists.
     producer = Producer({"bootstrap.servers": worker.bootstrap, "linger.ms": 0})
     tables = [f"bench.t{i:02d}" for i in range(len(topics))]
@@ -394,7 +396,7 @@ def trickle_phase(
             seen = next((s.at_ms for s in snaps if s.total_records >= base[t] + k + 1), None)
             if seen is not None:
                 row.latencies.append((seen - at) / 1000)
-    worker.delete("trickle")
+    worker.delete(name)
 
 
 def read_back(warehouse: Path, records: int) -> tuple[int, int]:
@@ -417,6 +419,7 @@ def read_back(warehouse: Path, records: int) -> tuple[int, int]:
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
     try:
         total, distinct, inside = spark.sql(
             f"SELECT count(*), count(DISTINCT id), count(DISTINCT CASE WHEN id < {records} THEN id END) "
