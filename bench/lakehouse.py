@@ -165,10 +165,9 @@ class Worker:
                     **spark_properties(),
                 }
             )
-            self.kc = WorkerProcess(self.work, props, name=f"kconnect-{self.starts}", spark=True).start()
-            wait_until(
-                lambda: (self.kc.workers() or {}).get("generation", -1) >= 0, 180, "the kconnect worker"
-            )
+            kc = WorkerProcess(self.work, props, name=f"kconnect-{self.starts}", spark=True).start()
+            self.kc = kc
+            wait_until(lambda: (kc.workers() or {}).get("generation", -1) >= 0, 180, "the kconnect worker")
         return self
 
     @property
