@@ -18,7 +18,9 @@ $(STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-demo: setup
+# The demo's pipeline ends in an Iceberg table written by Spark: `lakehouse` fetches Spark's Iceberg runtime
+# first (from Maven Central, once; `kconnect demo` finds it in ~/.cache/kconnect).
+demo: setup lakehouse
 	$(BIN)/kconnect demo
 
 # Apache Kafka from Maven Central (tests/apache-kafka/pom.xml): the brokers the integration tests start and

@@ -23,7 +23,7 @@ import results  # noqa: E402  (bench/results.py: bench/ is not a package)
 CHARTS_DIR = "benchmarks"
 
 #: The benches charted, in page order; a bench without a results file is listed as not yet measured.
-CHARTED = ("density", "dataplane", "restart", "handover", "rolling")
+CHARTED = ("density", "dataplane", "restart", "handover", "rolling", "lakehouse")
 
 #: Systems named so are the reference, drawn in one colour on every chart; kconnect's rows in blues.
 REFERENCE_PREFIX = "Apache Kafka Connect"

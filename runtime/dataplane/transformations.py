@@ -310,6 +310,24 @@ def _extract_field(cfg: Mapping[str, Any], target: str) -> Builder:
     return build
 
 
+def _hoist_field(cfg: Mapping[str, Any], target: str) -> Builder:
+    """The whole key or value becomes the one field of a new struct (Java's HoistField with a schema; a
+    schemaless value, which Java wraps in a map, is refused as the other struct transformations refuse it)."""
+    name = str(cfg["field"])
+
+    def build(df: DataFrame) -> Step:
+        inner = connect_schema_of(df, target)
+        if inner is None:
+            raise ConnectDataError(f"HoistField needs a {target} schema in kconnect, found: schemaless JSON")
+        c = F.col(target)
+        out = ConnectSchema("struct", fields=(ConnectField(name, inner),))
+        # A null (a tombstone: Java's converter gives it no schema, and Java hoists it into a map holding
+        # null) becomes a struct holding null.
+        return Step({target: with_schema(F.struct(c.alias(name)), target, out)})
+
+    return build
+
+
 def _flatten(cfg: Mapping[str, Any], target: str) -> Builder:
     delimiter = str(cfg["delimiter"])
 
@@ -457,6 +475,7 @@ _BUILDERS: Final[Mapping[str, Callable[[Mapping[str, Any], str], Builder]]] = {
     "ExtractField": _extract_field,
     "Filter": _filter,
     "Flatten": _flatten,
+    "HoistField": _hoist_field,
     "InsertField": _insert_field,
     "MaskField": _mask_field,
     "RegexRouter": _regex_router,

@@ -251,6 +251,17 @@ def _extract_field_def() -> ConfigDef:
     )
 
 
+def _hoist_field_def() -> ConfigDef:
+    return ConfigDef().define(
+        "field",
+        Type.STRING,
+        NO_DEFAULT,
+        None,
+        Importance.MEDIUM,
+        "Field name for the single field that will be created in the resulting Struct or Map.",
+    )
+
+
 def _flatten_def() -> ConfigDef:
     return ConfigDef().define(
         "delimiter",
@@ -395,6 +406,7 @@ TRANSFORMATION_DEFS: Final[Mapping[str, TransformationDef]] = {
         *_variants("ExtractField", _extract_field_def),
         TransformationDef(f"{_PKG}Filter", ConfigDef),
         *_variants("Flatten", _flatten_def),
+        *_variants("HoistField", _hoist_field_def),
         *_variants("InsertField", _insert_field_def),
         *_variants("MaskField", _mask_field_def),
         TransformationDef(f"{_PKG}RegexRouter", _regex_router_def),

@@ -1,9 +1,10 @@
 """``kconnect demo`` from a cold start, as a fresh clone's ``make demo`` runs it.
 
 The real command (the development venv's console script) starts the embedded broker, three workers and
-the sample FileStream pipeline in a temporary directory of the test's own (TMPDIR), so no broker, worker
-or data of an earlier run is reused. It once posted the source connector to a worker that was still
-starting (503) and took that for the answer; it must exit 0 with every line through.
+the sample pipeline (FileStream source to a topic, then a FileStream sink and an Iceberg sink written by
+Spark) in a temporary directory of the test's own (TMPDIR), so no broker, worker or data of an earlier run
+is reused. It once posted the source connector to a worker that was still starting (503) and took that for
+the answer; it must exit 0 with every line through, in output.txt and in the table.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pytest
 
 from kconnect.runtime.cli import broker
 from kconnect.runtime.cli.main import main
+from tests.support.lakehouse_jars import lakehouse_jars
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -28,6 +30,7 @@ KCONNECT = Path(sys.executable).parent / "kconnect"
 
 
 def test_demo_from_a_cold_start_moves_every_line(tmp_path: Path) -> None:
+    lakehouse_jars()  # Spark's Iceberg runtime in the cache, where the demo looks (`make demo` fetches it)
     env = {k: v for k, v in os.environ.items() if not k.startswith("KCONNECT_")}
     env["TMPDIR"] = str(tmp_path)  # the demo's work directory (tempfile.mkdtemp) lands here, new
     started = time.monotonic()
@@ -52,6 +55,14 @@ def test_demo_from_a_cold_start_moves_every_line(tmp_path: Path) -> None:
     # Every line once; the order across the topic's partitions is not the file's (keyless records spread).
     lines = (work / "output.txt").read_text().splitlines()
     assert sorted(lines, key=lambda line: int(line.split()[1])) == [f"line {n}" for n in range(100)]
+    # The table: its sink was created, and the demo's Spark SQL query of it counted every line once.
+    assert re.search(r"^POST /connectors \(demo-iceberg-sink\) -> 201$", proc.stdout, re.M), out
+    assert re.search(r"^spark-sql> SELECT count\(\*\) AS rows, .* FROM lake\.demo\.lines$", proc.stdout, re.M)
+    assert re.search(r"^  100 rows, 100 distinct lines, line 0 \.\. line 99$", proc.stdout, re.M), out
+    assert re.search(r"^  line=line 0, kafka_partition=\d, kafka_offset=\d+$", proc.stdout, re.M), out
+    table = work / "warehouse" / "demo" / "lines"
+    assert list((table / "data").glob("*.parquet")) and list((table / "metadata").glob("v*.metadata.json"))
+    assert "WARN" not in proc.stdout + proc.stderr  # the demo's own Spark logs to spark-reader.log
 
 
 def test_a_worker_whose_port_was_taken_is_restarted_on_another(
@@ -73,7 +84,7 @@ def test_a_worker_whose_port_was_taken_is_restarted_on_another(
     monkeypatch.setattr(broker, "free_port", free_port)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     try:
-        code = main(["demo"])
+        code = main(["demo", "--no-table"])  # what is tested is the port's retry: no Spark needed
     finally:
         held.close()
     out = capsys.readouterr().out

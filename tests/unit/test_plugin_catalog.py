@@ -37,7 +37,7 @@ def test_all_kinds_come_in_javas_order(catalog: PluginCatalog) -> None:
     assert (
         kinds
         == ["sink", "source"]
-        + ["transformation"] * 18
+        + ["transformation"] * 20
         + ["predicate"] * 3
         + ["converter"] * 6  # Apache's three and Confluent's Avro, Protobuf, JSON Schema
         + ["header_converter"] * 4

@@ -315,3 +315,31 @@ def test_a_transform_that_cannot_apply_to_the_type_fails_clearly(frame) -> None:
         transform_chain(
             {"transforms": "e", "transforms.e.type": PKG + "ExtractField$Value", "transforms.e.field": "nope"}
         ).apply(frame)
+
+
+def test_hoist_field_wraps_the_key_or_value_in_a_struct_that_later_transforms_see(frame) -> None:  # type: ignore[no-untyped-def]
+    """HoistField (kconnect's demo wraps FileStream's string lines with it for the Iceberg sink): the whole
+    key or value becomes the one field of a struct whose schema holds the old one, so a struct
+    transformation after it applies; a tombstone's value becomes a struct holding null, as Java's."""
+    from kconnect.runtime.dataplane.converters import connect_schema_of
+
+    out = transform_chain(
+        {
+            "transforms": "hk,hv,stamp",
+            "transforms.hk.type": PKG + "HoistField$Key",
+            "transforms.hk.field": "k",
+            "transforms.hv.type": PKG + "HoistField$Value",
+            "transforms.hv.field": "order",
+            "transforms.stamp.type": PKG + "InsertField$Key",
+            "transforms.stamp.offset.field": "off",
+        }
+    ).apply(frame)
+    key_schema, value_schema = connect_schema_of(out, "key"), connect_schema_of(out, "value")
+    assert key_schema is not None and [f.name for f in key_schema.fields] == ["k", "off"]
+    assert value_schema is not None and value_schema.type == "struct"
+    assert [(f.name, f.schema.name) for f in value_schema.fields] == [("order", "Order")]
+    rows = {r["offset"]: r for r in out.collect()}
+    assert rows[0]["key"].asDict() == {"k": "k0", "off": 0}
+    assert rows[2]["value"]["order"].asDict() == {"id": 3, "price": "7"}
+    assert rows[3]["value"].asDict() == {"order": None}
+    assert all(r[TRANSFORM_ERROR] is None for r in rows.values())
