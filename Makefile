@@ -20,7 +20,9 @@ $(STAMP): pyproject.toml
 
 # The demo's pipeline ends in an Iceberg table written by Spark: `lakehouse` fetches Spark's Iceberg runtime
 # first (from Maven Central, once; `kconnect demo` finds it in ~/.cache/kconnect).
-demo: setup lakehouse
+# The demo's pipeline ends in an Iceberg table: Spark's Iceberg runtime is fetched first (once, cached).
+demo: setup
+	$(BIN)/python -c 'from tests.support.lakehouse_jars import lakehouse_jars; lakehouse_jars()'
 	$(BIN)/kconnect demo
 
 # Apache Kafka from Maven Central (tests/apache-kafka/pom.xml): the brokers the integration tests start and
