@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
@@ -134,16 +135,17 @@ class KafkaLog:
         )
         # End offsets come from a consumer of their own: librdkafka blocks a watermark query on a
         # consumer that another thread is inside consume() with.
-        self._probe = Consumer(
-            {
-                **base,
-                "group.id": f"{client_id}-{topic}-probe",
-                "enable.auto.commit": False,
-                "isolation.level": "read_committed",
-                "client.id": f"{client_id}-{topic}-probe",
-                **(consumer_overrides or {}),
-            }
-        )
+        probe_settings = {
+            **base,
+            "group.id": f"{client_id}-{topic}-probe",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "client.id": f"{client_id}-{topic}-probe",
+            **(consumer_overrides or {}),
+        }
+        self._new_probe: Callable[[], Any] = lambda: Consumer(probe_settings)
+        self._probe = self._new_probe()
+        self._probe_lock = threading.Lock()
         self._positions: dict[int, int] = {}  # partition -> next offset to read
         self._cond = threading.Condition()
         self._stop = threading.Event()
@@ -261,6 +263,8 @@ class KafkaLog:
                     break
                 except KafkaException as exc:
                     code = exc.args[0].code() if exc.args and isinstance(exc.args[0], KafkaError) else None
+                    if code == KafkaError._TIMED_OUT:
+                        self._renew_probe(p, str(exc))
                     if (
                         not retriable_end_offset_error(code)
                         or time.monotonic() + _RETRY_BACKOFF_S >= deadline
@@ -277,6 +281,31 @@ class KafkaLog:
                     time.sleep(_RETRY_BACKOFF_S)
             ends[p] = high
         return ends
+
+    def _renew_probe(self, partition: int, error: str) -> None:
+        """Replace the probe consumer after a watermark query timed out.
+
+        Why: the probe only queries watermarks, so librdkafka holds the topic's leaders in its metadata
+        cache without ever refreshing them (no subscription, no fetch to fail): once a partition's leader
+        is SIGKILLed, every later query goes to the dead broker and times out, for as long as the cache
+        entry lives (15 minutes by default). Both workers of test_group_coordinator_killed_under_connect_
+        protocol read the group records' end this way for minutes after the coordinator's broker died,
+        and the group's work waited for them. A new client starts from fresh metadata; this happens only
+        after a query timed out.
+        """
+        fresh = self._new_probe()
+        with self._probe_lock:
+            old, self._probe = self._probe, fresh
+        log.info(
+            "end-offset probe renewed after a query timed out",
+            topic=self.topic,
+            partition=partition,
+            error=error,
+        )
+        try:
+            old.close()
+        except Exception as exc:  # a client that no longer closes cleanly must not fail the read
+            log.warning("closing the old end-offset probe failed", topic=self.topic, error=str(exc))
 
     def read_to_end(self, timeout_s: float = 30.0) -> bool:
         """Block until every record written before the call has been handed to the callback."""
@@ -359,4 +388,5 @@ class KafkaLog:
             self._producer.flush(5)
         finally:
             self._consumer.close()
-            self._probe.close()
+            with self._probe_lock:
+                self._probe.close()

@@ -55,6 +55,8 @@ def _log(probe: FlakyProbe | CountingProbe, partitions: int = 1) -> KafkaLog:
     log.topic = "t"
     log._partitions = list(range(partitions))
     log._probe = probe
+    log._new_probe = lambda: probe  # a renewed probe (after a timed-out query) is the same fake here
+    log._probe_lock = threading.Lock()
     log._ends_cond = threading.Condition()
     log._ends_started = log._ends_done = 0
     log._ends_running = False
@@ -71,6 +73,33 @@ def test_a_leader_election_is_waited_out() -> None:
     probe = FlakyProbe(KafkaError._UNKNOWN_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError._TIMED_OUT)
     assert _log(probe, partitions=2).end_offsets(5.0) == {0: 42, 1: 42}
     assert probe.calls == 5  # three errors, then one answer per partition
+
+
+class DeadLeaderProbe:
+    """A probe whose metadata names a dead leader: every query times out (librdkafka never refreshes the
+    cached leader of a topic it only queries watermarks of)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.closed = False
+
+    def get_watermark_offsets(self, tp: Any, timeout: float, cached: bool) -> tuple[int, int]:
+        self.calls += 1
+        raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_probe_whose_query_timed_out_is_replaced_by_a_fresh_client() -> None:
+    stale = DeadLeaderProbe()
+    fresh = FlakyProbe()
+    log = _log(fresh)
+    log._probe = stale
+    made: list[FlakyProbe] = []
+    log._new_probe = lambda: made.append(fresh) or fresh
+    assert log.end_offsets(5.0) == {0: 42}
+    assert stale.calls == 1 and stale.closed and made == [fresh] and log._probe is fresh
 
 
 def test_a_non_retriable_error_fails_at_once() -> None:
