@@ -69,6 +69,11 @@ _RETRIABLE_END_OFFSET_ERRORS: frozenset[int] = frozenset(
     }
 )
 _RETRY_BACKOFF_S = 0.2
+#: End-offset errors that a probe whose cached metadata names a dead leader (or none) keeps answering:
+#: a query sent to the dead broker times out; a partition whose cached leader is gone is "unknown".
+_STALE_LEADER_ERRORS: frozenset[int] = frozenset({KafkaError._TIMED_OUT, KafkaError._UNKNOWN_PARTITION})
+#: The least time between two renewals of a log's probe (an unknown partition answers at once).
+_PROBE_RENEW_INTERVAL_S = 2.0
 
 
 def retriable_end_offset_error(code: int | None) -> bool:
@@ -146,6 +151,7 @@ class KafkaLog:
         self._new_probe: Callable[[], Any] = lambda: Consumer(probe_settings)
         self._probe = self._new_probe()
         self._probe_lock = threading.Lock()
+        self._probe_renewed = time.monotonic()
         self._positions: dict[int, int] = {}  # partition -> next offset to read
         self._cond = threading.Condition()
         self._stop = threading.Event()
@@ -263,7 +269,7 @@ class KafkaLog:
                     break
                 except KafkaException as exc:
                     code = exc.args[0].code() if exc.args and isinstance(exc.args[0], KafkaError) else None
-                    if code == KafkaError._TIMED_OUT:
+                    if code in _STALE_LEADER_ERRORS:
                         self._renew_probe(p, str(exc))
                     if (
                         not retriable_end_offset_error(code)
@@ -283,16 +289,21 @@ class KafkaLog:
         return ends
 
     def _renew_probe(self, partition: int, error: str) -> None:
-        """Replace the probe consumer after a watermark query timed out.
+        """Replace the probe consumer after a watermark query timed out or found the partition unknown
+        (at most every :data:`_PROBE_RENEW_INTERVAL_S`).
 
         Why: the probe only queries watermarks, so librdkafka holds the topic's leaders in its metadata
         cache without ever refreshing them (no subscription, no fetch to fail): once a partition's leader
         is SIGKILLed, every later query goes to the dead broker and times out, for as long as the cache
         entry lives (15 minutes by default). Both workers of test_group_coordinator_killed_under_connect_
-        protocol read the group records' end this way for minutes after the coordinator's broker died,
-        and the group's work waited for them. A new client starts from fresh metadata; this happens only
-        after a query timed out.
+        protocol read the group records' end this way for minutes after the coordinator's broker died
+        ("Timed out", or "Unknown partition" for as long), and the group's work waited for them. A new
+        client starts from fresh metadata.
         """
+        now = time.monotonic()
+        if now - self._probe_renewed < _PROBE_RENEW_INTERVAL_S:
+            return
+        self._probe_renewed = now
         fresh = self._new_probe()
         with self._probe_lock:
             old, self._probe = self._probe, fresh

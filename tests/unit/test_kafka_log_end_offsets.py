@@ -57,6 +57,7 @@ def _log(probe: FlakyProbe | CountingProbe, partitions: int = 1) -> KafkaLog:
     log._probe = probe
     log._new_probe = lambda: probe  # a renewed probe (after a timed-out query) is the same fake here
     log._probe_lock = threading.Lock()
+    log._probe_renewed = 0.0
     log._ends_cond = threading.Condition()
     log._ends_started = log._ends_done = 0
     log._ends_running = False
@@ -100,6 +101,19 @@ def test_a_probe_whose_query_timed_out_is_replaced_by_a_fresh_client() -> None:
     log._new_probe = lambda: made.append(fresh) or fresh
     assert log.end_offsets(5.0) == {0: 42}
     assert stale.calls == 1 and stale.closed and made == [fresh] and log._probe is fresh
+
+
+def test_a_probe_that_finds_the_partition_unknown_is_renewed_at_most_every_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(kafka_log, "_PROBE_RENEW_INTERVAL_S", 60.0)
+    probe = FlakyProbe(*[KafkaError._UNKNOWN_PARTITION] * 5)
+    log = _log(probe)
+    made: list[FlakyProbe] = []
+    log._new_probe = lambda: made.append(probe) or probe
+    probe.close = lambda: None  # type: ignore[attr-defined]
+    assert log.end_offsets(5.0) == {0: 42}
+    assert probe.calls == 6 and len(made) == 1  # five unknown-partition answers, one renewal
 
 
 def test_a_non_retriable_error_fails_at_once() -> None:
