@@ -188,12 +188,30 @@ def _memory(group: GroupState, inp: CoordinatorInput, version: int, reconciled: 
 def _allocations(group: GroupState, inp: CoordinatorInput, reconciled: bool) -> dict[str, Assigned]:
     """Where each live member stands for the assignor: its share of the last reconciled target (where it
     is heading), or what it reported in JoinGroup when no reconciled target exists yet (the group comes
-    from classic rounds)."""
+    from classic rounds).
+
+    A live member the reconciled target does not name stands where its JoinGroup says, less what the
+    target gives the live members it names: a worker a coordinator dropped ("unknown member id" after a
+    coordinator failover) rejoins under a new member id and keeps running its work meanwhile, as Java's
+    worker does under the cooperative protocols, whose assignor reads what members report. Counting it
+    nowhere made that work "lost" with the old id: held for ``scheduled.rebalance.max.delay.ms`` and
+    stopped by the member at the next target (bench/brokers_random.py: every pipeline silent from then
+    on)."""
+    named: dict[str, Assigned] = {}
+    if reconciled:
+        for member_id in inp.members:
+            share = target_share(group.target, member_id)
+            if share is not None:
+                named[member_id] = share
+    taken = Assigned()
+    for share in named.values():
+        taken = taken | share
     out: dict[str, Assigned] = {}
     for member_id, (_version, state) in inp.members.items():
-        share = target_share(group.target, member_id) if reconciled else None
-        if share is None and not reconciled and state.allocation is not None:
-            share = Assigned(frozenset(state.allocation.connectors), frozenset(state.allocation.tasks))
+        share = named.get(member_id)
+        if share is None and state.allocation is not None:
+            reported = Assigned(frozenset(state.allocation.connectors), frozenset(state.allocation.tasks))
+            share = reported - taken if reconciled else reported
         out[member_id] = share or Assigned()
     return out
 

@@ -481,6 +481,36 @@ def test_a_member_coming_back_within_the_delay_gets_its_work_back_when_due() -> 
     assert lost.tasks <= after["m3"].tasks
 
 
+def test_a_member_dropped_by_the_coordinator_keeps_what_it_runs_under_its_new_member_id() -> None:
+    """A coordinator failover answered m2 "unknown member id": it rejoined as m2b, still running its
+    share (as Java's worker does under the cooperative protocols) and reporting it in JoinGroup. The work
+    is not lost with the old id: the next target gives it to m2b at once, with no delay held."""
+    work = {"a": 2, "b": 2}
+    topic = settled(["m1", "m2"], work)
+    running = shares(topic.state)["m2"]
+    assert running.connectors or running.tasks
+    members = {"m1": worker("m1"), "m2b": worker("m2b", running)}
+    decision, records = step(topic, inputs(members, work, now=NOW + 100))
+    target = assert_installed(records, 2)
+    after = shares(topic.state)
+    assert after["m2b"] == running and "m2" not in after
+    assert union(*after.values()) == everything(work)
+    assert decision.wake_at_ms is None and connect_assignments(target)["m2b"].delay_ms == 0
+
+
+def test_a_new_member_id_claims_only_work_no_named_member_is_heading_to() -> None:
+    """What a member the target does not name reports counts only where no live member's share has it."""
+    work = {"a": 2, "b": 2}
+    topic = settled(["m1", "m2"], work)
+    before = shares(topic.state)
+    members = {"m1": worker("m1"), "m2": worker("m2"), "m3": worker("m3", everything(work))}
+    step(topic, inputs(members, work, now=NOW + 100))
+    after = shares(topic.state)
+    assert_disjoint(after)
+    assert union(*after.values()) == everything(work)
+    assert not (after["m3"].tasks & before["m1"].tasks & after["m1"].tasks)
+
+
 def test_without_a_delay_lost_work_is_reassigned_at_once() -> None:
     work = {"a": 2, "b": 2}
     topic = settled(["m1", "m2"], work, max_delay_ms=0)
