@@ -199,15 +199,12 @@ def _wanting(
     connectors: int,
     loads_t: Mapping[str, int],
     tasks: int,
-    *,
-    full: bool = False,
 ) -> frozenset[str]:
-    """The members below their balanced share (of connectors or of tasks); with ``full``, the others."""
+    """The members below their balanced share (of connectors or of tasks)."""
     if not staying:
         return frozenset()
     least_c, least_t = connectors // len(staying), tasks // len(staying)
-    short = {m for m in staying if loads_c[m] < least_c or loads_t[m] < least_t}
-    return frozenset(m for m in staying if m not in short) if full else frozenset(short)
+    return frozenset(m for m in staying if loads_c[m] < least_c or loads_t[m] < least_t)
 
 
 def _balance_revocations(total: int, order: Sequence[str], loads: Mapping[str, int]) -> dict[str, int]:
@@ -625,7 +622,6 @@ def cooperative_round(
                 frozenset(c for c in connectors if dealt_c(c)),
                 frozenset(t for h in homes for t in h.assigned.tasks if dealt_t(t)),
             ),
-            _wanting(staying, loads_c, len(scope_names), loads_t, total_tasks, full=True),
         )
 
     moves = {m: Moves(new_c[m], new_t[m], revoke_c[m], revoke_t[m]) for m in member_ids}

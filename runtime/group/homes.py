@@ -17,8 +17,8 @@ leader, old or new, knows them):
 * when a member that needs work to be balanced has an identity with a home, the overloaded members give
   up its home's work first, and work released or new goes first to its home member up to its balanced
   share;
-* work leaves a home once it is back there or no longer configured; a home whose worker is back with its
-  balanced share is forgotten.
+* work leaves a home once it is back there or no longer configured (see :func:`settle` for why a home
+  is not forgotten sooner).
 
 With no home recorded (no graceful departure), the order of everything is Java's.
 """
@@ -115,19 +115,21 @@ def settle(
     members: Mapping[str, WorkerState],
     holding: Mapping[str, Assigned],
     configured: Assigned,
-    full: AbstractSet[str],
 ) -> tuple[Home, ...]:
     """``homes`` after a round: work back with its home member (``holding``: member -> what it runs or is
-    given after the round) or no longer ``configured`` leaves its home, and the home of a member back with
-    its balanced share (``full``) is forgotten."""
+    given after the round) or no longer ``configured`` leaves its home.
+
+    A home is not forgotten when its member merely *could* be full: under ``group.protocol=connect`` the
+    warm-up hand-over installs a target's moves a few at a time (``handover``), so the next target is
+    computed while most of the work is still on its way home, and must still know where it goes. What
+    stays past the member's balanced share changes nothing (the member never wants work again until it
+    is short), and its next graceful departure replaces the whole home."""
     if not homes:
         return ()
     present = {identity(members[m]): m for m in holding}
     out: list[Home] = []
     for h in homes:
         m = present.get(h.identity)
-        if m is not None and m in full:
-            continue
         kept = h.assigned & configured
         if m is not None:
             kept = kept - holding[m]

@@ -657,7 +657,7 @@ def test_a_rolling_restart_moves_each_task_of_the_restarted_worker_away_and_back
         settle({**live, name: worker(name, leaving=True)})  # SIGTERM: the graceful hand-over
         assert shares(topic.state)[name] == A()
         assert topic.state is not None and topic.state.target is not None
-        assert [h.identity for h in topic.state.target.homes] == [url]
+        assert url in [h.identity for h in topic.state.target.homes]
         del live[name]
         settle(live)  # gone
         live[f"{name}-{turn}"] = worker(name)  # back: a new member id, the same URL
@@ -674,5 +674,7 @@ def test_a_rolling_restart_moves_each_task_of_the_restarted_worker_away_and_back
         # that stays where it went.
         assert after[url] <= before[url]
         assert (len(after[url].connectors), len(after[url].tasks)) == (7, 15)
+    # What is still remembered is only what stayed past its worker's balanced share (a connector each).
     assert topic.state is not None and topic.state.target is not None
-    assert topic.state.target.homes == ()  # every worker is back with its share: nothing remembered
+    for home in topic.state.target.homes:
+        assert len(home.assigned.connectors) <= 1 and not home.assigned.tasks, home

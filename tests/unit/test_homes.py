@@ -176,7 +176,7 @@ def test_the_latest_departure_is_a_tasks_home() -> None:
     )
 
 
-def test_settle_forgets_a_member_back_with_its_share_and_work_no_longer_configured() -> None:
+def test_settle_keeps_only_work_not_yet_home_and_still_configured() -> None:
     members = {"m1": WorkerState("http://w1/", 0), "m2": WorkerState("http://w2/", 0)}
     held = (
         Home("http://w1/", Assigned(frozenset(), T("a-0", "b-0"))),
@@ -184,9 +184,11 @@ def test_settle_forgets_a_member_back_with_its_share_and_work_no_longer_configur
         Home("http://w9/", Assigned(frozenset(), T("a-2"))),
     )
     holding = {"m1": Assigned(frozenset(), T("a-0")), "m2": Assigned(frozenset(), T("b-0"))}
-    out = homes.settle(held, members, holding, Assigned(frozenset(), T("a-0", "a-1", "a-2", "b-0")), {"m1"})
-    # w1 is back with its share: forgotten; w2 not yet: keeps a-1 (c-0 is deleted); w9 is away: kept.
+    out = homes.settle(held, members, holding, Assigned(frozenset(), T("a-0", "a-1", "a-2", "b-0")))
+    # w1 holds a-0 again (b-0 is still on its way: a target installs moves a few at a time under warm-up);
+    # w2 keeps a-1 (c-0 is deleted); w9 is away: kept.
     assert out == (
+        Home("http://w1/", Assigned(frozenset(), T("b-0"))),
         Home("http://w2/", Assigned(frozenset(), T("a-1"))),
         Home("http://w9/", Assigned(frozenset(), T("a-2"))),
     )
