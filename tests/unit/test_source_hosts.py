@@ -8,6 +8,7 @@ import threading
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -117,10 +118,20 @@ class _Jobs:
         return self
 
     def collect(self) -> list[str]:
+        if self.local.group.endswith("-warm-up"):
+            return ["1", "2"]
         with self.lock:
             event = self.events[self.local.group]
         event.wait(30)
         raise RuntimeError("Job group cancelled")
+
+    executors = 0
+
+    @property
+    def _jsc(self) -> Any:  # the JVM's status tracker: the driver and ``executors`` executors
+        infos = ["driver"] + ["executor"] * self.executors
+        tracker = SimpleNamespace(getExecutorInfos=lambda: infos)
+        return SimpleNamespace(sc=lambda: SimpleNamespace(statusTracker=lambda: tracker))
 
     def cancelJobGroup(self, group: str) -> None:
         with self.lock:
@@ -224,3 +235,28 @@ def test_a_channel_socket_notices_a_silent_peer_within_seconds() -> None:
             assert idle + interval * count <= 10
         if hasattr(socket, "TCP_USER_TIMEOUT"):
             assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT) == 10_000
+
+
+def test_executors_that_come_get_their_python_started_once() -> None:
+    """A warm-up job of one Spark task per executor when the count grows, none while it stays: the daemon
+    then forks a lost host's replacement in a moment instead of starting Python on a busy machine."""
+    jobs = _Jobs()
+    channel = ChannelServer("127.0.0.1", "127.0.0.1")
+    hosts = SourceHosts(lambda: jobs, channel, lambda: 2, "INFO")
+    try:
+        hosts._warm(0.0)
+        assert jobs.submitted == []  # no executor yet (a local master has none)
+        jobs.executors = 2
+        hosts._warm(1.0)  # within WARM_EVERY_S of the last look
+        assert jobs.submitted == []
+        hosts._warm(10.0)
+        _wait(lambda: jobs.submitted == [f"{HOSTS_POOL}-warm-up"], "a warm-up job")
+        _wait(lambda: hosts._warming is not None and not hosts._warming.is_alive(), "the warm-up done")
+        hosts._warm(20.0)
+        assert len(jobs.submitted) == 1, "no second warm-up while the executors stay"
+        jobs.executors = 3
+        hosts._warm(30.0)
+        _wait(lambda: len(jobs.submitted) == 2, "a warm-up for the executor that came")
+    finally:
+        hosts.close()
+        channel.close()
