@@ -59,6 +59,8 @@ MOVE_EVERY_S = 10.0
 HOST_DRAIN_S = 30.0
 #: How long after a host's job failed before another is submitted in its place.
 RESUBMIT_S = 5.0
+#: How often the worker's end looks for executors that came (to start their Python daemon early).
+WARM_EVERY_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,15 @@ def run_host(jobs: Iterator[HostJob]) -> Iterator[str]:
                 thread.join(max(0.0, deadline - time.monotonic()))
             client.close()
         yield json.dumps({"host": job.host, "ended": ended})
+
+
+def warm_up(rows: Iterator[Any]) -> Iterator[str]:
+    """A warm-up Spark task: loads what a host needs in the executor's Python (and, by being Python, starts
+    the executor's daemon, which forks every later Python worker already loaded: ``python_daemon``)."""
+    from kconnect.runtime.dataplane import spark_source
+
+    for _ in rows:
+        yield str(spark_source.executor_id())
 
 
 def _hosted(host: ChannelClient, job: Any) -> None:
@@ -187,9 +198,15 @@ class _Host(TaskHandler):
             self.connection = None
         if self.retired:
             log.info("source host retired", host=self.name)
-        else:
-            log.warning("source host lost; its tasks start again on a live host", host=self.name)
-        self.owner._lost(self.name)
+            self.owner._lost(self.name)
+            return
+        # Lost: its executor died (or the connection did). Its tasks go back to waiting and a new host is
+        # submitted at once, on whatever executor has a free slot, rather than waiting until Spark's
+        # driver learns that the executor is gone and runs this host's Spark task again.
+        self.retired = True
+        self.failed_at = time.monotonic()
+        log.warning("source host lost; a new host is submitted and its tasks start there", host=self.name)
+        self.owner._lost(self.name, abandon=True)
 
 
 class SourceHosts:
@@ -218,6 +235,10 @@ class SourceHosts:
         self._closed = False
         self._warned_one_slot = False
         self._manager: threading.Thread | None = None
+        #: Executors whose Python was warmed (by count: a new one makes the count grow), and when to look.
+        self._warmed = 0
+        self._next_warm = 0.0
+        self._warming: threading.Thread | None = None
 
     # --- what runners call
 
@@ -276,6 +297,9 @@ class SourceHosts:
         for host in hosts:
             if host.thread is not None:
                 host.thread.join(max(0.0, deadline - time.monotonic()))
+        if self._warming is not None and self._warming.is_alive():
+            with contextlib.suppress(Exception):
+                self._spark().sparkContext.cancelJobGroup(f"{HOSTS_POOL}-warm-up")
         for host in hosts:
             if host.thread is not None and host.thread.is_alive():
                 with contextlib.suppress(Exception):
@@ -299,13 +323,19 @@ class SourceHosts:
             self._changed.notify_all()
         self._wake.set()
 
-    def _lost(self, host: str) -> None:
+    def _lost(self, host: str, abandon: bool = False) -> None:
+        """The host's connection ended: its tasks wait for a live host. A host lost (``abandon``: not
+        retired) has its Spark job cancelled, so that Spark's retry of its Spark task does not come back to
+        take a slot beside its replacement."""
         with self._changed:
             for hosted in self._tasks.values():
                 if hosted.host == host:
                     hosted.host, hosted.moving = None, False
             self._changed.notify_all()
         self._wake.set()
+        if abandon:
+            with contextlib.suppress(Exception):
+                self._spark().sparkContext.cancelJobGroup(f"{HOSTS_POOL}-{host}")
 
     # --- the manager's rounds
 
@@ -380,6 +410,8 @@ class SourceHosts:
                 hosted.moving = True
         for _ in range(submit):
             self._submit(now)
+        if tasks:
+            self._warm(now)
         for host, hosted in starts:
             connection = host.connection
             if connection is None or not connection.send({"command": "start", "job": hosted.job}):
@@ -391,6 +423,42 @@ class SourceHosts:
         for hosted in moving:
             log.info("source task moves to a lighter host", task=hosted.name, host=plan.moves[hosted.name])
             hosted.stop_attempt()
+
+    def _warm(self, now: float) -> None:
+        """Start the Python daemon on executors that came since the last look, with a small job of one
+        Spark task per executor (they run on the free executors; a host's own is busy, and warm already).
+        Why: an executor's first Python task pays for starting Python and loading PySpark and kconnect,
+        which on a busy machine took most of the 20 s before a lost host's tasks ran again elsewhere; with
+        the daemon up a new host costs a fork."""
+        if now < self._next_warm or (self._warming is not None and self._warming.is_alive()):
+            return
+        self._next_warm = now + WARM_EVERY_S
+        try:
+            context = self._spark().sparkContext
+            executors = max(
+                0, len(context._jsc.sc().statusTracker().getExecutorInfos()) - 1
+            )  # less the driver
+        except Exception:  # a session being stopped: the next look tries again
+            return
+        if executors <= self._warmed:
+            self._warmed = executors  # some went: one that comes back is warmed again
+            return
+        self._warmed = executors
+        self._warming = threading.Thread(
+            target=self._run_warm_up, args=(context, executors), name="source-hosts-warm-up", daemon=True
+        )
+        self._warming.start()
+
+    def _run_warm_up(self, context: Any, executors: int) -> None:
+        try:
+            context.setJobGroup(f"{HOSTS_POOL}-warm-up", "kconnect executors' Python warm-up", True)
+            context.setLocalProperty("spark.scheduler.pool", HOSTS_POOL)
+            warmed = context.parallelize(range(executors), executors).mapPartitions(warm_up).collect()
+            log.info(
+                "executors' Python warmed for source hosts", executors=executors, ran_on=sorted(set(warmed))
+            )
+        except Exception as exc:
+            log.info("executors' Python warm-up did not finish", error=str(exc)[-500:])
 
     def _submit(self, now: float) -> None:
         """A new host: its channel name and secret, and its Spark job on a thread of its own."""
@@ -414,10 +482,13 @@ class SourceHosts:
             ended = context.parallelize([job], 1).mapPartitions(run_host).collect()
             log.info("source host job ended", host=host.name, ended=ended)
         except Exception as exc:
-            log.warning(
-                "source host job failed; another is submitted", host=host.name, error=str(exc)[-2000:]
-            )
-            time.sleep(RESUBMIT_S)
+            if host.failed_at:  # lost and cancelled: its replacement was submitted already
+                log.info("source host job cancelled after its host was lost", host=host.name)
+            else:
+                log.warning(
+                    "source host job failed; another is submitted", host=host.name, error=str(exc)[-2000:]
+                )
+                time.sleep(RESUBMIT_S)
         finally:
             host.retired = True
             self._wake.set()

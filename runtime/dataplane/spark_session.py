@@ -54,9 +54,14 @@ DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 CHECKPOINT_FILE_MANAGER = "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager"
 
 
+#: The executors' Python daemon with a cluster master (``python_daemon``'s docstring says why).
+PYTHON_DAEMON_MODULE = "kconnect.runtime.dataplane.python_daemon"
+
+
 def spark_settings(config: WorkerConfig) -> dict[str, str]:
     """The SparkSession's settings: every ``spark.*`` worker key; FAIR scheduling, the driver JVM's
-    ``DRIVER_JAVA_OPTIONS`` and the ``CHECKPOINT_FILE_MANAGER`` unless set otherwise."""
+    ``DRIVER_JAVA_OPTIONS``, the ``CHECKPOINT_FILE_MANAGER`` and, with a cluster master, the executors'
+    ``PYTHON_DAEMON_MODULE``, unless set otherwise."""
     settings = {
         "spark.scheduler.mode": "FAIR",
         "spark.app.name": f"kconnect-{config.group_id}",
@@ -65,6 +70,9 @@ def spark_settings(config: WorkerConfig) -> dict[str, str]:
         "spark.driver.defaultJavaOptions": DRIVER_JAVA_OPTIONS,
         "spark.sql.streaming.checkpointFileManagerClass": CHECKPOINT_FILE_MANAGER,
     }
+    if str(config.spark.get("spark.master", "")).startswith("spark://"):
+        # Executors' Python workers fork from a daemon that has kconnect loaded (``python_daemon``).
+        settings["spark.python.daemon.module"] = PYTHON_DAEMON_MODULE
     settings.update(config.spark)
     return settings
 

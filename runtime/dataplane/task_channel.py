@@ -78,11 +78,33 @@ HANDSHAKE_S = 10.0
 MAX_PENDING = 32
 #: How long one send may wait on a peer that does not read before the connection counts as gone.
 SEND_TIMEOUT_S = 30.0
+#: A peer that stops answering (its machine died, the network between is cut: no FIN or RST ever comes)
+#: counts as gone after about this long: TCP keepalive probes from the first idle second on both ends, and
+#: unacknowledged data given up after it, so a dead executor's tasks start elsewhere in seconds.
+DEAD_PEER_S = 10.0
 #: What the answer's HMAC covers besides the nonce and the fingerprint: a version, so that an answer can
 #: never be mistaken for an HMAC made for some other purpose with the same secret.
 _PROTOCOL = b"kconnect-task-channel/1"
 #: How often a kind of refused connection is logged at most (a flood must not flood the log too).
 _COMPLAIN_EVERY_S = 60.0
+
+
+def keep_alive(sock: socket.socket, dead_after_s: float = DEAD_PEER_S) -> None:
+    """Make a silent peer's end show within about ``dead_after_s``: TCP keepalive (idle 2 s, then a probe
+    every 2 s) and ``TCP_USER_TIMEOUT`` for data it never acknowledges. Options the platform lacks are
+    skipped (Linux has them all)."""
+    interval = 2
+    options = [
+        (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1),
+        (socket.IPPROTO_TCP, getattr(socket, "TCP_KEEPIDLE", None), interval),
+        (socket.IPPROTO_TCP, getattr(socket, "TCP_KEEPINTVL", None), interval),
+        (socket.IPPROTO_TCP, getattr(socket, "TCP_KEEPCNT", None), max(1, int(dead_after_s / interval) - 1)),
+        (socket.IPPROTO_TCP, getattr(socket, "TCP_USER_TIMEOUT", None), int(dead_after_s * 1000)),
+    ]
+    for level, option, value in options:
+        if option is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(level, option, value)
 
 
 def encode(message: Message) -> bytes:
@@ -465,6 +487,7 @@ class ChannelServer:
         deadline = time.monotonic() + self._handshake_s
         tls: ssl.SSLSocket | None = None
         try:
+            keep_alive(conn)
             conn.settimeout(self._handshake_s)
             tls = self._context.wrap_socket(conn, server_side=True, do_handshake_on_connect=False)
             tls.do_handshake()  # bounded by the socket's timeout as a whole
@@ -517,6 +540,7 @@ def _connect_once(
     remaining = max(0.001, deadline - time.monotonic())
     raw = socket.create_connection((address.host, address.port), timeout=remaining)
     try:
+        keep_alive(raw)
         raw.settimeout(max(0.001, deadline - time.monotonic()))
         tls = context.wrap_socket(raw, do_handshake_on_connect=False)
         tls.do_handshake()

@@ -210,6 +210,7 @@ def test_small_connectors_share_a_source_host_and_survive_its_executors_death(
 
         # The host's executor dies under five hosted tasks while lines keep coming.
         eos_before = len(read_committed(broker.bootstrap, eos_topic))
+        ends_before = {t: end_offset(broker.bootstrap, t) for t in [*topics, eos_topic]}
         killed_at = time.monotonic()
         os.kill(executor_pids(app["id"])[host_executor], signal.SIGKILL)
         for i in range(PIPELINES):
@@ -219,11 +220,19 @@ def test_small_connectors_share_a_source_host_and_survive_its_executors_death(
             counts = hosted_counts(standalone, app["id"])
             return sum(n for e, n in counts.items() if e != host_executor) >= PIPELINES + 1
 
+        def delivering() -> bool:
+            return all(end_offset(broker.bootstrap, t) > end for t, end in ends_before.items())
+
         wait_until(moved, 180, "every hosted task started again on another executor")
+        running_s = time.monotonic() - killed_at
+        wait_until(delivering, 180, "every source task producing again")
+        delivering_s = time.monotonic() - killed_at
+        # The target (30 s) is a bench figure; the test prints it and bounds it only generously.
         print(
-            f"\nall {PIPELINES + 1} hosted tasks running again {time.monotonic() - killed_at:.1f} s "
-            "after the kill"
+            f"\nall {PIPELINES + 1} hosted tasks running again {running_s:.1f} s after the kill, "
+            f"all producing again {delivering_s:.1f} s after it"
         )
+        assert delivering_s < 150, "a hosted task took minutes to come back"
         wait_until(all_arrived, 180, "every line after the kill")
         wait_until(
             lambda: len(read_committed(broker.bootstrap, eos_topic)) >= eos_before + 200,

@@ -3,6 +3,7 @@ commit after a batch or a producer flush, client settings and the minimal conver
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from collections.abc import Callable
@@ -360,6 +361,18 @@ def test_spark_settings_pass_every_spark_key_with_fair_scheduling_and_driver_jvm
     )
     assert (custom["spark.master"], custom["spark.scheduler.mode"]) == ("local[2]", "FIFO")
     assert custom["spark.driver.defaultJavaOptions"] == "-XX:+UseParallelGC"
+
+
+def test_a_cluster_masters_executors_fork_python_from_kconnects_daemon_unless_told_otherwise() -> None:
+    daemon = "kconnect.runtime.dataplane.python_daemon"
+    assert "spark.python.daemon.module" not in spark_settings(WorkerConfig.from_properties(BASE))
+    cluster = {**BASE, "spark.master": "spark://spark-master:7077"}
+    assert spark_settings(WorkerConfig.from_properties(cluster))["spark.python.daemon.module"] == daemon
+    theirs = {**cluster, "spark.python.daemon.module": "pyspark.daemon"}
+    own = spark_settings(WorkerConfig.from_properties(theirs))
+    assert own["spark.python.daemon.module"] == "pyspark.daemon"
+    module = importlib.import_module(daemon)  # importable, and it runs nothing when imported
+    assert module.daemon.manager is not None
 
 
 @pytest.mark.parametrize(
