@@ -34,7 +34,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     import subprocess
 
     from kconnect.runtime.cli import broker
-    from kconnect.runtime.cli.main import EXIT_CONFIG, EXIT_STARTUP, REST_LISTEN_FAILED, _fail
+    from kconnect.runtime.cli.exits import EXIT_CONFIG, EXIT_STARTUP, REST_LISTEN_FAILED
+    from kconnect.runtime.cli.exits import fail as _fail
     from kconnect.runtime.cli.rest_client import ClientError, call_until_answered
 
     jar: Path | None = None

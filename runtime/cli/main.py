@@ -30,16 +30,10 @@ from kconnect.runtime.cli.demo import cmd_demo
 if TYPE_CHECKING:
     from kconnect.runtime.dataplane.executor import Executor
 
-EXIT_STARTUP = 1
-EXIT_CONFIG = 2
-#: A worker's last words when a REST listener could not bind; ``kconnect demo`` restarts such a worker.
-REST_LISTEN_FAILED = "the REST server could not listen on"
-
-
-def _fail(code: int, message: str) -> int:
-    print(f"kconnect: {message}", file=sys.stderr, flush=True)
-    return code
-
+from kconnect.runtime.cli.exits import EXIT_CONFIG as EXIT_CONFIG
+from kconnect.runtime.cli.exits import EXIT_STARTUP as EXIT_STARTUP
+from kconnect.runtime.cli.exits import REST_LISTEN_FAILED as REST_LISTEN_FAILED
+from kconnect.runtime.cli.exits import fail as _fail
 
 # ============================================================================================= broker
 
