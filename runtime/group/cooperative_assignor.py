@@ -500,6 +500,18 @@ def cooperative_round(
             for m in gone
         },
     )
+    if homes:
+        # Work leaves its home once its home member runs it (reports it, or holds it in the installed
+        # target): not when this round's plan gives it there, which a warm-up may install only later.
+        homes = home_rule.settle(
+            homes,
+            members,
+            {m: Assigned(frozenset(owned_c[m]), frozenset(owned_t[m])) for m in staying},
+            Assigned(
+                frozenset(c for c in connectors if dealt_c(c)),
+                frozenset(t for h in homes for t in h.assigned.tasks if dealt_t(t)),
+            ),
+        )
 
     # Revocations that are not about balance: deleted and duplicated work, and all of a leaving member's.
     removed_c = deleted_c | dup_c
@@ -613,17 +625,6 @@ def cooperative_round(
         items_t = home_rule.send_home(items_t, home_t, loads_t, total_tasks // len(staying), new_t)
     _level(staying, loads_c, items_c, new_c)
     _level(staying, loads_t, items_t, new_t)
-    if homes:
-        homes = home_rule.settle(
-            homes,
-            members,
-            {m: Assigned(frozenset(keep_c[m] + new_c[m]), frozenset(keep_t[m] + new_t[m])) for m in staying},
-            Assigned(
-                frozenset(c for c in connectors if dealt_c(c)),
-                frozenset(t for h in homes for t in h.assigned.tasks if dealt_t(t)),
-            ),
-        )
-
     moves = {m: Moves(new_c[m], new_t[m], revoke_c[m], revoke_t[m]) for m in member_ids}
 
     # Remember what is assigned after this round, plus the lost work still held back.

@@ -44,15 +44,18 @@ def identity(state: WorkerState) -> str:
 
 
 def left(homes: Sequence[Home], departures: Mapping[str, Assigned]) -> tuple[Home, ...]:
-    """``homes`` after the members in ``departures`` (identity -> what it runs) left gracefully: each
-    becomes the home of what it ran, which leaves any older home. A departure running nothing (it was
-    revoked everything in an earlier round) changes nothing."""
+    """``homes`` after the members in ``departures`` (identity -> what it still runs) left gracefully:
+    what each ran joins its home and leaves any other. A departure takes several rounds when its moves
+    wait for warm-ups (``handover``), each seeing less still running, so a home grows, never shrinks,
+    while its worker leaves; what stayed in it from an earlier departure (work past the worker's balanced
+    share) is only ever a candidate for going back while the worker is short of work."""
     moving = {k: a for k, a in departures.items() if a.connectors or a.tasks}
     if not moving:
         return tuple(homes)
     taken = _union(moving.values())
-    out = {h.identity: h.assigned - taken for h in homes if h.identity not in moving}
-    out.update(moving)
+    out = {h.identity: h.assigned - taken for h in homes}
+    for k, a in moving.items():
+        out[k] = out.get(k, Assigned()) | a
     return tuple(Home(k, a) for k, a in sorted(out.items()) if a.connectors or a.tasks)
 
 
@@ -116,8 +119,8 @@ def settle(
     holding: Mapping[str, Assigned],
     configured: Assigned,
 ) -> tuple[Home, ...]:
-    """``homes`` after a round: work back with its home member (``holding``: member -> what it runs or is
-    given after the round) or no longer ``configured`` leaves its home.
+    """``homes`` before a round: work its home member runs (``holding``: member -> what it reports, or
+    holds in the installed target) or no longer ``configured`` leaves its home.
 
     A home is not forgotten when its member merely *could* be full: under ``group.protocol=connect`` the
     warm-up hand-over installs a target's moves a few at a time (``handover``), so the next target is
