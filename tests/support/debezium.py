@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.apache_kafka import REPO, KafkaError
-from tests.support.maven import copy_dependencies, kconnect_cache
+from tests.support.maven import connect_plugin_path, kconnect_cache
 from tests.support.reference import REFERENCE_4X, ReferenceWorker
 
 DEBEZIUM_VERSION = "3.6.1.Final"
@@ -22,21 +22,22 @@ CONNECTOR_CLASS = "io.debezium.connector.postgresql.PostgresConnector"
 
 
 def debezium_home() -> Path:
+    """Debezium's cache folder (``debezium-postgres-<version>`` under ~/.cache/kconnect): named for the
+    pinned version, so a new pin in the pom fetches anew instead of running the old jars."""
     return kconnect_cache(f"debezium-postgres-{DEBEZIUM_VERSION}")
 
 
 def debezium_plugin() -> Path:
     """The plugin.path directory holding Debezium's PostgreSQL connector (its own folder inside), fetched
     with Maven on first use; a marker written last makes an interrupted copy be redone."""
-    plugin = copy_dependencies(
+    return connect_plugin_path(
         POM,
         debezium_home(),
-        "plugins/debezium-connector-postgres",
+        "debezium-connector-postgres",
         what=f"Debezium {DEBEZIUM_VERSION}",
         stamp=DEBEZIUM_VERSION,
         error=KafkaError,
     )
-    return plugin.parent
 
 
 def debezium_worker(bootstrap: str, group: str, log_path: Path, **extra: str) -> ReferenceWorker:

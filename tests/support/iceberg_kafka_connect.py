@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.support.apache_kafka import REPO, KafkaError
-from tests.support.maven import copy_dependencies, kconnect_cache
+from tests.support.maven import connect_plugin_path, kconnect_cache
 
 ICEBERG_CONNECT_VERSION = "1.12.0"
 POM = REPO / "tests" / "iceberg-kafka-connect" / "pom.xml"
@@ -21,18 +21,19 @@ CONNECTOR_CLASS = "org.apache.iceberg.connect.IcebergSinkConnector"
 
 
 def iceberg_connect_home() -> Path:
+    """The sink's cache folder, ``iceberg-kafka-connect-<version>``; a new version pin gets a folder (and a
+    fetch) of its own."""
     return kconnect_cache(f"iceberg-kafka-connect-{ICEBERG_CONNECT_VERSION}")
 
 
 def iceberg_plugin() -> Path:
     """The plugin.path directory holding Apache Iceberg's sink (its own folder inside), fetched with Maven on
     first use; a marker written last makes an interrupted copy be redone."""
-    plugin = copy_dependencies(
+    return connect_plugin_path(
         POM,
         iceberg_connect_home(),
-        "plugins/iceberg-kafka-connect",
+        "iceberg-kafka-connect",
         what=f"Apache Iceberg's Kafka Connect sink {ICEBERG_CONNECT_VERSION}",
         stamp=ICEBERG_CONNECT_VERSION,
         error=KafkaError,
     )
-    return plugin.parent

@@ -67,3 +67,12 @@ def copy_dependencies(
         raise error(f"mvn could not fetch {what} ({pom}): {output[-2000:]}")
     (home / MARKER).write_text(stamp + "\n")
     return dest
+
+
+def connect_plugin_path(
+    pom: Path, home: Path, plugin: str, *, what: str, stamp: str, error: type[Exception]
+) -> Path:
+    """A Connect worker's ``plugin.path`` folder, ``home/plugins``, holding one plugin: ``pom``'s
+    dependencies in a folder of their own, ``plugins/<plugin>`` (a plugin.path entry's sub-folders are
+    its plugins, each with an isolated class loader), copied as :func:`copy_dependencies` does."""
+    return copy_dependencies(pom, home, f"plugins/{plugin}", what=what, stamp=stamp, error=error).parent

@@ -106,3 +106,15 @@ def test_the_cache_is_under_xdg_cache_home_else_home_dot_cache(
             monkeypatch.setenv("XDG_CACHE_HOME", unset)
         monkeypatch.setenv("HOME", str(tmp_path / "home"))
         assert maven.kconnect_cache("x-1.0") == tmp_path / "home" / ".cache" / "kconnect" / "x-1.0"
+
+
+def test_a_connect_plugin_gets_a_folder_of_its_own_in_the_plugin_path(runs: Path, tmp_path: Path) -> None:
+    home = tmp_path / "x-1.0"
+    path = maven.connect_plugin_path(
+        Path("/repo/tests/x/pom.xml"), home, "x-connector", what="X 1.0", stamp="1.0", error=FetchError
+    )
+    assert path == home / "plugins"
+    assert [p.relative_to(path).as_posix() for p in path.rglob("*")] == [
+        "x-connector",
+        "x-connector/x-1.0.jar",
+    ]
