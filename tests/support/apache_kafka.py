@@ -32,6 +32,7 @@ from types import TracebackType
 from typing import Protocol
 
 from kconnect.runtime.cli.broker import free_port
+from tests.support.maven import copy_dependencies, is_fetched, kconnect_cache
 
 REPO = Path(__file__).resolve().parents[2]
 POM = REPO / "tests" / "apache-kafka" / "pom.xml"
@@ -60,35 +61,20 @@ def kafka_home() -> Path:
     explicit = os.environ.get("KCONNECT_KAFKA_HOME")
     if explicit:
         return Path(explicit)
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "kconnect" / f"apache-kafka-{KAFKA_VERSION}"
+    return kconnect_cache(f"apache-kafka-{KAFKA_VERSION}")
 
 
 def kafka_libs() -> Path:
     """The folder of Apache Kafka's jars, fetched with Maven on first use (``make kafka`` does it too).
 
-    A marker file is written last, so an interrupted copy is redone rather than trusted.
+    A marker file is written last, so an interrupted copy is redone rather than trusted
+    (``tests/support/maven.py``).
     """
-    libs = kafka_home() / "libs"
-    marker = kafka_home() / "complete"
-    if marker.is_file():
-        return libs
-    if shutil.which("mvn") is None:
-        raise KafkaError("Maven (mvn) is needed to fetch Apache Kafka from Maven Central")
-    if shutil.which("java") is None:
+    if not is_fetched(kafka_home()) and shutil.which("java") is None:
         raise KafkaError("java (17+) is needed to run Apache Kafka")
-    shutil.rmtree(libs, ignore_errors=True)
-    libs.mkdir(parents=True)
-    proc = subprocess.run(
-        ["mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies", f"-DoutputDirectory={libs}"],
-        capture_output=True,
-        text=True,
-        timeout=900,
+    return copy_dependencies(
+        POM, kafka_home(), "libs", what=f"Apache Kafka {KAFKA_VERSION}", stamp=KAFKA_VERSION, error=KafkaError
     )
-    if proc.returncode != 0:
-        raise KafkaError(f"mvn could not fetch Apache Kafka {KAFKA_VERSION}: {proc.stdout[-2000:]}")
-    marker.write_text(KAFKA_VERSION + "\n")
-    return libs
 
 
 def classpath() -> str:

@@ -9,13 +9,11 @@ plugin path and JSON converters with schemas.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from tests.support.apache_kafka import REPO, KafkaError
+from tests.support.maven import connect_plugin_path, kconnect_cache
 from tests.support.reference import REFERENCE_4X, ReferenceWorker
 
 DEBEZIUM_VERSION = "3.6.1.Final"
@@ -24,32 +22,22 @@ CONNECTOR_CLASS = "io.debezium.connector.postgresql.PostgresConnector"
 
 
 def debezium_home() -> Path:
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "kconnect" / f"debezium-postgres-{DEBEZIUM_VERSION}"
+    """Debezium's cache folder (``debezium-postgres-<version>`` under ~/.cache/kconnect): named for the
+    pinned version, so a new pin in the pom fetches anew instead of running the old jars."""
+    return kconnect_cache(f"debezium-postgres-{DEBEZIUM_VERSION}")
 
 
 def debezium_plugin() -> Path:
     """The plugin.path directory holding Debezium's PostgreSQL connector (its own folder inside), fetched
     with Maven on first use; a marker written last makes an interrupted copy be redone."""
-    home = debezium_home()
-    plugin = home / "plugins" / "debezium-connector-postgres"
-    marker = home / "complete"
-    if marker.is_file():
-        return plugin.parent
-    if shutil.which("mvn") is None:
-        raise KafkaError("Maven (mvn) is needed to fetch Debezium from Maven Central")
-    shutil.rmtree(plugin, ignore_errors=True)
-    plugin.mkdir(parents=True)
-    proc = subprocess.run(
-        ["mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies", f"-DoutputDirectory={plugin}"],
-        capture_output=True,
-        text=True,
-        timeout=900,
+    return connect_plugin_path(
+        POM,
+        debezium_home(),
+        "debezium-connector-postgres",
+        what=f"Debezium {DEBEZIUM_VERSION}",
+        stamp=DEBEZIUM_VERSION,
+        error=KafkaError,
     )
-    if proc.returncode != 0:
-        raise KafkaError(f"mvn could not fetch Debezium {DEBEZIUM_VERSION}: {proc.stdout[-2000:]}")
-    marker.write_text(DEBEZIUM_VERSION + "\n")
-    return plugin.parent
 
 
 def debezium_worker(bootstrap: str, group: str, log_path: Path, **extra: str) -> ReferenceWorker:

@@ -10,12 +10,10 @@ the same jars) only as a build output, not on Maven Central, hence the assembly 
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 from tests.support.apache_kafka import REPO, KafkaError
+from tests.support.maven import connect_plugin_path, kconnect_cache
 
 ICEBERG_CONNECT_VERSION = "1.12.0"
 POM = REPO / "tests" / "iceberg-kafka-connect" / "pom.xml"
@@ -23,34 +21,19 @@ CONNECTOR_CLASS = "org.apache.iceberg.connect.IcebergSinkConnector"
 
 
 def iceberg_connect_home() -> Path:
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "kconnect" / f"iceberg-kafka-connect-{ICEBERG_CONNECT_VERSION}"
+    """The sink's cache folder, ``iceberg-kafka-connect-<version>``; a new version pin gets a folder (and a
+    fetch) of its own."""
+    return kconnect_cache(f"iceberg-kafka-connect-{ICEBERG_CONNECT_VERSION}")
 
 
 def iceberg_plugin() -> Path:
     """The plugin.path directory holding Apache Iceberg's sink (its own folder inside), fetched with Maven on
     first use; a marker written last makes an interrupted copy be redone."""
-    home = iceberg_connect_home()
-    plugin = home / "plugins" / "iceberg-kafka-connect"
-    marker = home / "complete"
-    if marker.is_file():
-        return plugin.parent
-    if shutil.which("mvn") is None:
-        raise KafkaError(
-            "Maven (mvn) is needed to fetch Apache Iceberg's Kafka Connect sink from Maven Central"
-        )
-    shutil.rmtree(plugin, ignore_errors=True)
-    plugin.mkdir(parents=True)
-    proc = subprocess.run(
-        ["mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies", f"-DoutputDirectory={plugin}"],
-        capture_output=True,
-        text=True,
-        timeout=900,
+    return connect_plugin_path(
+        POM,
+        iceberg_connect_home(),
+        "iceberg-kafka-connect",
+        what=f"Apache Iceberg's Kafka Connect sink {ICEBERG_CONNECT_VERSION}",
+        stamp=ICEBERG_CONNECT_VERSION,
+        error=KafkaError,
     )
-    if proc.returncode != 0:
-        raise KafkaError(
-            f"mvn could not fetch Apache Iceberg's Kafka Connect sink {ICEBERG_CONNECT_VERSION}: "
-            f"{proc.stdout[-2000:]}"
-        )
-    marker.write_text(ICEBERG_CONNECT_VERSION + "\n")
-    return plugin.parent

@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 
 from kconnect.runtime.cli.broker import free_port
+from tests.support.maven import copy_dependencies, kconnect_cache
 
 REPO = Path(__file__).resolve().parents[2]
 POM = REPO / "tests" / "lakehouse" / "rest-catalog" / "pom.xml"
@@ -32,28 +33,20 @@ class IcebergRestError(RuntimeError):
 
 
 def rest_home() -> Path:
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "kconnect" / f"iceberg-rest-{VERSION}"
+    return kconnect_cache(f"iceberg-rest-{VERSION}")
 
 
 def rest_jars() -> list[Path]:
     """The server's jars, fetched with Maven on first use (a marker written last: an interrupted copy is
     redone)."""
-    libs, marker = rest_home() / "libs", rest_home() / "complete"
-    if not marker.is_file():
-        if shutil.which("mvn") is None:
-            raise IcebergRestError("Maven (mvn) is needed to fetch Apache Iceberg's REST catalog server")
-        shutil.rmtree(libs, ignore_errors=True)
-        libs.mkdir(parents=True)
-        proc = subprocess.run(
-            ["mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies", f"-DoutputDirectory={libs}"],
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        if proc.returncode != 0:
-            raise IcebergRestError(f"mvn could not fetch the REST catalog server: {proc.stdout[-2000:]}")
-        marker.write_text(VERSION + "\n")
+    libs = copy_dependencies(
+        POM,
+        rest_home(),
+        "libs",
+        what=f"Apache Iceberg's REST catalog server {VERSION}",
+        stamp=VERSION,
+        error=IcebergRestError,
+    )
     return sorted(libs.glob("*.jar"))
 
 

@@ -7,10 +7,9 @@ the same ahead of the run) and :func:`spark_properties` gives the worker propert
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
+
+from tests.support.maven import copy_dependencies, kconnect_cache
 
 REPO = Path(__file__).resolve().parents[2]
 POM = REPO / "tests" / "lakehouse" / "pom.xml"
@@ -27,30 +26,19 @@ class LakehouseJarsError(RuntimeError):
 
 
 def lakehouse_home() -> Path:
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "kconnect" / f"lakehouse-{ICEBERG_VERSION}-{DELTA_VERSION}"
+    return kconnect_cache(f"lakehouse-{ICEBERG_VERSION}-{DELTA_VERSION}")
 
 
 def lakehouse_jars() -> list[Path]:
     """The jars, fetched with Maven on first use; a marker written last makes an interrupted copy redone."""
-    libs = lakehouse_home() / "libs"
-    marker = lakehouse_home() / "complete"
-    if not marker.is_file():
-        if shutil.which("mvn") is None:
-            raise LakehouseJarsError(
-                "Maven (mvn) is needed to fetch the Iceberg and Delta jars from Maven Central"
-            )
-        shutil.rmtree(libs, ignore_errors=True)
-        libs.mkdir(parents=True)
-        proc = subprocess.run(
-            ["mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies", f"-DoutputDirectory={libs}"],
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        if proc.returncode != 0:
-            raise LakehouseJarsError(f"mvn could not fetch the lakehouse jars: {proc.stdout[-2000:]}")
-        marker.write_text(f"{ICEBERG_VERSION} {DELTA_VERSION}\n")
+    libs = copy_dependencies(
+        POM,
+        lakehouse_home(),
+        "libs",
+        what=f"the Iceberg {ICEBERG_VERSION} and Delta {DELTA_VERSION} jars for Spark",
+        stamp=f"{ICEBERG_VERSION} {DELTA_VERSION}",
+        error=LakehouseJarsError,
+    )
     return sorted(libs.glob("*.jar"))
 
 

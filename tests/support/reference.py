@@ -38,6 +38,7 @@ import httpx
 
 from kconnect.runtime.cli.broker import free_port
 from tests.support.apache_kafka import KAFKA_VERSION, KafkaError, kafka_home, kafka_libs
+from tests.support.maven import is_fetched
 
 #: The versions :class:`ReferenceWorker` runs: 3.9 (interop with workers users still run) and 4.x (the
 #: version users upgrade to, which REST parity is measured against).
@@ -82,7 +83,7 @@ def reference_available(version: str = REFERENCE_39) -> tuple[bool, str]:
     if shutil.which("java") is None:
         return False, "java (17+) is not on PATH"
     if version == REFERENCE_4X:
-        if (kafka_home() / "complete").is_file() or shutil.which("mvn") is not None:
+        if is_fetched(kafka_home()) or shutil.which("mvn") is not None:
             return True, f"java and Apache Kafka {REFERENCE_4X}'s jars (or Maven to fetch them) are present"
         return False, f"Apache Kafka {REFERENCE_4X}'s jars are not in {kafka_home()} and mvn is not on PATH"
     if not REFERENCE_TOOL.is_file() or not os.access(REFERENCE_TOOL, os.X_OK):
