@@ -219,6 +219,11 @@ class WorkerMember:
         gen = self.transport.read(lambda m: m.generation)
         return gen.generation_id, gen.member_id
 
+    def isolated(self) -> bool:
+        """Whether the member gave its generation up with no coordinator confirming it (the owner
+        releases its work); one a coordinator dropped keeps its work under the cooperative protocols."""
+        return self.transport.read(lambda m: m.isolated)
+
     def member_id(self) -> str:
         """This worker's member id in the group ('' before its first JoinGroup)."""
         return self.generation()[1]

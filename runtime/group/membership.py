@@ -143,6 +143,9 @@ JOIN_GRACE_MS = 5000
 
 #: Java's CommonClientConfigs.RETRY_BACKOFF_JITTER and its exponential base (KIP-580).
 BACKOFF_JITTER = 0.2
+#: How many sessions a member keeps its generation (and its owner its work) with no coordinator confirming
+#: it: one for the session itself, one more to find a coordinator that failed over.
+ISOLATION_SESSIONS = 2
 BACKOFF_MULTIPLIER = 2
 
 
@@ -244,6 +247,8 @@ class Membership:
         self._last_receive: int | None = None
         self._heartbeat_failed = False
         self._last_poll = now_ms
+        self._last_answer = now_ms  # the coordinator last confirmed this member's generation
+        self._isolated = False
 
     # ---------------------------------------------------------------------------------- queries
 
@@ -251,6 +256,14 @@ class Membership:
     def need_rejoin(self) -> bool:
         """Whether the member must (re)join: never joined, lost, or told that a rebalance started."""
         return self._rejoin_needed
+
+    @property
+    def isolated(self) -> bool:
+        """Whether the member gave its generation up because no coordinator confirmed it for
+        :data:`ISOLATION_SESSIONS` sessions: its owner must release its work before rejoining, where a
+        member that a coordinator dropped (unknown member id, illegal generation) keeps running its work
+        under the cooperative protocols and rejoins reporting it, as Java's ``WorkerCoordinator`` does."""
+        return self._isolated
 
     @property
     def joining(self) -> bool:
@@ -273,6 +286,8 @@ class Membership:
             if self.phase is Phase.STABLE:
                 if known:  # a session runs out against a coordinator; while none is known it is looked for
                     times.append(self._session_deadline() + 1)
+                elif self.generation.generation_id >= 0:
+                    times.append(self._isolation_deadline() + 1)
                 times.append(self._last_poll + self.config.rebalance_timeout_ms + 1)
                 if known and self._heartbeat_id is None:
                     times.append(self._next_heartbeat_at())
@@ -365,7 +380,20 @@ class Membership:
         if self.closed:
             return out
         if self.phase is Phase.STABLE:
-            if self.coordinator is not None and now_ms > self._session_deadline():
+            if (
+                self.coordinator is None
+                and self.generation.generation_id >= 0
+                and now_ms > self._isolation_deadline()
+            ):
+                # No coordinator is known and none has confirmed this member for that long: one it cannot
+                # reach has dropped it and, after the leader's delay, given its work to others. The owner
+                # releases everything (Java revokes when the coordinator stays unknown past
+                # heartbeat.interval.ms; waiting sessions lets a coordinator's broker fail over, fenced
+                # after broker.session.timeout.ms, without every worker dropping its work).
+                self._isolated = True
+                reason = "no coordinator confirmed the member's session"
+                out.extend(self._reset_generation(reason, keep=True))
+            elif self.coordinator is not None and now_ms > self._session_deadline():
                 # No heartbeat got through for a whole session: the coordinator is presumed gone and looked
                 # up again, the generation kept, as Java's AbstractCoordinator does ("session timed out
                 # without receiving a heartbeat response"). A coordinator's broker SIGKILLed takes longer
@@ -495,6 +523,8 @@ class Membership:
             self._join_wanted = False
             self._join_failures = 0
             self._last_reset = now_ms
+            self._last_answer = now_ms
+            self._isolated = False
             self._last_poll = now_ms
             self._last_send = None
             self._heartbeat_failed = False
@@ -520,12 +550,12 @@ class Membership:
             return []  # the member is rejoining: the answer is about a generation it is leaving
         code = result.error_code
         if code == NONE:
-            self._last_receive = now_ms
+            self._last_receive = self._last_answer = now_ms
             return []
         if code == REBALANCE_IN_PROGRESS:
             # Still a member until it rejoins; the heartbeat counts (the coordinator keeps it for the
             # rebalance timeout only if heartbeats keep arriving).
-            self._last_receive = now_ms
+            self._last_receive = self._last_answer = now_ms
             return self.request_rejoin("the coordinator started a rebalance")
         self._heartbeat_failed = True
         if code == ILLEGAL_GENERATION:
@@ -552,6 +582,9 @@ class Membership:
     def _session_deadline(self) -> int:
         last = self._last_reset if self._last_receive is None else max(self._last_receive, self._last_reset)
         return last + self.config.session_timeout_ms
+
+    def _isolation_deadline(self) -> int:
+        return self._last_answer + ISOLATION_SESSIONS * self.config.session_timeout_ms
 
     def _next_heartbeat_at(self) -> int:
         last = self._last_reset if self._last_send is None else max(self._last_send, self._last_reset)

@@ -97,7 +97,11 @@ class HerderLoop(ActionDispatch):
         if member.need_rejoin():
             gen, _ = member.generation()
             with self._lock:
-                lost = gen < 0 and self.herder.group.known
+                # A member a coordinator dropped keeps its work under the cooperative protocols and
+                # rejoins reporting it (Java's WorkerCoordinator.onJoinPrepare revokes nothing; the
+                # leader's assignor revokes duplicates); one no coordinator confirmed for sessions
+                # releases everything first (eager protocols release in any case).
+                lost = gen < 0 and self.herder.group.known and member.isolated()
                 if not self.herder.rebalancing:
                     self.metrics.rebalance_started_at = time.monotonic()
                 actions = self.herder.on_rejoin_preparing(lost, member.last_protocol)

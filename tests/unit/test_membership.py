@@ -280,6 +280,9 @@ def test_after_session_expiry_a_coordinator_that_dropped_the_member_ends_the_gen
     out = w.answer(hb.request_id, m.HeartbeatResult(m.UNKNOWN_MEMBER_ID))
     assert only(out, m.Lost) == m.Lost(1, "w1", "Heartbeat: unknown member id")
     assert w.m.generation == m.NO_GENERATION and w.m.need_rejoin
+    # Dropped by a coordinator is not isolated: under the cooperative protocols its owner keeps its work
+    # and rejoins reporting it (Java's WorkerCoordinator), the leader revoking duplicates.
+    assert not w.m.isolated
 
 
 def test_successful_heartbeats_keep_the_session() -> None:
@@ -442,8 +445,41 @@ def test_a_stable_member_that_loses_its_broker_waits_between_tries() -> None:
     gaps = [b - a for a, b in itertools.pairwise(asked)]
     assert gaps[:5] == [100, 200, 400, 800, 1000], gaps
     assert set(gaps[5:]) == {1000}, gaps
-    # As Java's member: no coordinator to tell it otherwise, it keeps its generation (and its work).
-    assert w.m.phase is m.Phase.STABLE and w.m.generation.generation_id == 1
+    # Two sessions with no coordinator confirming it: it gives its generation up, and its owner its work
+    # (a coordinator it cannot reach has dropped it and may have given the work to others).
+    assert w.m.isolated and w.m.generation.generation_id == -1 and w.m.need_rejoin
+
+
+def test_a_member_keeps_its_generation_for_two_sessions_without_a_coordinator_then_gives_it_up() -> None:
+    w = Member()
+    w.stable()  # confirmed at 0: two sessions end at 20,000
+    beat = w.heartbeat_at(3_000)
+    out = w.m.on_failure(beat.request_id, "connection refused", 3_000, disconnect=True)
+    assert w.m.coordinator is None and not any(isinstance(o, m.Lost) for o in out)
+    _, out = _outage(w, 19_500, out)
+    assert w.m.generation.generation_id == 1 and not w.m.isolated and not w.m.need_rejoin
+    assert w.m.next_deadline_ms(w.now) <= 20_001  # the driver wakes for the isolation deadline
+    _, out = _outage(w, 20_001, out)
+    assert w.m.isolated and w.m.need_rejoin
+    assert w.m.generation.generation_id == -1 and w.m.generation.member_id == "w1"  # may rejoin as itself
+
+
+def test_a_member_whose_found_coordinator_answers_is_not_isolated() -> None:
+    w = Member()
+    w.stable()
+    beat = w.heartbeat_at(3_000)
+    out = w.m.on_failure(beat.request_id, "connection refused", 3_000, disconnect=True)
+    _, out = _outage(w, 15_000, out)
+    while not (finds := [o for o in out if isinstance(o, m.FindCoordinator)]):
+        out = w.at(w.m.next_deadline_ms(w.now))
+    w.found(finds[0], B2)
+    t = w.now
+    for _ in range(20):  # a minute of heartbeats, each answered by the new coordinator
+        t += 3_000
+        w.m.poll(t)
+        hb = w.heartbeat_at(t)
+        assert w.answer(hb.request_id, m.HeartbeatResult(m.NONE)) == []
+    assert not w.m.isolated and w.m.generation.generation_id == 1 and w.m.phase is m.Phase.STABLE
 
 
 def test_a_member_joining_without_a_broker_waits_between_tries() -> None:
