@@ -219,10 +219,11 @@ class Herder(Reconciliation):
     def on_rejoin_preparing(self, member_lost: bool, selected_protocol: ProtocolName | None) -> list[Action]:
         """Before (re)joining: eager workers release everything; so does a member that lost touch.
 
-        ``member_lost``: no coordinator confirmed the member for sessions (``Membership.isolated``), so its
-        work may have been given to others already, and keeping it would break the rule that a task stops
-        before another worker starts it. A cooperative member that a coordinator dropped is not lost in
-        this sense: it keeps its work and rejoins reporting it, as Java's ``WorkerCoordinator`` does.
+        ``member_lost``: no coordinator was known for longer than heartbeat.interval.ms
+        (``Membership.isolated``, Java's KAFKA-9184 rule), so the work may be given to others, and keeping
+        it would break the rule that a task stops before another worker starts it. A cooperative member
+        that a coordinator dropped is not lost in this sense: it keeps its work and rejoins reporting it,
+        as Java's ``WorkerCoordinator`` does.
         """
         self.rebalancing = True
         eager = selected_protocol is None or protocol.version_for_protocol(selected_protocol) == 0

@@ -22,6 +22,12 @@ The semantics are those of the Java AbstractCoordinator as Connect's WorkerCoord
 * Error handling follows the protocol: UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION / FENCED_INSTANCE_ID reset
   the generation (:class:`Lost`), REBALANCE_IN_PROGRESS asks for a rejoin, COORDINATOR_NOT_AVAILABLE /
   NOT_COORDINATOR / a disconnect make the member find the coordinator again.
+* A member that holds an assignment and has known no coordinator for longer than
+  ``heartbeat_interval_ms`` tells its owner to stop everything (:class:`Unreachable`) and rejoins, with
+  its generation, once the owner has done so: Java's ``WorkerCoordinator.poll`` (KAFKA-9184) revokes the
+  whole assignment when coordinator discovery does not succeed within ``heartbeat.interval.ms``, under
+  every Connect protocol, so that a worker cut off from the group never runs work the leader has given
+  to others.
 """
 
 from __future__ import annotations
@@ -72,6 +78,7 @@ from kconnect.runtime.group.membership_messages import (
     Result,
     SyncGroup,
     SyncGroupResult,
+    Unreachable,
 )
 
 # The messages (requests, responses, events, error codes) are ``membership_messages``'; they are named here
@@ -122,6 +129,7 @@ __all__ = [
     "Result",
     "SyncGroup",
     "SyncGroupResult",
+    "Unreachable",
     "backoff_ms",
 ]
 
@@ -143,9 +151,6 @@ JOIN_GRACE_MS = 5000
 
 #: Java's CommonClientConfigs.RETRY_BACKOFF_JITTER and its exponential base (KIP-580).
 BACKOFF_JITTER = 0.2
-#: How many sessions a member keeps its generation (and its owner its work) with no coordinator confirming
-#: it: one for the session itself, one more to find a coordinator that failed over.
-ISOLATION_SESSIONS = 2
 BACKOFF_MULTIPLIER = 2
 
 
@@ -247,7 +252,8 @@ class Membership:
         self._last_receive: int | None = None
         self._heartbeat_failed = False
         self._last_poll = now_ms
-        self._last_answer = now_ms  # the coordinator last confirmed this member's generation
+        self._holds_assignment = False  # an assignment was received and not revoked since (Java's snapshot)
+        self._unknown_since: int | None = None  # when the coordinator became unknown while one was held
         self._isolated = False
 
     # ---------------------------------------------------------------------------------- queries
@@ -259,10 +265,11 @@ class Membership:
 
     @property
     def isolated(self) -> bool:
-        """Whether the member gave its generation up because no coordinator confirmed it for
-        :data:`ISOLATION_SESSIONS` sessions: its owner must release its work before rejoining, where a
-        member that a coordinator dropped (unknown member id, illegal generation) keeps running its work
-        under the cooperative protocols and rejoins reporting it, as Java's ``WorkerCoordinator`` does."""
+        """Whether the member revoked its assignment because no coordinator was known for longer than
+        ``heartbeat_interval_ms`` (:class:`Unreachable`), until its next assignment: its owner must release
+        all its work before rejoining. A member that a coordinator dropped (unknown member id, illegal
+        generation) is not isolated: it keeps running its work under the cooperative protocols and rejoins
+        reporting it, as Java's ``WorkerCoordinator`` does."""
         return self._isolated
 
     @property
@@ -283,11 +290,11 @@ class Membership:
             joinable = self.phase in (Phase.UNJOINED, Phase.STABLE)
             if known and self._join_wanted and self._rejoin_needed and joinable:
                 times.append(self._join_retry_at)
+            if self._unknown_since is not None and not known:
+                times.append(self._unreachable_deadline(self._unknown_since) + 1)
             if self.phase is Phase.STABLE:
                 if known:  # a session runs out against a coordinator; while none is known it is looked for
                     times.append(self._session_deadline() + 1)
-                elif self.generation.generation_id >= 0:
-                    times.append(self._isolation_deadline() + 1)
                 times.append(self._last_poll + self.config.rebalance_timeout_ms + 1)
                 if known and self._heartbeat_id is None:
                     times.append(self._next_heartbeat_at())
@@ -379,21 +386,11 @@ class Membership:
                 out.extend(self.on_failure(request_id, "the request timed out", now_ms, disconnect=True))
         if self.closed:
             return out
+        since = self._unknown_since
+        if since is not None and self.coordinator is None and now_ms > self._unreachable_deadline(since):
+            out.extend(self._unreachable(now_ms, since))
         if self.phase is Phase.STABLE:
-            if (
-                self.coordinator is None
-                and self.generation.generation_id >= 0
-                and now_ms > self._isolation_deadline()
-            ):
-                # No coordinator is known and none has confirmed this member for that long: one it cannot
-                # reach has dropped it and, after the leader's delay, given its work to others. The owner
-                # releases everything (Java revokes when the coordinator stays unknown past
-                # heartbeat.interval.ms; waiting sessions lets a coordinator's broker fail over, fenced
-                # after broker.session.timeout.ms, without every worker dropping its work).
-                self._isolated = True
-                reason = "no coordinator confirmed the member's session"
-                out.extend(self._reset_generation(reason, keep=True))
-            elif self.coordinator is not None and now_ms > self._session_deadline():
+            if self.coordinator is not None and now_ms > self._session_deadline():
                 # No heartbeat got through for a whole session: the coordinator is presumed gone and looked
                 # up again, the generation kept, as Java's AbstractCoordinator does ("session timed out
                 # without receiving a heartbeat response"). A coordinator's broker SIGKILLed takes longer
@@ -465,6 +462,7 @@ class Membership:
         self._find_id = None
         if result.error_code == NONE:
             self.coordinator = Coordinator(result.node_id, result.host, result.port)
+            self._unknown_since = None  # discovery succeeded in time: the clock starts again next time
             self._last_reset = now_ms  # a fresh session clock, as Java resets it on discovery
             self._find_failures = 0
             return []
@@ -523,7 +521,8 @@ class Membership:
             self._join_wanted = False
             self._join_failures = 0
             self._last_reset = now_ms
-            self._last_answer = now_ms
+            self._holds_assignment = True
+            self._unknown_since = None
             self._isolated = False
             self._last_poll = now_ms
             self._last_send = None
@@ -550,12 +549,12 @@ class Membership:
             return []  # the member is rejoining: the answer is about a generation it is leaving
         code = result.error_code
         if code == NONE:
-            self._last_receive = self._last_answer = now_ms
+            self._last_receive = now_ms
             return []
         if code == REBALANCE_IN_PROGRESS:
             # Still a member until it rejoins; the heartbeat counts (the coordinator keeps it for the
             # rebalance timeout only if heartbeats keep arriving).
-            self._last_receive = self._last_answer = now_ms
+            self._last_receive = now_ms
             return self.request_rejoin("the coordinator started a rebalance")
         self._heartbeat_failed = True
         if code == ILLEGAL_GENERATION:
@@ -583,8 +582,30 @@ class Membership:
         last = self._last_reset if self._last_receive is None else max(self._last_receive, self._last_reset)
         return last + self.config.session_timeout_ms
 
-    def _isolation_deadline(self) -> int:
-        return self._last_answer + ISOLATION_SESSIONS * self.config.session_timeout_ms
+    def _unreachable_deadline(self, since: int) -> int:
+        return since + self.config.heartbeat_interval_ms
+
+    def _unreachable(self, now_ms: int, since: int) -> list[Output]:
+        """The coordinator stayed unknown past ``heartbeat_interval_ms`` with an assignment held: revoke it.
+
+        Java's rule (``WorkerCoordinator.poll``, KAFKA-9184): a worker whose coordinator discovery does not
+        succeed within ``heartbeat.interval.ms`` revokes all its connectors and tasks, under every Connect
+        protocol, and rejoins with an empty assignment. A coordinator that cannot be reached may have
+        dropped the member and let the leader give its work to others; stopping early is what keeps a task
+        from running twice. The generation and member id are kept (Java keeps them): if the same members
+        are back in the next round, the leader reassigns the revoked work at once instead of holding it
+        ``scheduled.rebalance.max.delay.ms``. The join waits for the owner (:meth:`join`) so that the
+        JoinGroup reports the work as stopped.
+        """
+        self._unknown_since = None
+        self._holds_assignment = False
+        self._isolated = True
+        self._join_wanted = False
+        self._rejoin_needed = True
+        if self.phase in _ATTEMPT_PHASES:
+            self._attempt_failed(now_ms, backoff=False)
+        gen = self.generation
+        return [Unreachable(gen.generation_id, gen.member_id, now_ms - since)]
 
     def _next_heartbeat_at(self) -> int:
         last = self._last_reset if self._last_send is None else max(self._last_send, self._last_reset)
@@ -688,6 +709,8 @@ class Membership:
             return []
         self.coordinator = None
         self._heartbeat_id = None
+        if self._holds_assignment and self._unknown_since is None:
+            self._unknown_since = now_ms  # Java's discovery timer (heartbeat.interval.ms) starts here
         self._find_retry_at = min(self._find_retry_at, now_ms)
         if self.phase in _ATTEMPT_PHASES:
             return self._attempt_failed(now_ms, backoff=False)

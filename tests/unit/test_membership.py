@@ -262,9 +262,9 @@ def test_session_expiry_without_a_successful_heartbeat_looks_for_the_coordinator
     assert w.m.coordinator is None and w.m.phase is m.Phase.STABLE and not w.m.need_rejoin
     find = only(out, m.FindCoordinator)
     assert w.answer(hb.request_id, m.HeartbeatResult(m.NONE)) == []  # an answer from the old one: ignored
-    assert w.at(20_000) == []  # still looking: no second session expiry, no Lost
+    assert w.at(13_000) == []  # still looking (within heartbeat.interval.ms): no Lost, nothing revoked
     w.found(find, B2)  # the new coordinator, a fresh session clock
-    hb2 = w.heartbeat_at(23_000)
+    hb2 = w.heartbeat_at(16_000)
     assert hb2.coordinator == B2 and hb2.generation_id == 1 and hb2.member_id == "w1"
     assert w.answer(hb2.request_id, m.HeartbeatResult(m.NONE)) == []
     assert w.m.phase is m.Phase.STABLE and w.m.generation.generation_id == 1
@@ -445,41 +445,106 @@ def test_a_stable_member_that_loses_its_broker_waits_between_tries() -> None:
     gaps = [b - a for a, b in itertools.pairwise(asked)]
     assert gaps[:5] == [100, 200, 400, 800, 1000], gaps
     assert set(gaps[5:]) == {1000}, gaps
-    # Two sessions with no coordinator confirming it: it gives its generation up, and its owner its work
-    # (a coordinator it cannot reach has dropped it and may have given the work to others).
-    assert w.m.isolated and w.m.generation.generation_id == -1 and w.m.need_rejoin
+    # Past heartbeat.interval.ms with no coordinator it revoked its assignment (Java's WorkerCoordinator.poll,
+    # KAFKA-9184), keeping its generation and member id, and waits for its owner before rejoining.
+    assert w.m.isolated and w.m.generation.generation_id == 1 and w.m.need_rejoin
 
 
-def test_a_member_keeps_its_generation_for_two_sessions_without_a_coordinator_then_gives_it_up() -> None:
-    w = Member()
-    w.stable()  # confirmed at 0: two sessions end at 20,000
-    beat = w.heartbeat_at(3_000)
-    out = w.m.on_failure(beat.request_id, "connection refused", 3_000, disconnect=True)
-    assert w.m.coordinator is None and not any(isinstance(o, m.Lost) for o in out)
-    _, out = _outage(w, 19_500, out)
-    assert w.m.generation.generation_id == 1 and not w.m.isolated and not w.m.need_rejoin
-    assert w.m.next_deadline_ms(w.now) <= 20_001  # the driver wakes for the isolation deadline
-    _, out = _outage(w, 20_001, out)
-    assert w.m.isolated and w.m.need_rejoin
-    assert w.m.generation.generation_id == -1 and w.m.generation.member_id == "w1"  # may rejoin as itself
+def _lose_coordinator(w: Member, t: int) -> list[m.Output]:
+    """The heartbeat sent at ``t`` fails with a disconnect: the coordinator is unknown from ``t``."""
+    beat = w.heartbeat_at(t)
+    out = w.m.on_failure(beat.request_id, "connection refused", t, disconnect=True)
+    assert w.m.coordinator is None and not any(isinstance(o, m.Lost | m.Unreachable) for o in out)
+    return out
 
 
-def test_a_member_whose_found_coordinator_answers_is_not_isolated() -> None:
+def _find_fails(w: Member, out: list[m.Output]) -> list[m.Output]:
+    """Every FindCoordinator among ``out`` is answered COORDINATOR_NOT_AVAILABLE (a failover under way)."""
+    events = [o for o in out if not isinstance(o, m.FindCoordinator)]
+    while finds := [o for o in out if isinstance(o, m.FindCoordinator)]:
+        out = w.answer(finds[0].request_id, m.FindCoordinatorResult(m.COORDINATOR_NOT_AVAILABLE, -1, "", -1))
+        events += [o for o in out if not isinstance(o, m.FindCoordinator)]
+    return events
+
+
+def _unknown_until(w: Member, until: int, out: list[m.Output]) -> list[m.Output]:
+    """Drive the member, as its transport would, while no coordinator is found, up to ``until``."""
+    seen = _find_fails(w, out)
+    while (wake := w.m.next_deadline_ms(w.now)) <= until:
+        assert wake > w.now, f"the transport would poll without waiting at {w.now}"
+        seen += _find_fails(w, w.at(wake))
+    return seen
+
+
+def test_a_coordinator_unknown_for_less_than_the_heartbeat_interval_keeps_the_work() -> None:
     w = Member()
     w.stable()
-    beat = w.heartbeat_at(3_000)
-    out = w.m.on_failure(beat.request_id, "connection refused", 3_000, disconnect=True)
-    _, out = _outage(w, 15_000, out)
+    out = _lose_coordinator(w, 3_000)
+    seen = _unknown_until(w, 3_000 + CFG.heartbeat_interval_ms, out)  # exactly the bound: not past it
+    assert not any(isinstance(o, m.Unreachable | m.Lost) for o in seen), seen
+    assert not w.m.isolated and not w.m.need_rejoin and w.m.phase is m.Phase.STABLE
+    assert w.m.next_deadline_ms(w.now) <= 3_000 + CFG.heartbeat_interval_ms + 1  # the driver wakes for it
+
+
+def test_a_coordinator_unknown_past_the_heartbeat_interval_revokes_everything_and_rejoins() -> None:
+    w = Member()
+    w.stable()
+    out = _lose_coordinator(w, 3_000)
+    seen = _unknown_until(w, 6_001, out)
+    assert [o for o in seen if isinstance(o, m.Unreachable)] == [m.Unreachable(1, "w1", 3_001)]
+    assert w.m.isolated and w.m.need_rejoin
+    assert w.m.generation == m.Generation(1, "w1", "sessioned")  # kept, as Java keeps it
+    # It does not rejoin on its own (the JoinGroup must report the work stopped): the owner releases
+    # everything, then asks to join; the same member id goes with the JoinGroup.
+    seen = _unknown_until(w, 9_000, [])
+    assert not any(isinstance(o, m.MetadataNeeded | m.Unreachable) for o in seen), seen
+    out = w.m.join(w.now)
     while not (finds := [o for o in out if isinstance(o, m.FindCoordinator)]):
         out = w.at(w.m.next_deadline_ms(w.now))
-    w.found(finds[0], B2)
-    t = w.now
-    for _ in range(20):  # a minute of heartbeats, each answered by the new coordinator
-        t += 3_000
-        w.m.poll(t)
-        hb = w.heartbeat_at(t)
-        assert w.answer(hb.request_id, m.HeartbeatResult(m.NONE)) == []
-    assert not w.m.isolated and w.m.generation.generation_id == 1 and w.m.phase is m.Phase.STABLE
+    need = only(w.found(only(finds, m.FindCoordinator), B2), m.MetadataNeeded)
+    join = only(w.m.metadata(need.attempt, PROTOCOLS, w.now), m.JoinGroup)
+    assert join.member_id == "w1"
+    assert w.joined(join, 2, "w1", "w2").generation_id == 2
+    assert not w.m.isolated  # a new assignment: the clock starts afresh with the next loss
+    out = _lose_coordinator(w, w.now + CFG.heartbeat_interval_ms)
+    assert not w.m.isolated
+
+
+def test_a_coordinator_found_in_between_resets_the_clock() -> None:
+    w = Member()
+    w.stable()
+    out = _lose_coordinator(w, 3_000)
+    _unknown_until(w, 5_499, out)  # FindCoordinator at 3,000, 3,100, 3,300, 3,700 and 4,500 failed
+    find = only(w.at(w.m.next_deadline_ms(w.now)), m.FindCoordinator)
+    assert w.now == 5_500
+    w.found(find, B2)  # found after 2.5 s: in time
+    assert w.m.coordinator == B2 and not w.m.isolated
+    out = _lose_coordinator(w, w.now + CFG.heartbeat_interval_ms)  # lost again at once
+    lost_at = w.now
+    seen = _unknown_until(w, lost_at + CFG.heartbeat_interval_ms, out)  # 3 s more: 5.5 s in all, not 3 s
+    assert not any(isinstance(o, m.Unreachable) for o in seen) and not w.m.isolated
+    seen = _unknown_until(w, lost_at + CFG.heartbeat_interval_ms + 1, [])
+    assert any(isinstance(o, m.Unreachable) for o in seen) and w.m.isolated
+
+
+def test_a_member_holding_no_assignment_has_nothing_to_revoke() -> None:
+    w = Member()
+    out = w.m.join(0)
+    _unknown_until(w, 30_000, out)  # no coordinator ever found while joining for the first time
+    assert not w.m.isolated
+
+
+def test_a_coordinator_lost_during_a_cooperative_rejoin_revokes_the_work_still_held() -> None:
+    w = Member()
+    w.stable()
+    w.now = 3_000
+    w.m.request_rejoin("a new connector")
+    need = only(w.m.join(w.now), m.MetadataNeeded)
+    join = only(w.m.metadata(need.attempt, PROTOCOLS, w.now), m.JoinGroup)
+    out = w.m.on_failure(join.request_id, "connection reset", w.now, disconnect=True)
+    assert w.m.coordinator is None
+    seen = _unknown_until(w, 6_001, out)
+    assert only(seen, m.Unreachable).generation_id == 1 and w.m.isolated and not w.m.joining
 
 
 def test_a_member_joining_without_a_broker_waits_between_tries() -> None:
