@@ -254,6 +254,7 @@ class Membership:
         self._last_poll = now_ms
         self._holds_assignment = False  # an assignment was received and not revoked since (Java's snapshot)
         self._unknown_since: int | None = None  # when the coordinator became unknown while one was held
+        self._unreachable_nodes: set[int] = set()  # coordinators whose connection failed since then
         self._isolated = False
 
     # ---------------------------------------------------------------------------------- queries
@@ -290,7 +291,7 @@ class Membership:
             joinable = self.phase in (Phase.UNJOINED, Phase.STABLE)
             if known and self._join_wanted and self._rejoin_needed and joinable:
                 times.append(self._join_retry_at)
-            if self._unknown_since is not None and not known:
+            if self._unknown_since is not None and not self._coordinator_reachable():
                 times.append(self._unreachable_deadline(self._unknown_since) + 1)
             if self.phase is Phase.STABLE:
                 if known:  # a session runs out against a coordinator; while none is known it is looked for
@@ -387,7 +388,11 @@ class Membership:
         if self.closed:
             return out
         since = self._unknown_since
-        if since is not None and self.coordinator is None and now_ms > self._unreachable_deadline(since):
+        if (
+            since is not None
+            and now_ms > self._unreachable_deadline(since)
+            and not self._coordinator_reachable()
+        ):
             out.extend(self._unreachable(now_ms, since))
         if self.phase is Phase.STABLE:
             if self.coordinator is not None and now_ms > self._session_deadline():
@@ -414,6 +419,8 @@ class Membership:
         flight = self._in_flight.pop(request_id, None)
         if flight is None:
             return []
+        if flight.coordinator == self.coordinator is not None and result.error_code not in _COORDINATOR_GONE:
+            self._coordinator_confirmed()  # it answered as the coordinator: the discovery clock stops
         out: list[Output]
         if isinstance(result, FindCoordinatorResult):
             out = self._on_find(result, now_ms)
@@ -437,6 +444,8 @@ class Membership:
             return []
         out: list[Output] = []
         coordinator_request = flight.coordinator is not None and flight.coordinator == self.coordinator
+        if disconnect and flight.coordinator is not None and self._holds_assignment:
+            self._unreachable_nodes.add(flight.coordinator.node_id)
         if flight.kind is FindCoordinator:
             self._find_id = None
             self._find_backoff(now_ms)
@@ -462,7 +471,8 @@ class Membership:
         self._find_id = None
         if result.error_code == NONE:
             self.coordinator = Coordinator(result.node_id, result.host, result.port)
-            self._unknown_since = None  # discovery succeeded in time: the clock starts again next time
+            if result.node_id not in self._unreachable_nodes:
+                self._coordinator_confirmed()  # discovery succeeded in time: the clock starts again next time
             self._last_reset = now_ms  # a fresh session clock, as Java resets it on discovery
             self._find_failures = 0
             return []
@@ -522,7 +532,7 @@ class Membership:
             self._join_failures = 0
             self._last_reset = now_ms
             self._holds_assignment = True
-            self._unknown_since = None
+            self._coordinator_confirmed()
             self._isolated = False
             self._last_poll = now_ms
             self._last_send = None
@@ -585,6 +595,20 @@ class Membership:
     def _unreachable_deadline(self, since: int) -> int:
         return since + self.config.heartbeat_interval_ms
 
+    def _coordinator_reachable(self) -> bool:
+        """A coordinator is known and its connection has not failed since the discovery clock started.
+
+        Java's ``ensureCoordinatorReady`` does not count a coordinator found whose connection failed
+        (``client.isUnavailable``): it marks it unknown again and its timer runs on. A SIGKILLed
+        coordinator's broker is named by FindCoordinator until the controller fences it, so counting
+        it would restart the clock at every lookup and never reach the bound."""
+        coordinator = self.coordinator
+        return coordinator is not None and coordinator.node_id not in self._unreachable_nodes
+
+    def _coordinator_confirmed(self) -> None:
+        self._unknown_since = None
+        self._unreachable_nodes.clear()
+
     def _unreachable(self, now_ms: int, since: int) -> list[Output]:
         """The coordinator stayed unknown past ``heartbeat_interval_ms`` with an assignment held: revoke it.
 
@@ -597,7 +621,7 @@ class Membership:
         ``scheduled.rebalance.max.delay.ms``. The join waits for the owner (:meth:`join`) so that the
         JoinGroup reports the work as stopped.
         """
-        self._unknown_since = None
+        self._coordinator_confirmed()
         self._holds_assignment = False
         self._isolated = True
         self._join_wanted = False

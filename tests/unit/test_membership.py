@@ -527,6 +527,36 @@ def test_a_coordinator_found_in_between_resets_the_clock() -> None:
     assert any(isinstance(o, m.Unreachable) for o in seen) and w.m.isolated
 
 
+def test_a_coordinator_found_but_refusing_connections_does_not_stop_the_clock() -> None:
+    """A SIGKILLed coordinator's broker is still named by FindCoordinator until the controller fences it:
+    finding it is not reaching it (Java's ensureCoordinatorReady: ``client.isUnavailable``)."""
+    w = Member()
+    w.stable()
+    out = _lose_coordinator(w, 3_000)
+    seen: list[m.Output] = []
+    while not w.m.isolated and w.now < 10_000:
+        for o in out:
+            if isinstance(o, m.FindCoordinator):
+                w.found(o, B1)  # the dead one again
+                beat = w.heartbeat_at(w.m.next_deadline_ms(w.now))
+                seen += w.m.on_failure(beat.request_id, "connection refused", w.now, disconnect=True)
+        seen += [o for o in out if isinstance(o, m.Unreachable)]
+        out = w.at(w.m.next_deadline_ms(w.now))
+    seen += [o for o in out if isinstance(o, m.Unreachable)]
+    assert only(seen, m.Unreachable).unknown_ms == CFG.heartbeat_interval_ms + 1
+    assert w.now == 6_001 and w.m.isolated
+
+
+def test_a_coordinator_that_answers_stops_the_clock() -> None:
+    w = Member()
+    w.stable()
+    out = _lose_coordinator(w, 3_000)
+    w.found(only(out, m.FindCoordinator), B1)  # the same broker, back (a connection reset, say)
+    beat = w.heartbeat_at(w.m.next_deadline_ms(w.now))
+    assert w.answer(beat.request_id, m.HeartbeatResult(m.NONE)) == []
+    assert not any(isinstance(o, m.Unreachable) for o in w.at(20_000)) and not w.m.isolated
+
+
 def test_a_member_holding_no_assignment_has_nothing_to_revoke() -> None:
     w = Member()
     out = w.m.join(0)
