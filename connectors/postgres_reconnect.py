@@ -1,6 +1,6 @@
 """When the CDC task tries again to open a lost replication connection, and when it gives up.
 
-Why a module of its own: the replication loop (``postgres_cdc``) must neither fail its task on the first
+Why a module of its own: the replication stream (``postgres_stream``) must neither fail its task on the first
 dropped connection (a server restart, a failover, a walsender terminated by an administrator) nor retry
 silently for ever: Debezium retries ``errors.max.retries`` times and then fails the connector with the
 cause. This is that policy, pure (the caller passes the clock), so its schedule is unit tested.
