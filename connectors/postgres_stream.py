@@ -27,7 +27,7 @@ from kconnect.connectors import debezium_format as dbz
 from kconnect.connectors import pgoutput
 from kconnect.connectors.postgres_catalog import Catalog, CdcError, replication_connect
 from kconnect.connectors.postgres_cdc_config import CdcConfig
-from kconnect.connectors.postgres_reconnect import Reconnects
+from kconnect.connectors.postgres_reconnect import Reconnects, transient
 from kconnect.runtime import __version__, logs
 from kconnect.runtime.dataplane.connect_data import ConnectField, ConnectSchema
 from kconnect.runtime.plugins.api import ConnectorError, SourceRecord
@@ -181,9 +181,9 @@ class ReplicationStream:
                 options={"proto_version": "1", "publication_names": self.config.publication},
                 status_interval=10,
             )
-        except (psycopg2.OperationalError, psycopg2.InterfaceError):
-            raise  # the connection, not the request: retried as a lost connection
         except psycopg2.Error as exc:
+            if transient(exc.pgcode):
+                raise  # the connection, not the request: retried as a lost connection
             raise CdcError(
                 f"starting replication from slot {self.config.slot!r} failed: {str(exc).strip()}"
             ) from exc
@@ -220,9 +220,10 @@ class ReplicationStream:
             if heartbeat is not None:
                 records.append(heartbeat)
         except psycopg2.Error as exc:
-            # The connection, not the request: an operational error (terminated, shut down, network) or
-            # one without an SQLSTATE (psycopg2's "no COPY in progress" once the server ended the stream).
-            if not isinstance(exc, psycopg2.OperationalError | psycopg2.InterfaceError) and exc.pgcode:
+            # Reopened when the connection broke (terminated, shut down, network; or no SQLSTATE, such as
+            # psycopg2's "no COPY in progress" once the server ended the stream); any other error the
+            # server raised (a publication dropped, the slot invalidated) fails the task naming it.
+            if not transient(exc.pgcode):
                 raise CdcError(
                     f"streaming from slot {self.config.slot!r} failed: {str(exc).strip()}"
                 ) from exc
