@@ -167,6 +167,9 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def _quote(text: str) -> str:
+    # Most texts are printable ASCII without a quote or backslash: nothing to escape, tested in C.
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return '"' + text + '"'
     return '"' + _NEEDS_ESCAPE.sub(_escape, text) + '"'
 
 
