@@ -53,6 +53,8 @@ PRIMITIVE_TYPES: Final = ("int8", "int16", "int32", "int64", "float", "double", 
 _ALL_TYPES: Final = (*PRIMITIVE_TYPES, "array", "map", "struct")
 _INT_BITS: Final = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
 _LOGICAL: Final = frozenset({DECIMAL, DATE, TIME, TIMESTAMP})
+_LONG_MIN: Final = -(2**63)
+_LONG_MAX: Final = 2**63 - 1
 _EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _EPOCH_DAY: Final = dt.date(1970, 1, 1)
 _NON_FINITE_TEXT: Final = frozenset({"NaN", "Infinity", "-Infinity"})
@@ -300,10 +302,7 @@ def _to_json(schema: ConnectSchema | None, value: Any, decimal_numeric: bool, re
         names = schema.field_names
         if not names.issuperset(value):
             raise ConnectDataError(f"{sorted(set(value) - names)[0]} is not a valid field name")
-        return {
-            f.name: _to_json(f.schema, value.get(f.name), decimal_numeric, replace_null)
-            for f in schema.fields
-        }
+        return _struct_to_json(schema, value, decimal_numeric, replace_null)
     bits = _INT_BITS.get(t)
     if bits is not None:
         if not isinstance(value, int) or isinstance(value, bool):
@@ -341,6 +340,28 @@ def _to_json(schema: ConnectSchema | None, value: Any, decimal_numeric: bool, re
         ]
         for k, v in value.items()
     ]
+
+
+def _struct_to_json(
+    schema: ConnectSchema, value: Mapping[str, Any], decimal_numeric: bool, replace_null: bool
+) -> dict[str, Any]:
+    """A struct's members; the leaves most records are made of (a string, a plain integer in range, a
+    null in an optional field without default) are taken as they are, without a call each."""
+    out: dict[str, Any] = {}
+    get = value.get
+    for f in schema.fields:
+        v = get(f.name)
+        s = f.schema
+        kind = type(v)
+        if kind is str and s.type == "string":
+            out[f.name] = v
+        elif v is None and s.optional and s.default is None:
+            out[f.name] = None
+        elif kind is int and s.name is None and s.type == "int64" and _LONG_MIN <= v <= _LONG_MAX:  # type: ignore[operator]
+            out[f.name] = v
+        else:
+            out[f.name] = _to_json(s, v, decimal_numeric, replace_null)
+    return out
 
 
 def _logical_to_json(schema: ConnectSchema, name: str, value: Any, decimal_numeric: bool) -> Any:
