@@ -3,6 +3,8 @@ evolution plans, and config validation (refused keys named with the reason)."""
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -23,6 +25,7 @@ from kconnect.connectors.lakehouse.commits import (
     commit_due,
     decode_offsets,
     encode_offsets,
+    offsets_condition,
     resume_offsets,
     unwritten_from,
 )
@@ -134,6 +137,21 @@ def test_rows_below_what_a_table_holds_are_not_staged_again() -> None:
     assert unwritten_from(0, 9, 5) == (5, 9)
     assert unwritten_from(0, 9, 10) is None
     assert unwritten_from(20, 29, 5) == (20, 29)
+
+
+def test_the_offsets_condition_selects_exactly_the_rows_in_each_partitions_range() -> None:
+    """Evaluated as SQL (SQLite reads the same condition text Spark parses) over every row of three
+    partitions: a closed range, an open one, and a partition the condition leaves out."""
+    other = TopicPartition("payments", 0)
+    condition = offsets_condition({TP0: (3, 6), TP1: (4, None)}, "`topic`", "`partition`", "`offset`")
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE r (`topic` TEXT, `partition` INT, `offset` INT)")
+    rows = [(tp.topic, tp.partition, o) for tp in (TP0, TP1, other) for o in range(10)]
+    db.executemany("INSERT INTO r VALUES (?, ?, ?)", rows)
+    picked = set(db.execute(f"SELECT * FROM r WHERE {condition}").fetchall())
+    assert picked == {("orders", 0, o) for o in range(3, 7)} | {("orders", 1, o) for o in range(4, 10)}
+    nothing = offsets_condition({}, "`topic`", "`partition`", "`offset`")
+    assert db.execute(f"SELECT count(*) FROM r WHERE {nothing}").fetchone() == (0,)
 
 
 # --- evolution
