@@ -304,9 +304,15 @@ class IcebergSinkTask(TableSinkTask):
         for i, part in enumerate(parts[:-1]):
             namespace[i] = part
         ident = jvm.org.apache.spark.sql.connector.catalog.Identifier.of(namespace, parts[-1])
-        catalog = spark._jsparkSession.sessionState().catalogManager().catalog(self._catalog)
+        # The catalog manager reads the catalog's settings from the thread's active session (as
+        # spark.sql does, it is made active for the call): a streaming batch's session is a clone.
+        sessions = getattr(jvm, "org.apache.spark.sql.classic.SparkSession")
+        before = sessions.getActiveSession()
+        sessions.setActiveSession(spark._jsparkSession)
         try:
-            return catalog.loadTable(ident)
+            return (
+                spark._jsparkSession.sessionState().catalogManager().catalog(self._catalog).loadTable(ident)
+            )
         except Exception as exc:
             text = str(exc)
             # A jdbc catalog on Iceberg's first schema version answers a missing table by refusing the
@@ -314,6 +320,11 @@ class IcebergSinkTask(TableSinkTask):
             if any(m in text for m in ("TABLE_OR_VIEW_NOT_FOUND", "NoSuchTable", "without view support")):
                 return None
             raise
+        finally:
+            if before.isDefined():
+                sessions.setActiveSession(before.get())
+            else:
+                sessions.clearActiveSession()
 
     def _table_schema(self, spark: Any, table: str) -> Any:
         from pyspark.sql.types import StructType
