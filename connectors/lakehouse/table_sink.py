@@ -35,7 +35,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from kconnect.connectors.lakehouse import config as cfg
-from kconnect.connectors.lakehouse.commits import commit_due, offsets_condition, unwritten_from
+from kconnect.connectors.lakehouse.commits import (
+    commit_directly,
+    commit_due,
+    offsets_condition,
+    unwritten_from,
+)
 from kconnect.connectors.lakehouse.evolution import Evolution, SchemaEvolutionError, plan
 from kconnect.connectors.lakehouse.maintenance import MaintenancePolicy, MaintenanceResult, maintenance_due
 from kconnect.connectors.lakehouse.routing import topic_table
@@ -89,6 +94,8 @@ class TableSinkTask(FrameSinkTask):
         self._assigned: set[TopicPartition] = set()
         self._maintained_at = time.time()
         self._pool: ThreadPoolExecutor | None = None
+        #: When this task last committed (None: not yet), for ``commits.commit_directly``.
+        self._last_commit: float | None = None
 
     def version(self) -> str:
         return __version__
@@ -135,6 +142,7 @@ class TableSinkTask(FrameSinkTask):
         self._staged, self._floor, self._committed, self._opening = [], {}, {}, set()
         self._value_type = None
         self._tables, self._assigned, self._maintained_at = set(), set(), time.time()
+        self._last_commit = None
 
     def stop(self) -> None:
         """Staged rows were never committed anywhere: dropping them is safe, Kafka has them."""
@@ -186,6 +194,7 @@ class TableSinkTask(FrameSinkTask):
 
         ranges: dict[TopicPartition, tuple[int, int]] = {}
         pending = {tp for stage in self._staged for tp in stage.ranges}
+        floor_before = dict(self._floor)
         for tp, (first, last) in batch.offsets.items():
             todo = unwritten_from(first, last, self._floor.get(tp))
             self._floor[tp] = max(self._floor.get(tp, 0), last + 1)
@@ -197,18 +206,33 @@ class TableSinkTask(FrameSinkTask):
         if not ranges:
             return read
         wanted = F.expr(offsets_condition(ranges, "`topic`", "`partition`", "`offset`"))
+        rows = frame.where(wanted & F.col("value").isNotNull()).select(
+            F.col("topic").alias(TOPIC),
+            F.col("partition").alias(PARTITION),
+            F.col("offset").alias(OFFSET),
+            "value",
+        )
+        records = sum(hi - lo + 1 for lo, hi in ranges.values())
+        direct = commit_directly(
+            self._config().policy, bool(self._staged), records, self._last_commit, time.time()
+        )
+        # The tables are written through the session the connector's catalog is set in: a query started
+        # again (a rewind) runs its batches in a session of its own, whose frames are staged as before.
+        # A batch without rows is staged as an empty stage, as before: no table is created for it.
+        if direct is not None and (
+            not frame.sparkSession._jsparkSession.equals(self._spark._jsparkSession) or rows.isEmpty()
+        ):
+            direct = None
+        if direct is not None:
+            try:
+                self._commit(direct, (rows, ranges))
+            except Exception:
+                self._floor = floor_before  # neither staged nor committed: these rows must come again
+                raise
+            return read
         self._counter += 1
         target = self._dir() / "stage" / f"{int(time.time() * 1000)}-{self._counter}"
-        (
-            frame.where(wanted & F.col("value").isNotNull())
-            .select(
-                F.col("topic").alias(TOPIC),
-                F.col("partition").alias(PARTITION),
-                F.col("offset").alias(OFFSET),
-                "value",
-            )
-            .write.parquet(str(target))
-        )
+        rows.write.parquet(str(target))
         files = list(target.glob("part-*.parquet"))
         size = sum(f.stat().st_size for f in files)
         self._staged.append(Stage(str(target) if files else None, ranges, time.time(), size))
@@ -330,23 +354,26 @@ class TableSinkTask(FrameSinkTask):
 
     # --- commit
 
-    def _commit(self, reason: str) -> None:
-        """Write everything staged to its tables, then advance what ``pre_commit`` answers."""
+    def _commit(
+        self, reason: str, direct: tuple[Any, Mapping[TopicPartition, tuple[int, int]]] | None = None
+    ) -> None:
+        """Write everything staged to its tables (or, ``direct``, a batch's rows and ranges, nothing being
+        staged: see ``commits.commit_directly``), then advance what ``pre_commit`` answers."""
         from pyspark.sql import functions as F
 
         config = self._config()
         spark = self._spark
         stages, self._staged = self._staged, []
         covered: dict[TopicPartition, int] = {}
-        for stage in stages:
-            for tp, (_, hi) in stage.ranges.items():
+        for ranges in [*(s.ranges for s in stages), *([direct[1]] if direct else [])]:
+            for tp, (_, hi) in ranges.items():
                 covered[tp] = max(covered.get(tp, 0), hi + 1)
         paths = [s.path for s in stages if s.path is not None]
         started = time.monotonic()
         tables_written: list[str] = []
         try:
-            if paths:
-                data = spark.read.parquet(*paths)
+            if paths or direct:
+                data = direct[0] if direct else spark.read.parquet(*paths)
                 columns: list[Any] = [*META, "value.*"]
                 if config.routing.route_field:
                     columns.append(F.col("value." + config.routing.route_field).cast("string").alias(ROUTE))
@@ -373,9 +400,11 @@ class TableSinkTask(FrameSinkTask):
             if stage.path:
                 shutil.rmtree(stage.path, ignore_errors=True)
         self.commits += 1
+        self._last_commit = time.time()
         log.info(
             "committed to tables",
             reason=reason,
+            staged=direct is None,
             tables=tables_written,
             through={str(tp): o for tp, o in sorted(covered.items(), key=lambda i: str(i[0]))},
             seconds=round(time.monotonic() - started, 2),

@@ -22,6 +22,7 @@ from pyspark.sql.types import (
 from kconnect.connectors.lakehouse import config as cfg
 from kconnect.connectors.lakehouse.commits import (
     CommitPolicy,
+    commit_directly,
     commit_due,
     decode_offsets,
     encode_offsets,
@@ -137,6 +138,16 @@ def test_rows_below_what_a_table_holds_are_not_staged_again() -> None:
     assert unwritten_from(0, 9, 5) == (5, 9)
     assert unwritten_from(0, 9, 10) is None
     assert unwritten_from(20, 29, 5) == (20, 29)
+
+
+def test_a_batch_goes_straight_to_the_tables_only_when_nothing_is_staged_and_it_is_due() -> None:
+    policy = CommitPolicy(interval_ms=10_000, max_records=1000)
+    assert commit_directly(policy, False, 5, None, 100.0) == "interval"  # no commit yet
+    assert commit_directly(policy, False, 5, 85.0, 100.0) == "interval"  # the last one 15 s ago
+    assert commit_directly(policy, False, 5, 95.0, 100.0) is None  # 5 s ago: staged, waits
+    assert commit_directly(policy, False, 1000, 95.0, 100.0) == "records"
+    assert commit_directly(policy, True, 1000, None, 100.0) is None  # staged rows go with the stages
+    assert commit_directly(CommitPolicy(interval_ms=10_000), False, 10**9, 95.0, 100.0) is None
 
 
 def test_the_offsets_condition_selects_exactly_the_rows_in_each_partitions_range() -> None:
