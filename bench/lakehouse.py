@@ -128,8 +128,9 @@ def rows_in(warehouse: Path, table: str) -> int:
 class Worker:
     """One system's worker, started again after a SIGKILL with the same group and topics."""
 
-    def __init__(self, kind: str, bootstrap: str, work: Path) -> None:
+    def __init__(self, kind: str, bootstrap: str, work: Path, event_log: bool = False) -> None:
         self.kind, self.bootstrap, self.work = kind, bootstrap, work
+        self.event_log = event_log
         self.group = f"bench-lh-{kind}-{uuid.uuid4().hex[:6]}"
         self.starts = 0
         self.ref: ReferenceWorker | None = None
@@ -165,6 +166,10 @@ class Worker:
                     **spark_properties(),
                 }
             )
+            if self.event_log:  # where the JVM's seconds go: each stage's executor CPU and run time
+                events = self.work / "spark-events"
+                events.mkdir(exist_ok=True)
+                props.update({"spark.eventLog.enabled": "true", "spark.eventLog.dir": events.as_uri()})
             kc = WorkerProcess(self.work, props, name=f"kconnect-{self.starts}", spark=True).start()
             self.kc = kc
             wait_until(lambda: (kc.workers() or {}).get("generation", -1) >= 0, 180, "the kconnect worker")
@@ -443,7 +448,7 @@ def run_one(kind: str, bootstrap: str, _broker_pid: int | None, work: Path, args
     control = f"lh-control-{kind}"
     topics = [f"lh-trickle-{i:02d}-{kind}" for i in range(args.topics)]
     create_topics(bootstrap, {control: 1, **dict.fromkeys(topics, 1)})
-    worker = Worker(kind, bootstrap, work)
+    worker = Worker(kind, bootstrap, work, args.event_log)
     try:
         worker.start()
         if "big" in args.phases:
@@ -536,6 +541,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--phases", default="big,trickle")
     parser.add_argument("--only", default=",".join(SYSTEMS))
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    parser.add_argument(
+        "--event-log",
+        action="store_true",
+        help="kconnect's Spark event log in <work>/spark-events (with --keep: per-stage CPU to read after)",
+    )
     bench_results.add_argument(parser)
     args = parser.parse_args(argv)
     systems = [s for s in args.only.split(",") if s]

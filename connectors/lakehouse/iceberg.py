@@ -17,6 +17,7 @@ with table caching off, so a table another worker committed to is read fresh.
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 import time
 from collections.abc import Mapping
@@ -156,6 +157,7 @@ CONFIG_DEF = cfg.config_def(
 )
 
 _CALLBACK_LOCK = threading.Lock()
+_NAMESPACE_LOCK = threading.Lock()
 
 
 def catalog_properties(props: Mapping[str, str]) -> dict[str, str]:
@@ -246,6 +248,16 @@ class IcebergSinkTask(TableSinkTask):
     def __init__(self) -> None:
         super().__init__()
         self._catalog = ""
+        #: Per table: the schema and current snapshot id its last load saw (consumed by the next write
+        #: and held-offsets read), and the snapshot this task last committed with the offsets the table
+        #: held then: while that snapshot is still the table's current one, nobody else has committed to
+        #: it since, and those offsets need no read of the table's snapshots (a Spark job).
+        self._schemas: dict[str, Any] = {}
+        self._seen: dict[str, int | None] = {}
+        self._known: dict[str, tuple[int, dict[TopicPartition, int]]] = {}
+        #: The snapshot id seen and what the table held then, read just before the write being made
+        #: (None and {} when this task created it).
+        self._held_before: dict[str, tuple[int | None, dict[TopicPartition, int]]] = {}
 
     def _ident(self, table: str) -> str:
         return self._catalog + "." + ".".join(f"`{p}`" for p in table_parts(table))
@@ -283,9 +295,24 @@ class IcebergSinkTask(TableSinkTask):
                 f"spark.sql.extensions={EXTENSIONS}"
             )
 
-    def _table_schema(self, spark: Any, table: str) -> Any:
+    def _load(self, spark: Any, table: str) -> Any:
+        """The table as the catalog loads it now (Spark's ``SparkTable``, in the JVM), or None if missing:
+        one catalog round trip, no query planned."""
+        jvm = spark._jvm
+        parts = table_parts(table)
+        namespace = spark.sparkContext._gateway.new_array(jvm.java.lang.String, len(parts) - 1)
+        for i, part in enumerate(parts[:-1]):
+            namespace[i] = part
+        ident = jvm.org.apache.spark.sql.connector.catalog.Identifier.of(namespace, parts[-1])
+        # The catalog manager reads the catalog's settings from the thread's active session (as
+        # spark.sql does, it is made active for the call): a streaming batch's session is a clone.
+        sessions = getattr(jvm, "org.apache.spark.sql.classic.SparkSession")
+        before = sessions.getActiveSession()
+        sessions.setActiveSession(spark._jsparkSession)
         try:
-            return spark.table(self._ident(table)).schema
+            return (
+                spark._jsparkSession.sessionState().catalogManager().catalog(self._catalog).loadTable(ident)
+            )
         except Exception as exc:
             text = str(exc)
             # A jdbc catalog on Iceberg's first schema version answers a missing table by refusing the
@@ -293,12 +320,32 @@ class IcebergSinkTask(TableSinkTask):
             if any(m in text for m in ("TABLE_OR_VIEW_NOT_FOUND", "NoSuchTable", "without view support")):
                 return None
             raise
+        finally:
+            if before.isDefined():
+                sessions.setActiveSession(before.get())
+            else:
+                sessions.clearActiveSession()
+
+    def _table_schema(self, spark: Any, table: str) -> Any:
+        from pyspark.sql.types import StructType
+
+        loaded = self._load(spark, table)
+        if loaded is None:
+            self._schemas.pop(table, None)
+            self._seen.pop(table, None)
+            return None
+        schema = StructType.fromJson(json.loads(loaded.schema().json()))
+        snapshot = loaded.table().currentSnapshot()
+        self._schemas[table] = schema
+        self._seen[table] = None if snapshot is None else int(snapshot.snapshotId())
+        return schema
 
     def _create_table(self, spark: Any, table: str, schema: Any) -> None:
         config = self._config()
         parts = table_parts(table)
         namespace = self._catalog + "." + ".".join(f"`{p}`" for p in parts[:-1])
-        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
+        with _NAMESPACE_LOCK:  # tables of one commit are created at once; their namespace once
+            spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
         ddl = spark._jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()).toDDL()
         partitioning = config.partitioning(table)
         partitioned = f" PARTITIONED BY ({', '.join(partitioning)})" if partitioning else ""
@@ -306,9 +353,12 @@ class IcebergSinkTask(TableSinkTask):
             f"CREATE TABLE IF NOT EXISTS {self._ident(table)} ({ddl}) USING iceberg{partitioned} "
             "TBLPROPERTIES ('format-version'='2')"
         )
+        self._schemas.pop(table, None)
+        self._held_before[table] = (None, {})  # if another task created it first: see _remember
 
     def _evolve_table(self, spark: Any, table: str, change: Evolution) -> None:
         ident = self._ident(table)
+        self._schemas.pop(table, None)
         for path, data_type in change.add:
             spark.sql(f"ALTER TABLE {ident} ADD COLUMN {quote_path(path)} {data_type.simpleString()}")
         for path, data_type in change.widen:
@@ -317,11 +367,18 @@ class IcebergSinkTask(TableSinkTask):
             spark.sql(f"ALTER TABLE {ident} ALTER COLUMN {quote_path(path)} DROP NOT NULL")
 
     def _held_offsets(self, spark: Any, table: str) -> dict[TopicPartition, int]:
-        key = offsets_key(self._config().connector).replace("'", "\\'")
-        rows = spark.sql(
-            f"SELECT summary['{key}'] FROM {self._ident(table)}.snapshots ORDER BY committed_at, snapshot_id"
-        ).collect()
-        return resume_offsets(r[0] for r in rows)
+        seen, known = self._seen.pop(table, None), self._known.get(table)
+        if seen is not None and known is not None and known[0] == seen:
+            held = dict(known[1])
+        else:
+            key = offsets_key(self._config().connector).replace("'", "\\'")
+            rows = spark.sql(
+                f"SELECT summary['{key}'] FROM {self._ident(table)}.snapshots "
+                "ORDER BY committed_at, snapshot_id"
+            ).collect()
+            held = resume_offsets(r[0] for r in rows)
+        self._held_before[table] = (seen, dict(held))
+        return held
 
     def _maintain_table(self, spark: Any, table: str, policy: MaintenancePolicy) -> MaintenanceResult:
         """``rewrite_data_files`` (bin-pack; its snapshot carries no offsets, which the resume reads past),
@@ -370,7 +427,7 @@ class IcebergSinkTask(TableSinkTask):
 
         key = offsets_key(self._config().connector)
         encoded = encode_offsets(covered)
-        columns = spark.table(self._ident(table)).schema
+        columns = self._schemas.pop(table, None) or self._table_schema(spark, table)
         present = set(rows.columns)
         if not ids:
             aligned = rows.select(
@@ -380,10 +437,31 @@ class IcebergSinkTask(TableSinkTask):
                 ]
             )
             aligned.writeTo(self._ident(table)).option("snapshot-property." + key, encoded).append()
+        else:
+            self._merge(
+                spark, table, rows, [c.name for c in columns.fields if c.name in present], ids, {key: encoded}
+            )
+        self._remember(spark, table, key, encoded, covered)
+
+    def _remember(
+        self, spark: Any, table: str, key: str, encoded: str, covered: Mapping[TopicPartition, int]
+    ) -> None:
+        """After a commit: if the table's current snapshot is the one just made (its summary carries these
+        offsets) and its parent is the snapshot whose offsets were read before the write (nobody committed
+        in between), note it with what the table now holds (those offsets, the newest winning), so the
+        next commit needs no snapshots read. Otherwise the next commit reads them."""
+        self._known.pop(table, None)
+        before = self._held_before.pop(table, None)
+        if before is None:
             return
-        self._merge(
-            spark, table, rows, [c.name for c in columns.fields if c.name in present], ids, {key: encoded}
-        )
+        parent, held = before
+        loaded = self._load(spark, table)
+        snapshot = None if loaded is None else loaded.table().currentSnapshot()
+        if snapshot is None or snapshot.summary().get(key) != encoded:
+            return
+        if (None if snapshot.parentId() is None else int(snapshot.parentId())) != parent:
+            return
+        self._known[table] = (int(snapshot.snapshotId()), {**held, **covered})
 
     def _merge(
         self,

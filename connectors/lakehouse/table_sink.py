@@ -25,15 +25,22 @@ Why it is built this way:
 from __future__ import annotations
 
 import abc
+import contextvars
 import shutil
 import time
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from kconnect.connectors.lakehouse import config as cfg
-from kconnect.connectors.lakehouse.commits import commit_due, unwritten_from
+from kconnect.connectors.lakehouse.commits import (
+    commit_directly,
+    commit_due,
+    offsets_condition,
+    unwritten_from,
+)
 from kconnect.connectors.lakehouse.evolution import Evolution, SchemaEvolutionError, plan
 from kconnect.connectors.lakehouse.maintenance import MaintenancePolicy, MaintenanceResult, maintenance_due
 from kconnect.connectors.lakehouse.routing import topic_table
@@ -48,6 +55,8 @@ log = logs.get(__name__)
 TOPIC, PARTITION, OFFSET, OP, ROUTE = "_kc_topic", "_kc_partition", "_kc_offset", "_kc_op", "_kc_route"
 META = (TOPIC, PARTITION, OFFSET)
 DELETE_OPS = ("d", "D")
+#: How many of a commit's tables are written at once (each its own Spark job and catalog commit).
+COMMIT_THREADS = 8
 
 
 @dataclass(frozen=True)
@@ -84,6 +93,9 @@ class TableSinkTask(FrameSinkTask):
         self._tables: set[str] = set()
         self._assigned: set[TopicPartition] = set()
         self._maintained_at = time.time()
+        self._pool: ThreadPoolExecutor | None = None
+        #: When this task last committed (None: not yet), for ``commits.commit_directly``.
+        self._last_commit: float | None = None
 
     def version(self) -> str:
         return __version__
@@ -130,9 +142,13 @@ class TableSinkTask(FrameSinkTask):
         self._staged, self._floor, self._committed, self._opening = [], {}, {}, set()
         self._value_type = None
         self._tables, self._assigned, self._maintained_at = set(), set(), time.time()
+        self._last_commit = None
 
     def stop(self) -> None:
         """Staged rows were never committed anywhere: dropping them is safe, Kafka has them."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
 
@@ -178,6 +194,7 @@ class TableSinkTask(FrameSinkTask):
 
         ranges: dict[TopicPartition, tuple[int, int]] = {}
         pending = {tp for stage in self._staged for tp in stage.ranges}
+        floor_before = dict(self._floor)
         for tp, (first, last) in batch.offsets.items():
             todo = unwritten_from(first, last, self._floor.get(tp))
             self._floor[tp] = max(self._floor.get(tp, 0), last + 1)
@@ -188,25 +205,34 @@ class TableSinkTask(FrameSinkTask):
         read = sum(last - first + 1 for first, last in batch.offsets.values())
         if not ranges:
             return read
-        wanted = F.lit(False)
-        for tp, (lo, hi) in ranges.items():
-            wanted = wanted | (
-                (F.col("topic") == tp.topic)
-                & (F.col("partition") == tp.partition)
-                & F.col("offset").between(lo, hi)
-            )
+        wanted = F.expr(offsets_condition(ranges, "`topic`", "`partition`", "`offset`"))
+        rows = frame.where(wanted & F.col("value").isNotNull()).select(
+            F.col("topic").alias(TOPIC),
+            F.col("partition").alias(PARTITION),
+            F.col("offset").alias(OFFSET),
+            "value",
+        )
+        records = sum(hi - lo + 1 for lo, hi in ranges.values())
+        direct = commit_directly(
+            self._config().policy, bool(self._staged), records, self._last_commit, time.time()
+        )
+        # The tables are written through the session the connector's catalog is set in: a query started
+        # again (a rewind) runs its batches in a session of its own, whose frames are staged as before.
+        # A batch without rows is staged as an empty stage, as before: no table is created for it.
+        if direct is not None and (
+            not frame.sparkSession._jsparkSession.equals(self._spark._jsparkSession) or rows.isEmpty()
+        ):
+            direct = None
+        if direct is not None:
+            try:
+                self._commit(direct, (rows, ranges))
+            except Exception:
+                self._floor = floor_before  # neither staged nor committed: these rows must come again
+                raise
+            return read
         self._counter += 1
         target = self._dir() / "stage" / f"{int(time.time() * 1000)}-{self._counter}"
-        (
-            frame.where(wanted & F.col("value").isNotNull())
-            .select(
-                F.col("topic").alias(TOPIC),
-                F.col("partition").alias(PARTITION),
-                F.col("offset").alias(OFFSET),
-                "value",
-            )
-            .write.parquet(str(target))
-        )
+        rows.write.parquet(str(target))
         files = list(target.glob("part-*.parquet"))
         size = sum(f.stat().st_size for f in files)
         self._staged.append(Stage(str(target) if files else None, ranges, time.time(), size))
@@ -328,30 +354,41 @@ class TableSinkTask(FrameSinkTask):
 
     # --- commit
 
-    def _commit(self, reason: str) -> None:
-        """Write everything staged to its tables, then advance what ``pre_commit`` answers."""
+    def _commit(
+        self, reason: str, direct: tuple[Any, Mapping[TopicPartition, tuple[int, int]]] | None = None
+    ) -> None:
+        """Write everything staged to its tables (or, ``direct``, a batch's rows and ranges, nothing being
+        staged: see ``commits.commit_directly``), then advance what ``pre_commit`` answers."""
         from pyspark.sql import functions as F
 
         config = self._config()
         spark = self._spark
         stages, self._staged = self._staged, []
         covered: dict[TopicPartition, int] = {}
-        for stage in stages:
-            for tp, (_, hi) in stage.ranges.items():
+        for ranges in [*(s.ranges for s in stages), *([direct[1]] if direct else [])]:
+            for tp, (_, hi) in ranges.items():
                 covered[tp] = max(covered.get(tp, 0), hi + 1)
         paths = [s.path for s in stages if s.path is not None]
         started = time.monotonic()
         tables_written: list[str] = []
         try:
-            if paths:
-                data = spark.read.parquet(*paths)
+            if paths or direct:
+                data = direct[0] if direct else spark.read.parquet(*paths)
                 columns: list[Any] = [*META, "value.*"]
                 if config.routing.route_field:
                     columns.append(F.col("value." + config.routing.route_field).cast("string").alias(ROUTE))
                 flat = data.select(*columns)
                 rows = self._cdc(flat) if config.upsert else flat
-                for table, part, table_covered in self._routes(rows, covered):
-                    self._write_table(table, part, table_covered)
+                many = config.routing.by_topic or config.routing.route_field is not None
+                if many:  # the staged files are read once, not once per table
+                    rows = rows.persist()
+                try:
+                    routes = self._routes(rows, covered)
+                    self._write_tables(routes)
+                finally:
+                    if many:
+                        rows.unpersist()
+                for table, _, _ in routes:
                     tables_written.append(table)
                     self._tables.add(table)
         except Exception:
@@ -363,14 +400,46 @@ class TableSinkTask(FrameSinkTask):
             if stage.path:
                 shutil.rmtree(stage.path, ignore_errors=True)
         self.commits += 1
+        self._last_commit = time.time()
         log.info(
             "committed to tables",
             reason=reason,
+            staged=direct is None,
             tables=tables_written,
             through={str(tp): o for tp, o in sorted(covered.items(), key=lambda i: str(i[0]))},
             seconds=round(time.monotonic() - started, 2),
             connector=config.connector,
         )
+
+    def _write_tables(self, routes: list[tuple[str, Any, dict[TopicPartition, int]]]) -> None:
+        """Write each table of a commit, up to COMMIT_THREADS at once: each table's commit is its own
+        (its snapshot names only the offsets it covers), and most of a small table's commit is waiting
+        on the catalog and the file system, not the cores. The threads run in the caller's Spark job
+        group and scheduler pool, and its log context. Every table is attempted; the first failure is
+        raised once all are done (the ones that committed hold their offsets: a retry drops those rows).
+        """
+        if len(routes) <= 1:
+            for table, part, table_covered in routes:
+                self._write_table(table, part, table_covered)
+            return
+        from pyspark.util import inheritable_thread_target
+
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(COMMIT_THREADS, thread_name_prefix="kconnect-table-commit")
+        futures = [
+            self._pool.submit(
+                contextvars.copy_context().run,
+                inheritable_thread_target(self._write_table),
+                table,
+                part,
+                table_covered,
+            )
+            for table, part, table_covered in routes
+        ]
+        errors = [f.exception() for f in futures]
+        first = next((e for e in errors if e is not None), None)
+        if first is not None:
+            raise first
 
     def _routes(
         self, rows: Any, covered: Mapping[TopicPartition, int]
@@ -395,13 +464,13 @@ class TableSinkTask(FrameSinkTask):
             return [(table, rows, dict(covered)) for table in routing.tables]
         routed = rows
         if routing.dynamic:
-            missing = routed.where(F.col(ROUTE).isNull()).select(*META).limit(1).collect()
-            if missing:
-                m = missing[0]
+            found = [r[0] for r in routed.select(ROUTE).distinct().collect()]
+            if None in found:
+                m = routed.where(F.col(ROUTE).isNull()).select(*META).limit(1).collect()[0]
                 raise ConnectorError(
                     f"record {m[0]}-{m[1]}@{m[2]} has no value in route field {field}: it names no table"
                 )
-            names = sorted(r[0] for r in routed.select(ROUTE).distinct().collect())
+            names = sorted(found)
             return [(name, routed.where(F.col(ROUTE) == name).drop(ROUTE), dict(covered)) for name in names]
         return [
             (
@@ -469,15 +538,11 @@ class TableSinkTask(FrameSinkTask):
                 "table already holds these offsets (a zombie or an earlier run wrote them)", table=table
             )
             return
-        keep = F.lit(False)
-        for tp in todo:
-            keep = keep | (
-                (F.col(TOPIC) == tp.topic)
-                & (F.col(PARTITION) == tp.partition)
-                & (F.col(OFFSET) >= held.get(tp, 0))
-            )
+        if any(held.get(tp, 0) > 0 for tp in covered):  # else every staged row is new to the table
+            keep = {tp: (held.get(tp, 0), None) for tp in todo}
+            rows = rows.where(F.expr(offsets_condition(keep, TOPIC, PARTITION, OFFSET)))
         ids = config.ids(table) if config.upsert else ()
-        self._write(spark, table, rows.where(keep), todo, ids)
+        self._write(spark, table, rows, todo, ids)
 
     # --- helpers
 

@@ -3,6 +3,8 @@ evolution plans, and config validation (refused keys named with the reason)."""
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,9 +22,11 @@ from pyspark.sql.types import (
 from kconnect.connectors.lakehouse import config as cfg
 from kconnect.connectors.lakehouse.commits import (
     CommitPolicy,
+    commit_directly,
     commit_due,
     decode_offsets,
     encode_offsets,
+    offsets_condition,
     resume_offsets,
     unwritten_from,
 )
@@ -134,6 +138,31 @@ def test_rows_below_what_a_table_holds_are_not_staged_again() -> None:
     assert unwritten_from(0, 9, 5) == (5, 9)
     assert unwritten_from(0, 9, 10) is None
     assert unwritten_from(20, 29, 5) == (20, 29)
+
+
+def test_a_batch_goes_straight_to_the_tables_only_when_nothing_is_staged_and_it_is_due() -> None:
+    policy = CommitPolicy(interval_ms=10_000, max_records=1000)
+    assert commit_directly(policy, False, 5, None, 100.0) == "interval"  # no commit yet
+    assert commit_directly(policy, False, 5, 85.0, 100.0) == "interval"  # the last one 15 s ago
+    assert commit_directly(policy, False, 5, 95.0, 100.0) is None  # 5 s ago: staged, waits
+    assert commit_directly(policy, False, 1000, 95.0, 100.0) == "records"
+    assert commit_directly(policy, True, 1000, None, 100.0) is None  # staged rows go with the stages
+    assert commit_directly(CommitPolicy(interval_ms=10_000), False, 10**9, 95.0, 100.0) is None
+
+
+def test_the_offsets_condition_selects_exactly_the_rows_in_each_partitions_range() -> None:
+    """Evaluated as SQL (SQLite reads the same condition text Spark parses) over every row of three
+    partitions: a closed range, an open one, and a partition the condition leaves out."""
+    other = TopicPartition("payments", 0)
+    condition = offsets_condition({TP0: (3, 6), TP1: (4, None)}, "`topic`", "`partition`", "`offset`")
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE r (`topic` TEXT, `partition` INT, `offset` INT)")
+    rows = [(tp.topic, tp.partition, o) for tp in (TP0, TP1, other) for o in range(10)]
+    db.executemany("INSERT INTO r VALUES (?, ?, ?)", rows)
+    picked = set(db.execute(f"SELECT * FROM r WHERE {condition}").fetchall())
+    assert picked == {("orders", 0, o) for o in range(3, 7)} | {("orders", 1, o) for o in range(4, 10)}
+    nothing = offsets_condition({}, "`topic`", "`partition`", "`offset`")
+    assert db.execute(f"SELECT count(*) FROM r WHERE {nothing}").fetchone() == (0,)
 
 
 # --- evolution
