@@ -253,13 +253,9 @@ class InternalTopics:
             time.sleep(0.01)
 
     def put_status(self, status: status_log.ConnectorStatus | status_log.TaskStatus) -> None:
-        """Report a state without waiting for the write (Java's ``KafkaStatusBackingStore.put``); a status
-        that cannot be written is logged, never raised into the herder, whose thread must keep polling the
-        group while the status topic's leader is elected."""
-        key, value = status_log.encode(status)
-        what = str(status.task) if isinstance(status, status_log.TaskStatus) else status.connector
+        """Report a state; a status that cannot be written is logged, never raised into the herder."""
         try:
-            self._require(self._status_log).send_async(key, value, f"{what} {status.state.value}")
+            self.write_status(status)
         except KafkaLogError as exc:
             log.warning("could not write a status record", error=str(exc))
         if self.on_status_put is not None:
