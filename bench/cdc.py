@@ -11,7 +11,9 @@ JsonConverter with schemas on both sides (the same bytes to write), offsets flus
    JVM) per row.
 2. **steady**: a writer commits ``--rate`` inserts per second (transactions of ``--txn`` rows) into
    ``steady`` for ``--seconds``; each change's latency is its consumer's receipt time minus its commit time
-   (``source.ts_us``, from the WAL): p50 and p99 seconds, and the worker tree's CPU µs per change.
+   (``source.ts_us``, from the WAL): p50 and p99 seconds, the worker tree's CPU µs per change, and the WAL
+   the slot retains (``pg_current_wal_lsn() - restart_lsn``, sampled every 0.5 s): its most while the
+   writer runs, and what is left once every change is in Kafka.
 
     .venv/bin/python bench/cdc.py                          # 1,000,000 rows, 2,000 changes/s for 30 s
     .venv/bin/python bench/cdc.py --rows 100000 --seconds 20 --only kconnect
@@ -57,6 +59,8 @@ class Row:
     p50_s: float
     p99_s: float
     steady_cpu_s: float
+    wal_max_bytes: int
+    wal_end_bytes: int
 
     @property
     def rows_per_s(self) -> float:
@@ -144,6 +148,35 @@ def write_steady(pg: PostgresServer, rate: int, seconds: float, txn: int, start_
     return written
 
 
+class WalSampler:
+    """The WAL a slot retains on the server, sampled every half second in a thread of its own."""
+
+    def __init__(self, pg: PostgresServer, slot: str) -> None:
+        self.pg = pg
+        self.slot = slot
+        self.most = 0
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def now(self) -> int:
+        rows = self.pg.psql(
+            "SELECT pg_current_wal_lsn() - restart_lsn FROM pg_replication_slots "
+            f"WHERE slot_name = '{self.slot}'"
+        )
+        return int(float(rows[0][0])) if rows and rows[0] and rows[0][0] else 0
+
+    def _run(self) -> None:
+        while not self.stopping.wait(0.5):
+            self.most = max(self.most, self.now())
+
+    def close(self) -> int:
+        """The most seen while running."""
+        self.stopping.set()
+        self.thread.join(10)
+        return self.most
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
@@ -170,9 +203,13 @@ def measure(
         snapshot_s = time.monotonic() - started
         cpu1 = sum(dp.tree_cpu(pid).values())
         print(f"{system}: snapshot of {args.rows} rows in {snapshot_s:.1f} s", flush=True)
+        wal = WalSampler(pg, f"{system}_slot")
         written = write_steady(pg, args.rate, args.seconds, args.txn, base)
+        wal_max = wal.close()
         wait_until(lambda: counter.counts[topics[1]] >= written, 600, f"{system}: {written} changes", 0.2)
         cpu2 = sum(dp.tree_cpu(pid).values())
+        time.sleep(3)  # an offset flush (every second on both) acknowledges the slot
+        wal_end = wal.now()
         latencies = list(counter.latencies)
     finally:
         counter.close()
@@ -185,6 +222,8 @@ def measure(
         percentile(latencies, 0.5),
         percentile(latencies, 0.99),
         cpu2 - cpu1,
+        wal_max,
+        wal_end,
     )
 
 
@@ -258,13 +297,14 @@ def report(rows: list[Row]) -> None:
     print()
     print(
         f"{'system':<10} {'snapshot s':>10} {'rows/s':>9} {'CPU µs/row':>10} {'changes':>8} "
-        f"{'p50 s':>7} {'p99 s':>7} {'CPU µs/change':>13}"
+        f"{'p50 s':>7} {'p99 s':>7} {'CPU µs/change':>13} {'WAL max MB':>10} {'WAL end MB':>10}"
     )
     for r in rows:
         print(
             f"{r.system:<10} {r.snapshot_s:>10.1f} {r.rows_per_s:>9,.0f} "
             f"{r.snapshot_cpu_s / r.snapshot_rows * 1e6:>10.1f} {r.changes:>8} {r.p50_s:>7.3f} "
-            f"{r.p99_s:>7.3f} {r.cpu_us_per_change:>13.1f}"
+            f"{r.p99_s:>7.3f} {r.cpu_us_per_change:>13.1f} {r.wal_max_bytes / 1e6:>10.1f} "
+            f"{r.wal_end_bytes / 1e6:>10.1f}"
         )
 
 

@@ -181,6 +181,21 @@ def _zoned_iso(moment: dt.datetime, digits: int) -> str:
     return text + "Z"
 
 
+def _utc_zoned(text: str, digits: int) -> str | None:
+    """The ZonedTimestamp of a timestamptz text already in UTC (``+00``: the CDC source's sessions run in
+    UTC, so nearly every value) by rewriting the text, without parsing it; None for any other shape
+    (another zone, a five-digit or BC year, infinity), which takes the general path. PostgreSQL rounds
+    the fraction to the column's precision, so padding it to ``digits`` is what ``_zoned_iso`` writes."""
+    if len(text) < 22 or not text.endswith("+00") or text[10] != " " or text[4] != "-":
+        return None
+    clock, _, fraction = text[11:-3].partition(".")
+    if len(clock) != 8:
+        return None
+    if digits <= 0:
+        return f"{text[:10]}T{clock}Z"
+    return f"{text[:10]}T{clock}.{(fraction + '000000')[:digits]}Z"
+
+
 def _unscaled(value: decimal.Decimal, scale: int) -> bytes:
     unscaled = int(value.scaleb(scale).to_integral_value())
     length = max(1, (unscaled.bit_length() + 8) // 8)
@@ -259,6 +274,9 @@ def text_value(pg: PgType, text: str | None) -> Any:
             micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
             return micros // 1000 if _precision(pg.modifier) <= 3 else micros
         if oid == TIMESTAMPTZ_OID:
+            utc = _utc_zoned(text, _precision(pg.modifier))
+            if utc is not None:
+                return utc
             clock, zone = _split_zone(text)
             naive, _ = _timestamp(clock)
             return _zoned_iso(naive.replace(tzinfo=zone), _precision(pg.modifier))

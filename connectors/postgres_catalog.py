@@ -3,7 +3,7 @@ server that cannot do logical replication, the publication, the slot's state, th
 and rows, and each table's columns as ``debezium_format`` needs them (types, nullability, primary key,
 enum labels, array elements).
 
-Why a module of its own: ``postgres_cdc`` is the replication loop; everything here is ordinary SQL whose
+Why a module of its own: ``postgres_stream`` is the replication loop; everything here is ordinary SQL whose
 failures become a :class:`CdcError` naming the cause (wrong credentials, ``wal_level``, a user without
 REPLICATION, a slot in use, a missing publication).
 """

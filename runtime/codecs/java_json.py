@@ -167,10 +167,61 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def _quote(text: str) -> str:
+    # Most texts are printable ASCII without a quote or backslash: nothing to escape, tested in C.
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return '"' + text + '"'
     return '"' + _NEEDS_ESCAPE.sub(_escape, text) + '"'
 
 
+#: Object keys as written, with their colon: a record's keys are its schema's few field names, again and
+#: again. Bounded: emptied when full (keys of schemaless maps can be any text).
+_KEYS: dict[str, str] = {}
+_KEYS_MAX: Final = 10_000
+
+
+def _key(k: str) -> str:
+    quoted = _quote(k) + ":"
+    if len(_KEYS) >= _KEYS_MAX:
+        _KEYS.clear()
+    _KEYS[k] = quoted
+    return quoted
+
+
 def _write(value: object, out: list[str], strict: bool) -> None:
+    # The exact types most values are, first (a record's payload is mostly these): one type() test each.
+    kind = type(value)
+    if kind is str:
+        out.append(_quote(value))  # type: ignore[arg-type]
+        return
+    if kind is dict:
+        out.append("{")
+        first = True
+        for k, v in value.items():  # type: ignore[attr-defined]
+            if type(k) is not str and not isinstance(k, str):
+                raise JavaJsonError(f"JSON object keys must be strings, not {type(k).__name__}")
+            if first:
+                first = False
+            else:
+                out.append(",")
+            quoted = _KEYS.get(k)
+            if quoted is None:
+                quoted = _key(k)
+            out.append(quoted)
+            # Leaves inline (most members are), without a call each.
+            member = type(v)
+            if member is str:
+                out.append(_quote(v))
+            elif v is None:
+                out.append("null")
+            elif member is int and not strict:
+                out.append(str(v))
+            else:
+                _write(v, out, strict)
+        out.append("}")
+        return
+    if kind is int and not strict:
+        out.append(str(value))
+        return
     if value is None:
         out.append("null")
     elif value is True:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import decimal
+import functools
 import json
 import struct
 from collections.abc import Mapping, Sequence
@@ -51,6 +52,9 @@ SCALE_PARAMETER: Final = "scale"
 PRIMITIVE_TYPES: Final = ("int8", "int16", "int32", "int64", "float", "double", "boolean", "string", "bytes")
 _ALL_TYPES: Final = (*PRIMITIVE_TYPES, "array", "map", "struct")
 _INT_BITS: Final = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
+_LOGICAL: Final = frozenset({DECIMAL, DATE, TIME, TIMESTAMP})
+_LONG_MIN: Final = -(2**63)
+_LONG_MAX: Final = 2**63 - 1
 _EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _EPOCH_DAY: Final = dt.date(1970, 1, 1)
 _NON_FINITE_TEXT: Final = frozenset({"NaN", "Infinity", "-Infinity"})
@@ -94,6 +98,11 @@ class ConnectSchema:
     def __post_init__(self) -> None:
         if self.type not in _ALL_TYPES:
             raise ConnectDataError(f"Unknown schema type: {self.type}")
+
+    @functools.cached_property
+    def field_names(self) -> frozenset[str]:
+        """A struct's field names, computed once: every struct value written is checked against them."""
+        return frozenset(f.name for f in self.fields)
 
     def field(self, name: str) -> ConnectField | None:
         """Java's ``Schema.field(name)``: the named struct field or None, for transforms and sinks that
@@ -261,43 +270,43 @@ def to_json_value(
     replace_null_with_default: bool = True,
 ) -> Any:
     """A Connect value as the JSON tree Java's ``convertToJson`` makes (numbers keep their Connect type)."""
-    if value is None and schema is not None and schema.default is not None and replace_null_with_default:
-        value = schema.default
+    return _to_json(schema, value, decimal_numeric, replace_null_with_default)
+
+
+def _to_json(schema: ConnectSchema | None, value: Any, decimal_numeric: bool, replace_null: bool) -> Any:
+    """``to_json_value`` with positional flags: it runs for every field of every record a converter
+    writes (a Debezium envelope: ~25 calls), so the common types are tested first and logical types
+    (named schemas) once by set membership."""
     if value is None:
-        if schema is not None and not schema.optional:
-            raise ConnectDataError(
-                "Conversion error: null value for field that is required and has no default"
-            )
-        return None
+        if schema is not None and schema.default is not None and replace_null:
+            value = schema.default
+        if value is None:
+            if schema is not None and not schema.optional:
+                raise ConnectDataError(
+                    "Conversion error: null value for field that is required and has no default"
+                )
+            return None
     if schema is None:
         return _schemaless_to_json(value)
-    kw = {"decimal_numeric": decimal_numeric, "replace_null_with_default": replace_null_with_default}
-    if schema.name == DECIMAL:
-        if not isinstance(value, decimal.Decimal | int):
-            raise ConnectDataError(f"Invalid type for Decimal: {type(value).__name__}")
-        number = decimal.Decimal(value)
-        if decimal_numeric:
-            return number.quantize(decimal.Decimal(1).scaleb(-schema.scale), context=_EXACT)
-        return base64.b64encode(_unscaled_bytes(number, schema.scale)).decode("ascii")
-    if schema.name == DATE:
-        if not isinstance(value, dt.date) or isinstance(value, dt.datetime):
-            raise ConnectDataError(f"Invalid type for Date: {type(value).__name__}")
-        return (value - _EPOCH_DAY).days
-    if schema.name == TIME:
-        if not isinstance(value, dt.time):
-            raise ConnectDataError(f"Invalid type for Time: {type(value).__name__}")
-        return ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000
-    if schema.name == TIMESTAMP:
-        if not isinstance(value, dt.datetime):
-            raise ConnectDataError(f"Invalid type for Timestamp: {type(value).__name__}")
-        aware = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
-        delta = aware - _EPOCH
-        return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+    name = schema.name
+    if name is not None and name in _LOGICAL:
+        return _logical_to_json(schema, name, value, decimal_numeric)
     t = schema.type
-    if t in _INT_BITS:
+    if t == "string":
+        if not isinstance(value, str):
+            raise ConnectDataError(f"Invalid Java object for schema type STRING: {type(value).__name__}")
+        return value
+    if t == "struct":
+        if not isinstance(value, Mapping):
+            raise ConnectDataError(f"Invalid Java object for schema type STRUCT: {type(value).__name__}")
+        names = schema.field_names
+        if not names.issuperset(value):
+            raise ConnectDataError(f"{sorted(set(value) - names)[0]} is not a valid field name")
+        return _struct_to_json(schema, value, decimal_numeric, replace_null)
+    bits = _INT_BITS.get(t)
+    if bits is not None:
         if not isinstance(value, int) or isinstance(value, bool):
             raise ConnectDataError(f"Invalid Java object for schema type {t.upper()}: {type(value).__name__}")
-        bits = _INT_BITS[t]
         if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
             raise ConnectDataError(f"Value {value} is out of range for schema type {t.upper()}")
         return value
@@ -309,10 +318,6 @@ def to_json_value(
         if not isinstance(value, bool):
             raise ConnectDataError(f"Invalid Java object for schema type BOOLEAN: {type(value).__name__}")
         return value
-    if t == "string":
-        if not isinstance(value, str):
-            raise ConnectDataError(f"Invalid Java object for schema type STRING: {type(value).__name__}")
-        return value
     if t == "bytes":
         if not isinstance(value, bytes | bytearray | memoryview):
             raise ConnectDataError(f"Invalid Java object for schema type BYTES: {type(value).__name__}")
@@ -320,25 +325,67 @@ def to_json_value(
     if t == "array":
         if not isinstance(value, Sequence) or isinstance(value, str | bytes):
             raise ConnectDataError(f"Invalid Java object for schema type ARRAY: {type(value).__name__}")
-        return [to_json_value(schema.items, v, **kw) for v in value]
-    if t == "map":
-        if not isinstance(value, Mapping):
-            raise ConnectDataError(f"Invalid Java object for schema type MAP: {type(value).__name__}")
-        assert schema.keys is not None
-        if schema.keys.type == "string" and schema.keys.name is None:
-            return {k: to_json_value(schema.values, v, **kw) for k, v in value.items()}
-        # Java writes maps with non-string keys as an array of [key, value] pairs.
-        return [
-            [to_json_value(schema.keys, k, **kw), to_json_value(schema.values, v, **kw)]
-            for k, v in value.items()
-        ]
-    # struct
+        return [_to_json(schema.items, v, decimal_numeric, replace_null) for v in value]
+    # map
     if not isinstance(value, Mapping):
-        raise ConnectDataError(f"Invalid Java object for schema type STRUCT: {type(value).__name__}")
-    unknown = set(value) - {f.name for f in schema.fields}
-    if unknown:
-        raise ConnectDataError(f"{sorted(unknown)[0]} is not a valid field name")
-    return {f.name: to_json_value(f.schema, value.get(f.name), **kw) for f in schema.fields}
+        raise ConnectDataError(f"Invalid Java object for schema type MAP: {type(value).__name__}")
+    assert schema.keys is not None
+    if schema.keys.type == "string" and schema.keys.name is None:
+        return {k: _to_json(schema.values, v, decimal_numeric, replace_null) for k, v in value.items()}
+    # Java writes maps with non-string keys as an array of [key, value] pairs.
+    return [
+        [
+            _to_json(schema.keys, k, decimal_numeric, replace_null),
+            _to_json(schema.values, v, decimal_numeric, replace_null),
+        ]
+        for k, v in value.items()
+    ]
+
+
+def _struct_to_json(
+    schema: ConnectSchema, value: Mapping[str, Any], decimal_numeric: bool, replace_null: bool
+) -> dict[str, Any]:
+    """A struct's members; the leaves most records are made of (a string, a plain integer in range, a
+    null in an optional field without default) are taken as they are, without a call each."""
+    out: dict[str, Any] = {}
+    get = value.get
+    for f in schema.fields:
+        v = get(f.name)
+        s = f.schema
+        kind = type(v)
+        if kind is str and s.type == "string":
+            out[f.name] = v
+        elif v is None and s.optional and s.default is None:
+            out[f.name] = None
+        elif kind is int and s.name is None and s.type == "int64" and _LONG_MIN <= v <= _LONG_MAX:  # type: ignore[operator]
+            out[f.name] = v
+        else:
+            out[f.name] = _to_json(s, v, decimal_numeric, replace_null)
+    return out
+
+
+def _logical_to_json(schema: ConnectSchema, name: str, value: Any, decimal_numeric: bool) -> Any:
+    if name == DECIMAL:
+        if not isinstance(value, decimal.Decimal | int):
+            raise ConnectDataError(f"Invalid type for Decimal: {type(value).__name__}")
+        number = decimal.Decimal(value)
+        if decimal_numeric:
+            return number.quantize(decimal.Decimal(1).scaleb(-schema.scale), context=_EXACT)
+        return base64.b64encode(_unscaled_bytes(number, schema.scale)).decode("ascii")
+    if name == DATE:
+        if not isinstance(value, dt.date) or isinstance(value, dt.datetime):
+            raise ConnectDataError(f"Invalid type for Date: {type(value).__name__}")
+        return (value - _EPOCH_DAY).days
+    if name == TIME:
+        if not isinstance(value, dt.time):
+            raise ConnectDataError(f"Invalid type for Time: {type(value).__name__}")
+        return ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000
+    # TIMESTAMP
+    if not isinstance(value, dt.datetime):
+        raise ConnectDataError(f"Invalid type for Timestamp: {type(value).__name__}")
+    aware = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+    delta = aware - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
 
 
 def _schemaless_to_json(value: Any) -> Any:

@@ -27,7 +27,7 @@ from tests.integration.test_lakehouse_sinks import reader  # noqa: F401 - the mo
 from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, stable_view, wait_until, worker_properties
 from tests.support.lakehouse_jars import spark_properties
-from tests.support.postgres import DATABASE, PASSWORD, USER, start_postgres
+from tests.support.postgres import DATABASE, PASSWORD, USER, captured_table, cdc_config, start_postgres
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -60,23 +60,7 @@ def test_postgres_changes_reach_iceberg_across_a_killed_worker(
         }
     )
     table = f"kc.items_{uuid.uuid4().hex[:6]}"
-    source = {
-        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-        "tasks.max": "1",
-        "database.hostname": "127.0.0.1",
-        "database.port": str(pg.port),
-        "database.user": USER,
-        "database.password": PASSWORD,
-        "database.dbname": DATABASE,
-        "topic.prefix": "shop",
-        "slot.name": "kc_pg2ice",
-        "publication.name": "kc_pg2ice_pub",
-        "publication.autocreate.mode": "filtered",
-        "table.include.list": "public\\.items",
-        "max.batch.size": "50",
-        "key.converter.schemas.enable": "true",
-        "value.converter.schemas.enable": "true",
-    }
+    source = cdc_config(pg.port, {**captured_table("shop", "items"), "max.batch.size": "50"})
     sink = {
         "connector.class": "IcebergSinkConnector",
         "tasks.max": "1",

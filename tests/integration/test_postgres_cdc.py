@@ -5,7 +5,8 @@ A snapshot then inserts, updates and deletes reach Kafka in Debezium's shapes, c
 (key, envelope, source block, ``op``, tombstones, REPLICA IDENTITY FULL and default, the types); a worker
 SIGKILLed while rows are being written loses and repeats none of them; wrong credentials, a server
 without ``wal_level=logical`` and a slot held by another client fail the connector naming the cause; a
-table dropped (or altered) before its changes are decoded leaves the task streaming; a terminated
+table dropped (or altered) before its changes are decoded leaves the task streaming, while a publication
+dropped or a slot invalidated while streaming fails the task at once naming it; a terminated
 walsender is reopened with nothing lost or repeated, and a slot taken meanwhile fails the task after
 ``errors.max.retries``; heartbeats carry the server's position while the captured table is quiet.
 """
@@ -29,7 +30,15 @@ from confluent_kafka import Consumer
 from kconnect.runtime.cli.broker import free_port
 from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
-from tests.support.postgres import DATABASE, PASSWORD, USER, PostgresServer, start_postgres
+from tests.support.postgres import (
+    DATABASE,
+    PASSWORD,
+    USER,
+    PostgresServer,
+    captured_table,
+    cdc_config,
+    start_postgres,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -103,20 +112,17 @@ class Bench:
         return worker
 
     def create(self, name: str, config: dict[str, str], port: int | None = None) -> None:
-        full = {
-            "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-            "tasks.max": "1",
-            "database.hostname": "127.0.0.1",
-            "database.port": str(port or self.pg.port),
-            "database.user": USER,
-            "database.password": PASSWORD,
-            "database.dbname": DATABASE,
-            "key.converter.schemas.enable": "true",
-            "value.converter.schemas.enable": "true",
-            **config,
-        }
+        full = cdc_config(port or self.pg.port, config)
         resp = self.worker.request("POST", "/connectors", json={"name": name, "config": full})
         assert resp.status_code == 201, resp.text
+
+    def capture(self, prefix: str, table: str, config: dict[str, str] | None = None) -> str:
+        """Connector ``cdc-<prefix>`` capturing ``public.<table>`` alone (``captured_table``), its task
+        RUNNING; returns its name."""
+        name = f"cdc-{prefix}"
+        self.create(name, {**captured_table(prefix, table), **(config or {})})
+        running(self, name)
+        return name
 
     def status(self, name: str) -> dict[str, Any]:
         resp = self.worker.get(f"/connectors/{name}/status")
@@ -145,6 +151,48 @@ def bench(tmp_path_factory: pytest.TempPathFactory, broker: Broker) -> Iterator[
             b.worker.stop(60)
         print(b.worker.log_text()[-4000:])
         pg.stop()
+
+
+def trickle(pg: PostgresServer, insert: str, total: int) -> threading.Thread:
+    """A started thread writing rows 0 .. total-1, one every 10 ms, each in a transaction of its own:
+    ``insert`` takes the row's number for each ``%s``."""
+
+    def write() -> None:
+        connection = psycopg2.connect(
+            host="127.0.0.1", port=pg.port, user=USER, password=PASSWORD, dbname=DATABASE
+        )
+        connection.autocommit = True
+        try:
+            with connection.cursor() as cursor:
+                for i in range(total):
+                    cursor.execute(insert, (i,) * insert.count("%s"))
+                    time.sleep(0.01)
+        finally:
+            connection.close()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    return writer
+
+
+def assert_each_once(records: list[tuple[str, Any, Any]], total: int) -> None:
+    """The change records' ``after.id`` are 0 .. total-1, each once: nothing lost, nothing repeated."""
+    ids = Counter(v["payload"]["after"]["id"] for _, _, v in records if v is not None)
+    assert sorted(ids) == list(range(total)), f"missing: {sorted(set(range(total)) - set(ids))[:20]}"
+    repeated = {i: n for i, n in ids.items() if n > 1}
+    assert repeated == {}, f"repeated: {list(repeated.items())[:20]}"
+
+
+def replication_client(pg: PostgresServer) -> Any:
+    """A replication connection of the test's own: another client of a slot."""
+    return psycopg2.connect(
+        host="127.0.0.1",
+        port=pg.port,
+        user=USER,
+        password=PASSWORD,
+        dbname=DATABASE,
+        connection_factory=psycopg2.extras.LogicalReplicationConnection,
+    )
 
 
 def fields(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -315,34 +363,9 @@ def test_snapshot_and_changes_in_debeziums_shapes(bench: Bench) -> None:
 def test_a_worker_killed_mid_stream_loses_and_repeats_nothing(bench: Bench) -> None:
     pg = bench.pg
     pg.psql("CREATE TABLE events (id int PRIMARY KEY, payload text)")
-    bench.create(
-        "cdc-kill",
-        {
-            "topic.prefix": "kill",
-            "slot.name": "kc_kill",
-            "publication.name": "kc_kill_pub",
-            "publication.autocreate.mode": "filtered",
-            "table.include.list": "public\\.events",
-            "max.batch.size": "50",
-        },
-    )
-    wait_until(
-        lambda: (bench.status("cdc-kill").get("tasks") or [{}])[0].get("state") == "RUNNING", 60, "RUNNING"
-    )
+    bench.capture("kill", "events", {"max.batch.size": "50"})
     total = 600
-    connection = psycopg2.connect(
-        host="127.0.0.1", port=pg.port, user=USER, password=PASSWORD, dbname=DATABASE
-    )
-    connection.autocommit = True
-
-    def write() -> None:
-        with connection.cursor() as cursor:
-            for i in range(total):
-                cursor.execute("INSERT INTO events VALUES (%s, %s)", (i, f"event {i}"))
-                time.sleep(0.01)
-
-    writer = threading.Thread(target=write)
-    writer.start()
+    writer = trickle(pg, "INSERT INTO events VALUES (%s, 'event ' || %s)", total)
     reader = Reader(bench.broker.bootstrap, ["kill.public.events"])
     try:
         reader.until(50, 60)  # streaming is under way
@@ -353,11 +376,7 @@ def test_a_worker_killed_mid_stream_loses_and_repeats_nothing(bench: Bench) -> N
         records = reader.settle(3)
     finally:
         reader.close()
-        connection.close()
-    ids = Counter(v["payload"]["after"]["id"] for _, _, v in records if v is not None)
-    assert sorted(ids) == list(range(total)), f"missing: {sorted(set(range(total)) - set(ids))[:20]}"
-    repeated = {i: n for i, n in ids.items() if n > 1}
-    assert repeated == {}, f"repeated: {list(repeated.items())[:20]}"
+    assert_each_once(records, total)
 
 
 def test_bad_input_fails_the_connector_naming_the_cause(bench: Bench) -> None:
@@ -371,14 +390,7 @@ def test_bad_input_fails_the_connector_naming_the_cause(bench: Bench) -> None:
     # A slot another client streams from.
     pg = bench.pg
     pg.psql("SELECT pg_create_logical_replication_slot('kc_busy', 'pgoutput')")
-    holder = psycopg2.connect(
-        host="127.0.0.1",
-        port=pg.port,
-        user=USER,
-        password=PASSWORD,
-        dbname=DATABASE,
-        connection_factory=psycopg2.extras.LogicalReplicationConnection,
-    )
+    holder = replication_client(pg)
     try:
         cursor = holder.cursor()
         pg.psql("CREATE PUBLICATION kc_busy_pub FOR ALL TABLES")
@@ -463,29 +475,8 @@ def test_a_dropped_table_leaves_the_task_streaming(bench: Bench) -> None:
 def test_a_terminated_walsender_is_reopened_losing_and_repeating_nothing(bench: Bench) -> None:
     pg = bench.pg
     pg.psql("CREATE TABLE lost_t (id int PRIMARY KEY)")
-    bench.create(
-        "cdc-lost",
-        {
-            "topic.prefix": "lost",
-            "slot.name": "kc_lost",
-            "publication.name": "kc_lost_pub",
-            "publication.autocreate.mode": "filtered",
-            "table.include.list": "public\\.lost_t",
-            "max.batch.size": "20",
-        },
-    )
-    running(bench, "cdc-lost")
+    bench.capture("lost", "lost_t", {"max.batch.size": "20"})
     total = 300
-    connection = psycopg2.connect(
-        host="127.0.0.1", port=pg.port, user=USER, password=PASSWORD, dbname=DATABASE
-    )
-    connection.autocommit = True
-
-    def write() -> None:
-        with connection.cursor() as cursor:
-            for i in range(total):
-                cursor.execute("INSERT INTO lost_t VALUES (%s)", (i,))
-                time.sleep(0.01)
 
     def terminate() -> list[list[str]]:
         return pg.psql(
@@ -493,8 +484,7 @@ def test_a_terminated_walsender_is_reopened_losing_and_repeating_nothing(bench: 
             "WHERE slot_name = 'kc_lost' AND active"
         )
 
-    writer = threading.Thread(target=write)
-    writer.start()
+    writer = trickle(pg, "INSERT INTO lost_t VALUES (%s)", total)
     reader = Reader(bench.broker.bootstrap, ["lost.public.lost_t"])
     try:
         reader.until(40, 60)
@@ -506,10 +496,7 @@ def test_a_terminated_walsender_is_reopened_losing_and_repeating_nothing(bench: 
         records = reader.settle(2)
     finally:
         reader.close()
-        connection.close()
-    ids = Counter(v["payload"]["after"]["id"] for _, _, v in records if v is not None)
-    assert sorted(ids) == list(range(total)), f"missing: {sorted(set(range(total)) - set(ids))[:20]}"
-    assert {i: n for i, n in ids.items() if n > 1} == {}
+    assert_each_once(records, total)
     assert bench.status("cdc-lost")["tasks"][0]["state"] == "RUNNING"
     log = bench.worker.log_text()
     assert log.count("replication connection lost; reconnecting") >= 2, log[-3000:]
@@ -523,18 +510,7 @@ def test_heartbeats_confirm_the_slot_while_the_captured_table_is_quiet(bench: Be
     past the busy table's WAL."""
     pg = bench.pg
     pg.psql("CREATE TABLE hb_idle (id int PRIMARY KEY); CREATE TABLE hb_busy (id int PRIMARY KEY, pad text)")
-    bench.create(
-        "cdc-hb",
-        {
-            "topic.prefix": "hb",
-            "slot.name": "kc_hb",
-            "publication.name": "kc_hb_pub",
-            "publication.autocreate.mode": "filtered",
-            "table.include.list": "public\\.hb_idle",
-            "heartbeat.interval.ms": "300",
-        },
-    )
-    running(bench, "cdc-hb")
+    bench.capture("hb", "hb_idle", {"heartbeat.interval.ms": "300"})
 
     def confirmed() -> int:
         [[lsn]] = pg.psql(
@@ -563,31 +539,13 @@ def test_a_slot_taken_while_reconnecting_fails_the_task_after_its_retries(bench:
     attempts meet "is active for PID", and after errors.max.retries it fails saying so."""
     pg = bench.pg
     pg.psql("CREATE TABLE taken_t (id int PRIMARY KEY)")
-    bench.create(
-        "cdc-taken",
-        {
-            "topic.prefix": "taken",
-            "slot.name": "kc_taken",
-            "publication.name": "kc_taken_pub",
-            "publication.autocreate.mode": "filtered",
-            "table.include.list": "public\\.taken_t",
-            "errors.max.retries": "3",
-        },
-    )
-    running(bench, "cdc-taken")
+    bench.capture("taken", "taken_t", {"errors.max.retries": "3"})
     wait_until(
         lambda: pg.psql("SELECT active FROM pg_replication_slots WHERE slot_name = 'kc_taken'") == [["t"]],
         30,
         "the task streaming",
     )
-    thief = psycopg2.connect(
-        host="127.0.0.1",
-        port=pg.port,
-        user=USER,
-        password=PASSWORD,
-        dbname=DATABASE,
-        connection_factory=psycopg2.extras.LogicalReplicationConnection,
-    )
+    thief = replication_client(pg)
     try:
         cursor = thief.cursor()
 
@@ -620,17 +578,7 @@ def test_a_server_restart_is_survived_losing_and_repeating_nothing(bench: Bench)
     the server is down and resumes after the last change it handed out."""
     pg = bench.pg
     pg.psql("CREATE TABLE restart_t (id int PRIMARY KEY)")
-    bench.create(
-        "cdc-restart",
-        {
-            "topic.prefix": "restart",
-            "slot.name": "kc_restart",
-            "publication.name": "kc_restart_pub",
-            "publication.autocreate.mode": "filtered",
-            "table.include.list": "public\\.restart_t",
-        },
-    )
-    running(bench, "cdc-restart")
+    bench.capture("restart", "restart_t")
     reader = Reader(bench.broker.bootstrap, ["restart.public.restart_t"])
     try:
         pg.psql("INSERT INTO restart_t SELECT generate_series(0, 49)")
@@ -641,8 +589,61 @@ def test_a_server_restart_is_survived_losing_and_repeating_nothing(bench: Bench)
         records = reader.settle(2)
     finally:
         reader.close()
-    ids = Counter(v["payload"]["after"]["id"] for _, _, v in records if v is not None)
-    assert sorted(ids) == list(range(100)) and max(ids.values()) == 1, ids
+    assert_each_once(records, 100)
     assert bench.status("cdc-restart")["tasks"][0]["state"] == "RUNNING"
     assert "replication connection lost; reconnecting" in bench.worker.log_text()
     bench.worker.request("DELETE", "/connectors/cdc-restart")
+
+
+def test_a_publication_dropped_while_streaming_fails_the_task_naming_it(bench: Bench) -> None:
+    """The walsender raises "publication ... does not exist" at the next change it decodes; reconnecting
+    cannot cure that (the server decodes with the catalog as of each change), so the task fails at once
+    with the server's message, as Debezium's does, never a RUNNING task that delivers nothing."""
+    pg = bench.pg
+    pg.psql("CREATE TABLE pubdrop_t (id int PRIMARY KEY)")
+    name = bench.capture("pubdrop", "pubdrop_t")
+    reader = Reader(bench.broker.bootstrap, ["pubdrop.public.pubdrop_t"])
+    try:
+        pg.psql("INSERT INTO pubdrop_t VALUES (0)")
+        reader.until(1, 60)  # streaming
+        pg.psql("DROP PUBLICATION kc_pubdrop_pub")
+        pg.psql("INSERT INTO pubdrop_t VALUES (1)")
+        trace = bench.failure(name)
+    finally:
+        reader.close()
+    assert "streaming from slot 'kc_pubdrop' failed" in trace, trace
+    assert 'publication "kc_pubdrop_pub" does not exist' in trace, trace
+    bench.worker.request("DELETE", f"/connectors/{name}")
+    pg.psql("SELECT pg_drop_replication_slot('kc_pubdrop')")  # the server's max_replication_slots is 10
+
+
+def test_a_slot_invalidated_while_streaming_fails_the_task_at_once(bench: Bench) -> None:
+    """The server removes WAL the slot still needs (``max_slot_wal_keep_size``) and ends its walsender;
+    the slot can never be read again ("This slot has been invalidated"). With ``errors.max.retries=-1``
+    (retry for ever) the task still fails at once naming it: that error is no lost connection. Last in
+    the module: the other tests' idle slots are invalidated too."""
+    pg = bench.pg
+    pg.psql("CREATE TABLE inval_t (id int PRIMARY KEY); CREATE TABLE inval_other (id int)")
+    name = bench.capture("inval", "inval_t", {"errors.max.retries": "-1"})
+    wait_until(
+        lambda: pg.psql("SELECT active FROM pg_replication_slots WHERE slot_name = 'kc_inval'") == [["t"]],
+        30,
+        "the task streaming",
+    )
+    pg.psql("ALTER SYSTEM SET max_slot_wal_keep_size = '1MB'")
+    try:
+        pg.psql("SELECT pg_reload_conf()")
+        for _ in range(3):  # WAL the slot keeps (nothing in it is captured, so nothing confirms it)
+            pg.psql("INSERT INTO inval_other SELECT generate_series(1, 1000)")
+            pg.psql("SELECT pg_switch_wal()")
+        pg.psql("CHECKPOINT")
+        assert pg.psql("SELECT wal_status FROM pg_replication_slots WHERE slot_name = 'kc_inval'") == [
+            ["lost"]
+        ]
+        trace = bench.failure(name)
+    finally:
+        pg.psql("ALTER SYSTEM RESET max_slot_wal_keep_size")
+        pg.psql("SELECT pg_reload_conf()")
+    assert "starting replication from slot 'kc_inval' failed" in trace, trace
+    assert "This slot has been invalidated" in trace, trace
+    bench.worker.request("DELETE", f"/connectors/{name}")

@@ -173,3 +173,34 @@ def start_postgres(logical: bool = False) -> PostgresServer:
                 f"{result.stdout[-1000:]}{result.stderr[-1000:]}{detail}"
             )
     return server
+
+
+def cdc_config(port: int, config: dict[str, str]) -> dict[str, str]:
+    """A CDC connector's config against a server of this module on ``port``: Debezium's class name (which
+    kconnect's PostgresCdcSourceConnector answers to), one task, the credentials, JSON with schemas on both
+    converters; ``config`` on top."""
+    return {
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "tasks.max": "1",
+        "database.hostname": "127.0.0.1",
+        "database.port": str(port),
+        "database.user": USER,
+        "database.password": PASSWORD,
+        "database.dbname": DATABASE,
+        "key.converter.schemas.enable": "true",
+        "value.converter.schemas.enable": "true",
+        **config,
+    }
+
+
+def captured_table(prefix: str, table: str) -> dict[str, str]:
+    """The keys that make a CDC connector capture ``public.<table>`` alone, through a slot (``kc_<prefix>``)
+    and a publication (``kc_<prefix>_pub``, created for that table) of its own, into topics under
+    ``prefix``: so tests sharing one server do not see each other's changes."""
+    return {
+        "topic.prefix": prefix,
+        "slot.name": f"kc_{prefix}",
+        "publication.name": f"kc_{prefix}_pub",
+        "publication.autocreate.mode": "filtered",
+        "table.include.list": f"public\\.{table}",
+    }

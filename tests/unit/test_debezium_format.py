@@ -335,3 +335,15 @@ def test_an_insert_event_reads_as_debeziums_payload() -> None:
 def test_a_row_with_the_wrong_number_of_values_is_refused() -> None:
     with pytest.raises(DebeziumFormatError, match="1 values for 4 columns"):
         row_values(COLUMNS, ["x"])
+
+
+def test_a_utc_timestamptz_is_rewritten_as_the_general_path_writes_it() -> None:
+    """The fast path for ``+00`` texts against the general one (another zone written for the same
+    instant), for every precision and fraction length; other shapes take the general path."""
+    for digits in (-1, 0, 1, 3, 5, 6):
+        for clock in ("08:00:00", "08:00:00.5", "23:59:59.123", "00:00:00.000001", "12:34:56.654321"):
+            utc = text_value(PgType(TIMESTAMPTZ_OID, digits), f"2026-11-28 {clock}+00")
+            hour = int(clock[:2]) + 1
+            shifted = f"{'2026-11-29' if hour == 24 else '2026-11-28'} {hour % 24:02d}{clock[2:]}+01"
+            assert utc == text_value(PgType(TIMESTAMPTZ_OID, digits), shifted), (digits, clock)
+    assert text_value(PgType(TIMESTAMPTZ_OID), "2026-11-28 08:00:00+00:30") == "2026-11-28T07:30:00.000000Z"

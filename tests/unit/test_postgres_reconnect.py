@@ -3,7 +3,7 @@ number of attempts (Debezium's errors.max.retries), a reset once streaming runs 
 
 from __future__ import annotations
 
-from kconnect.connectors.postgres_reconnect import MAX_DELAY_S, Reconnects
+from kconnect.connectors.postgres_reconnect import MAX_DELAY_S, Reconnects, transient
 
 
 def test_the_first_attempt_is_immediate_and_failures_double_the_wait_up_to_the_cap() -> None:
@@ -35,3 +35,14 @@ def test_a_reopened_connection_starts_the_count_again() -> None:
     assert not r.due(10.0)
     r.connection_lost(20.0, "y")
     assert r.attempt_failed(20.0, "b") == 0.5
+
+
+def test_only_a_lost_connection_is_transient() -> None:
+    # The socket or protocol (no SQLSTATE), a connection exception, the server going down or starting up,
+    # the slot still held by the previous walsender, too many connections: reopen.
+    for code in (None, "", "08006", "08003", "57P01", "57P02", "57P03", "55006", "53300"):
+        assert transient(code), code
+    # A publication dropped (42704), the slot invalidated (55000), an internal decoding error (XX000), a
+    # permission taken away (42501): reconnecting cannot cure them, so the task fails at once.
+    for code in ("42704", "55000", "XX000", "42501"):
+        assert not transient(code), code
