@@ -217,10 +217,13 @@ class Herder(Reconciliation):
         self.leader_outcome = outcome
 
     def on_rejoin_preparing(self, member_lost: bool, selected_protocol: ProtocolName | None) -> list[Action]:
-        """Before (re)joining: eager workers release everything; so does a member that lost its session.
+        """Before (re)joining: eager workers release everything; so does a member that lost touch.
 
-        A member whose session expired may have had its work given to others already, so keeping it
-        would break the rule that a task stops before another worker starts it.
+        ``member_lost``: no coordinator was known for longer than heartbeat.interval.ms
+        (``Membership.isolated``, Java's KAFKA-9184 rule), so the work may be given to others, and keeping
+        it would break the rule that a task stops before another worker starts it. A cooperative member
+        that a coordinator dropped is not lost in this sense: it keeps its work and rejoins reporting it,
+        as Java's ``WorkerCoordinator`` does.
         """
         self.rebalancing = True
         eager = selected_protocol is None or protocol.version_for_protocol(selected_protocol) == 0

@@ -219,6 +219,12 @@ class WorkerMember:
         gen = self.transport.read(lambda m: m.generation)
         return gen.generation_id, gen.member_id
 
+    def isolated(self) -> bool:
+        """Whether the member revoked its assignment because no coordinator was known for longer than
+        heartbeat.interval.ms (the owner releases all its work before rejoining), until the next
+        assignment; one a coordinator dropped keeps its work under the cooperative protocols."""
+        return self.transport.read(lambda m: m.isolated)
+
     def member_id(self) -> str:
         """This worker's member id in the group ('' before its first JoinGroup)."""
         return self.generation()[1]
@@ -281,6 +287,14 @@ class WorkerMember:
             log.warning("lost the group generation", generation=event.generation_id, reason=event.reason)
         elif isinstance(event, membership.RejoinRequested):
             log.info("rejoining the group", reason=event.reason)
+        elif isinstance(event, membership.Unreachable):
+            log.warning(
+                "the group coordinator was unreachable: revoking all connectors and tasks to avoid running"
+                " them while not a member of the group",
+                generation=event.generation_id,
+                member=event.member_id,
+                unknown_ms=event.unknown_ms,
+            )
         elif isinstance(event, membership.Failed):
             log.error("joining the group failed", error=event.message, code=event.error_code)
             with self._cond:

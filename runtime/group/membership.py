@@ -22,6 +22,12 @@ The semantics are those of the Java AbstractCoordinator as Connect's WorkerCoord
 * Error handling follows the protocol: UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION / FENCED_INSTANCE_ID reset
   the generation (:class:`Lost`), REBALANCE_IN_PROGRESS asks for a rejoin, COORDINATOR_NOT_AVAILABLE /
   NOT_COORDINATOR / a disconnect make the member find the coordinator again.
+* A member that holds an assignment and has known no coordinator for longer than
+  ``heartbeat_interval_ms`` tells its owner to stop everything (:class:`Unreachable`) and rejoins, with
+  its generation, once the owner has done so: Java's ``WorkerCoordinator.poll`` (KAFKA-9184) revokes the
+  whole assignment when coordinator discovery does not succeed within ``heartbeat.interval.ms``, under
+  every Connect protocol, so that a worker cut off from the group never runs work the leader has given
+  to others.
 """
 
 from __future__ import annotations
@@ -72,6 +78,7 @@ from kconnect.runtime.group.membership_messages import (
     Result,
     SyncGroup,
     SyncGroupResult,
+    Unreachable,
 )
 
 # The messages (requests, responses, events, error codes) are ``membership_messages``'; they are named here
@@ -122,6 +129,7 @@ __all__ = [
     "Result",
     "SyncGroup",
     "SyncGroupResult",
+    "Unreachable",
     "backoff_ms",
 ]
 
@@ -244,6 +252,10 @@ class Membership:
         self._last_receive: int | None = None
         self._heartbeat_failed = False
         self._last_poll = now_ms
+        self._holds_assignment = False  # an assignment was received and not revoked since (Java's snapshot)
+        self._unknown_since: int | None = None  # when the coordinator became unknown while one was held
+        self._unreachable_nodes: set[int] = set()  # coordinators whose connection failed since then
+        self._isolated = False
 
     # ---------------------------------------------------------------------------------- queries
 
@@ -251,6 +263,15 @@ class Membership:
     def need_rejoin(self) -> bool:
         """Whether the member must (re)join: never joined, lost, or told that a rebalance started."""
         return self._rejoin_needed
+
+    @property
+    def isolated(self) -> bool:
+        """Whether the member revoked its assignment because no coordinator was known for longer than
+        ``heartbeat_interval_ms`` (:class:`Unreachable`), until its next assignment: its owner must release
+        all its work before rejoining. A member that a coordinator dropped (unknown member id, illegal
+        generation) is not isolated: it keeps running its work under the cooperative protocols and rejoins
+        reporting it, as Java's ``WorkerCoordinator`` does."""
+        return self._isolated
 
     @property
     def joining(self) -> bool:
@@ -270,6 +291,8 @@ class Membership:
             joinable = self.phase in (Phase.UNJOINED, Phase.STABLE)
             if known and self._join_wanted and self._rejoin_needed and joinable:
                 times.append(self._join_retry_at)
+            if self._unknown_since is not None and not self._coordinator_reachable():
+                times.append(self._unreachable_deadline(self._unknown_since) + 1)
             if self.phase is Phase.STABLE:
                 if known:  # a session runs out against a coordinator; while none is known it is looked for
                     times.append(self._session_deadline() + 1)
@@ -364,6 +387,13 @@ class Membership:
                 out.extend(self.on_failure(request_id, "the request timed out", now_ms, disconnect=True))
         if self.closed:
             return out
+        since = self._unknown_since
+        if (
+            since is not None
+            and now_ms > self._unreachable_deadline(since)
+            and not self._coordinator_reachable()
+        ):
+            out.extend(self._unreachable(now_ms, since))
         if self.phase is Phase.STABLE:
             if self.coordinator is not None and now_ms > self._session_deadline():
                 # No heartbeat got through for a whole session: the coordinator is presumed gone and looked
@@ -389,6 +419,8 @@ class Membership:
         flight = self._in_flight.pop(request_id, None)
         if flight is None:
             return []
+        if flight.coordinator == self.coordinator is not None and result.error_code not in _COORDINATOR_GONE:
+            self._coordinator_confirmed()  # it answered as the coordinator: the discovery clock stops
         out: list[Output]
         if isinstance(result, FindCoordinatorResult):
             out = self._on_find(result, now_ms)
@@ -412,6 +444,8 @@ class Membership:
             return []
         out: list[Output] = []
         coordinator_request = flight.coordinator is not None and flight.coordinator == self.coordinator
+        if disconnect and flight.coordinator is not None and self._holds_assignment:
+            self._unreachable_nodes.add(flight.coordinator.node_id)
         if flight.kind is FindCoordinator:
             self._find_id = None
             self._find_backoff(now_ms)
@@ -437,6 +471,8 @@ class Membership:
         self._find_id = None
         if result.error_code == NONE:
             self.coordinator = Coordinator(result.node_id, result.host, result.port)
+            if result.node_id not in self._unreachable_nodes:
+                self._coordinator_confirmed()  # discovery succeeded in time: the clock starts again next time
             self._last_reset = now_ms  # a fresh session clock, as Java resets it on discovery
             self._find_failures = 0
             return []
@@ -495,6 +531,9 @@ class Membership:
             self._join_wanted = False
             self._join_failures = 0
             self._last_reset = now_ms
+            self._holds_assignment = True
+            self._coordinator_confirmed()
+            self._isolated = False
             self._last_poll = now_ms
             self._last_send = None
             self._heartbeat_failed = False
@@ -552,6 +591,45 @@ class Membership:
     def _session_deadline(self) -> int:
         last = self._last_reset if self._last_receive is None else max(self._last_receive, self._last_reset)
         return last + self.config.session_timeout_ms
+
+    def _unreachable_deadline(self, since: int) -> int:
+        return since + self.config.heartbeat_interval_ms
+
+    def _coordinator_reachable(self) -> bool:
+        """A coordinator is known and its connection has not failed since the discovery clock started.
+
+        Java's ``ensureCoordinatorReady`` does not count a coordinator found whose connection failed
+        (``client.isUnavailable``): it marks it unknown again and its timer runs on. A SIGKILLed
+        coordinator's broker is named by FindCoordinator until the controller fences it, so counting
+        it would restart the clock at every lookup and never reach the bound."""
+        coordinator = self.coordinator
+        return coordinator is not None and coordinator.node_id not in self._unreachable_nodes
+
+    def _coordinator_confirmed(self) -> None:
+        self._unknown_since = None
+        self._unreachable_nodes.clear()
+
+    def _unreachable(self, now_ms: int, since: int) -> list[Output]:
+        """The coordinator stayed unknown past ``heartbeat_interval_ms`` with an assignment held: revoke it.
+
+        Java's rule (``WorkerCoordinator.poll``, KAFKA-9184): a worker whose coordinator discovery does not
+        succeed within ``heartbeat.interval.ms`` revokes all its connectors and tasks, under every Connect
+        protocol, and rejoins with an empty assignment. A coordinator that cannot be reached may have
+        dropped the member and let the leader give its work to others; stopping early is what keeps a task
+        from running twice. The generation and member id are kept (Java keeps them): if the same members
+        are back in the next round, the leader reassigns the revoked work at once instead of holding it
+        ``scheduled.rebalance.max.delay.ms``. The join waits for the owner (:meth:`join`) so that the
+        JoinGroup reports the work as stopped.
+        """
+        self._coordinator_confirmed()
+        self._holds_assignment = False
+        self._isolated = True
+        self._join_wanted = False
+        self._rejoin_needed = True
+        if self.phase in _ATTEMPT_PHASES:
+            self._attempt_failed(now_ms, backoff=False)
+        gen = self.generation
+        return [Unreachable(gen.generation_id, gen.member_id, now_ms - since)]
 
     def _next_heartbeat_at(self) -> int:
         last = self._last_reset if self._last_send is None else max(self._last_send, self._last_reset)
@@ -655,6 +733,8 @@ class Membership:
             return []
         self.coordinator = None
         self._heartbeat_id = None
+        if self._holds_assignment and self._unknown_since is None:
+            self._unknown_since = now_ms  # Java's discovery timer (heartbeat.interval.ms) starts here
         self._find_retry_at = min(self._find_retry_at, now_ms)
         if self.phase in _ATTEMPT_PHASES:
             return self._attempt_failed(now_ms, backoff=False)

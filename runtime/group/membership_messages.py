@@ -51,6 +51,7 @@ __all__ = [
     "Result",
     "SyncGroup",
     "SyncGroupResult",
+    "Unreachable",
 ]
 
 # Kafka protocol error codes the member acts on (the protocol's public error table).
@@ -212,6 +213,18 @@ class RejoinRequested:
 
 
 @dataclass(frozen=True, slots=True)
+class Unreachable:
+    """No coordinator was known for longer than ``heartbeat.interval.ms`` while the member held an
+    assignment: its owner stops all its connectors and tasks now and the member rejoins reporting none
+    once a coordinator answers (Java's ``WorkerCoordinator.poll`` since KAFKA-9184). The generation is
+    kept; ``unknown_ms`` is how long the coordinator had been unknown."""
+
+    generation_id: int
+    member_id: str
+    unknown_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class Failed:
     """A join failed in a way no retry fixes (or the owner's assignment failed); the member stops trying
     until the owner calls :meth:`Membership.join` again."""
@@ -225,7 +238,7 @@ class Left:
     """The LeaveGroup of :meth:`Membership.leave` was answered, failed or was not needed."""
 
 
-Event = MetadataNeeded | AssignmentNeeded | Joined | Lost | RejoinRequested | Failed | Left
+Event = MetadataNeeded | AssignmentNeeded | Joined | Lost | RejoinRequested | Unreachable | Failed | Left
 Output = Request | CloseConnection | Event
 
 # ------------------------------------------------------------------------------------- responses (in)

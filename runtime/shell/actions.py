@@ -54,7 +54,23 @@ class ActionDispatch:
     _member: WorkerMember | None
 
     def _execute(self, actions: list[Action]) -> None:
-        for action in actions:
+        i = 0
+        while i < len(actions):
+            stops: list[hd.StopTask] = []
+            while i + len(stops) < len(actions) and isinstance(actions[i + len(stops)], hd.StopTask):
+                stops.append(actions[i + len(stops)])  # type: ignore[arg-type]
+            if len(stops) > 1:
+                # A release stops its tasks together, as Java's Worker.stopAndAwaitTasks: one after
+                # another, each waiting task.shutdown.graceful.timeout.ms, held the herder thread past
+                # rebalance.timeout.ms and the worker left its group.
+                try:
+                    self.tasks.stop_all(stops, self.herder.group.generation)
+                except Exception as exc:
+                    self.log.error("action failed", action=f"stop {len(stops)} tasks", error=str(exc))
+                i += len(stops)
+                continue
+            action = actions[i]
+            i += 1
             try:
                 self._execute_one(action)
             except Exception as exc:

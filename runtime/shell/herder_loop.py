@@ -95,9 +95,13 @@ class HerderLoop(ActionDispatch):
             self._rejoin_at = None
             member.request_rejoin()
         if member.need_rejoin():
-            gen, _ = member.generation()
             with self._lock:
-                lost = gen < 0 and self.herder.group.known
+                # A member a coordinator dropped keeps its work under the cooperative protocols and
+                # rejoins reporting it (Java's WorkerCoordinator.onJoinPrepare revokes nothing; the
+                # leader's assignor revokes duplicates); one that knew no coordinator for longer than
+                # heartbeat.interval.ms releases everything first, as Java's WorkerCoordinator.poll
+                # (eager protocols release in any case).
+                lost = self.herder.group.known and member.isolated()
                 if not self.herder.rebalancing:
                     self.metrics.rebalance_started_at = time.monotonic()
                 actions = self.herder.on_rejoin_preparing(lost, member.last_protocol)

@@ -253,9 +253,13 @@ class InternalTopics:
             time.sleep(0.01)
 
     def put_status(self, status: status_log.ConnectorStatus | status_log.TaskStatus) -> None:
-        """Report a state; a status that cannot be written is logged, never raised into the herder."""
+        """Report a state without waiting for the write (Java's ``KafkaStatusBackingStore.put``); a status
+        that cannot be written is logged, never raised into the herder, whose thread must keep polling the
+        group while the status topic's leader is elected."""
+        key, value = status_log.encode(status)
+        what = str(status.task) if isinstance(status, status_log.TaskStatus) else status.connector
         try:
-            self.write_status(status)
+            self._require(self._status_log).send_async(key, value, f"{what} {status.state.value}")
         except KafkaLogError as exc:
             log.warning("could not write a status record", error=str(exc))
         if self.on_status_put is not None:

@@ -15,10 +15,11 @@ the two threads came in.
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kconnect.config.config_providers import ConfigProviders
@@ -183,6 +184,29 @@ class Tasks:
         """Stop a task, then report it UNASSIGNED unless its connector was deleted (whose statuses stay
         deleted)."""
         self.executor.stop_task(action.task, self.config.task_shutdown_graceful_timeout_ms / 1000)
+        self._stopped(action, generation)
+
+    def stop_all(self, actions: Sequence[hd.StopTask], generation: int) -> None:
+        """Stop tasks together, so that the wait is one ``task.shutdown.graceful.timeout.ms`` in all and
+        not one per task (Java's ``Worker.stopAndAwaitTasks``), then report each as :meth:`stop` does."""
+        timeout_s = self.config.task_shutdown_graceful_timeout_ms / 1000
+        threads = [
+            threading.Thread(
+                target=contextvars.copy_context().run,  # the worker's log context, one copy per thread
+                args=(self.executor.stop_task, a.task, timeout_s),
+                name=f"stop-{a.task}",
+                daemon=True,
+            )
+            for a in actions
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()  # each is bounded by the graceful timeout: a runner past it is abandoned
+        for action in actions:
+            self._stopped(action, generation)
+
+    def _stopped(self, action: hd.StopTask, generation: int) -> None:
         self.log.info("task stopped", connector=action.task.connector, task=action.task.task)
         if self.stores.snapshot().contains(action.task.connector):
             with self._lock:

@@ -199,6 +199,7 @@ class KafkaLog:
                 # whole timeout for a full batch, delaying every record (a config write a REST call waits
                 # on, a target a member acts on) by up to 0.2 s. The rest of what was fetched follows
                 # without waiting.
+                self._producer.poll(0)  # delivery reports of writes nobody waits for (send_async)
                 first = self._consumer.poll(0.2)
                 msgs = [] if first is None else [first, *self._consumer.consume(num_messages=499, timeout=0)]
             except KafkaException as exc:  # pragma: no cover - client-level failure
@@ -371,23 +372,50 @@ class KafkaLog:
     def send(
         self, key: bytes, value: bytes | None, timeout_s: float = 30.0, partition: int | None = None
     ) -> int:
-        """Write one record and wait for its acknowledgement; returns its offset."""
+        """Write one record and wait for its acknowledgement; returns its offset.
+
+        Waits for this record alone, not for every record the producer holds: a status written without
+        waiting (:meth:`send_async`) to a partition whose leader died must not hold a later write to
+        another partition for ``timeout_s``."""
+        done = threading.Event()
         result: dict[str, object] = {}
 
         def delivered(err: KafkaError | None, msg: object) -> None:
             result["err"] = err
             result["msg"] = msg
+            done.set()
 
         kwargs: dict[str, object] = {"key": key, "value": value, "on_delivery": delivered}
         if partition is not None:
             kwargs["partition"] = partition
         self._producer.produce(self.topic, **kwargs)  # type: ignore[arg-type]
-        remaining = self._producer.flush(timeout_s)
-        if remaining or "err" not in result:
-            raise KafkaLogError(f"write to '{self.topic}' was not acknowledged within {timeout_s:.0f} s")
+        deadline = time.monotonic() + timeout_s
+        while not done.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise KafkaLogError(f"write to '{self.topic}' was not acknowledged within {timeout_s:.0f} s")
+            self._producer.poll(min(left, 0.1))
         if result["err"] is not None:
             raise KafkaLogError(f"write to '{self.topic}' failed: {result['err']}")
         return int(result["msg"].offset())  # type: ignore[attr-defined]
+
+    def send_async(self, key: bytes, value: bytes | None, what: str) -> None:
+        """Write one record without waiting for it, as Java's status store writes (``KafkaBasedLog.send``
+        with a callback): the herder reports a task stopped while a partition's leader is being elected,
+        and waiting there held its thread past ``rebalance.timeout.ms`` so the worker left its group.
+
+        The idempotent producer keeps records of one key in order and retries on its own until
+        ``message.timeout.ms``; a record it gives up on is logged with ``what`` (never its value)."""
+
+        def delivered(err: KafkaError | None, msg: object) -> None:
+            if err is not None:
+                log.warning("internal record not written", topic=self.topic, record=what, error=str(err))
+
+        try:
+            self._producer.produce(self.topic, key=key, value=value, on_delivery=delivered)
+        except BufferError as exc:  # the local queue is full: the record is lost, so say so
+            raise KafkaLogError(f"write to '{self.topic}' refused: {exc}") from exc
+        self._producer.poll(0)
 
     def stop(self) -> None:
         """Stop the consuming thread and flush pending writes before closing the clients, so a write the

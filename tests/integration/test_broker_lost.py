@@ -5,8 +5,9 @@ one-node Apache Kafka of the test's own. The node is SIGKILLed; over the next 30
 tree (the worker and any children) may use under 5 % of one core: the group member backs off
 exponentially up to ``retry.backoff.max.ms`` while no coordinator answers, and the internal topics'
 Kafka clients reconnect with ``reconnect.backoff.max.ms``. The node is then restarted and the worker must
-be a member of its group again, as the coordinator sees it (it keeps its generation while no coordinator
-answers, as Java's member does, so the same generation may well go on).
+be a member of its group again, as the coordinator sees it (with no coordinator for longer than
+heartbeat.interval.ms it stops its work, as Java's worker does, keeps its generation, and rejoins when a
+coordinator is back).
 
 This is the one test that asserts a resource figure over a window, as the issue asks. It prints a
 ``BROKER-LOST-FIGURES`` line with the measured share of a core.

@@ -262,9 +262,9 @@ def test_session_expiry_without_a_successful_heartbeat_looks_for_the_coordinator
     assert w.m.coordinator is None and w.m.phase is m.Phase.STABLE and not w.m.need_rejoin
     find = only(out, m.FindCoordinator)
     assert w.answer(hb.request_id, m.HeartbeatResult(m.NONE)) == []  # an answer from the old one: ignored
-    assert w.at(20_000) == []  # still looking: no second session expiry, no Lost
+    assert w.at(13_000) == []  # still looking (within heartbeat.interval.ms): no Lost, nothing revoked
     w.found(find, B2)  # the new coordinator, a fresh session clock
-    hb2 = w.heartbeat_at(23_000)
+    hb2 = w.heartbeat_at(16_000)
     assert hb2.coordinator == B2 and hb2.generation_id == 1 and hb2.member_id == "w1"
     assert w.answer(hb2.request_id, m.HeartbeatResult(m.NONE)) == []
     assert w.m.phase is m.Phase.STABLE and w.m.generation.generation_id == 1
@@ -280,6 +280,9 @@ def test_after_session_expiry_a_coordinator_that_dropped_the_member_ends_the_gen
     out = w.answer(hb.request_id, m.HeartbeatResult(m.UNKNOWN_MEMBER_ID))
     assert only(out, m.Lost) == m.Lost(1, "w1", "Heartbeat: unknown member id")
     assert w.m.generation == m.NO_GENERATION and w.m.need_rejoin
+    # Dropped by a coordinator is not isolated: under the cooperative protocols its owner keeps its work
+    # and rejoins reporting it (Java's WorkerCoordinator), the leader revoking duplicates.
+    assert not w.m.isolated
 
 
 def test_successful_heartbeats_keep_the_session() -> None:
@@ -442,8 +445,136 @@ def test_a_stable_member_that_loses_its_broker_waits_between_tries() -> None:
     gaps = [b - a for a, b in itertools.pairwise(asked)]
     assert gaps[:5] == [100, 200, 400, 800, 1000], gaps
     assert set(gaps[5:]) == {1000}, gaps
-    # As Java's member: no coordinator to tell it otherwise, it keeps its generation (and its work).
-    assert w.m.phase is m.Phase.STABLE and w.m.generation.generation_id == 1
+    # Past heartbeat.interval.ms with no coordinator it revoked its assignment (Java's WorkerCoordinator.poll,
+    # KAFKA-9184), keeping its generation and member id, and waits for its owner before rejoining.
+    assert w.m.isolated and w.m.generation.generation_id == 1 and w.m.need_rejoin
+
+
+def _lose_coordinator(w: Member, t: int) -> list[m.Output]:
+    """The heartbeat sent at ``t`` fails with a disconnect: the coordinator is unknown from ``t``."""
+    beat = w.heartbeat_at(t)
+    out = w.m.on_failure(beat.request_id, "connection refused", t, disconnect=True)
+    assert w.m.coordinator is None and not any(isinstance(o, m.Lost | m.Unreachable) for o in out)
+    return out
+
+
+def _find_fails(w: Member, out: list[m.Output]) -> list[m.Output]:
+    """Every FindCoordinator among ``out`` is answered COORDINATOR_NOT_AVAILABLE (a failover under way)."""
+    events = [o for o in out if not isinstance(o, m.FindCoordinator)]
+    while finds := [o for o in out if isinstance(o, m.FindCoordinator)]:
+        out = w.answer(finds[0].request_id, m.FindCoordinatorResult(m.COORDINATOR_NOT_AVAILABLE, -1, "", -1))
+        events += [o for o in out if not isinstance(o, m.FindCoordinator)]
+    return events
+
+
+def _unknown_until(w: Member, until: int, out: list[m.Output]) -> list[m.Output]:
+    """Drive the member, as its transport would, while no coordinator is found, up to ``until``."""
+    seen = _find_fails(w, out)
+    while (wake := w.m.next_deadline_ms(w.now)) <= until:
+        assert wake > w.now, f"the transport would poll without waiting at {w.now}"
+        seen += _find_fails(w, w.at(wake))
+    return seen
+
+
+def test_a_coordinator_unknown_for_less_than_the_heartbeat_interval_keeps_the_work() -> None:
+    w = Member()
+    w.stable()
+    out = _lose_coordinator(w, 3_000)
+    seen = _unknown_until(w, 3_000 + CFG.heartbeat_interval_ms, out)  # exactly the bound: not past it
+    assert not any(isinstance(o, m.Unreachable | m.Lost) for o in seen), seen
+    assert not w.m.isolated and not w.m.need_rejoin and w.m.phase is m.Phase.STABLE
+    assert w.m.next_deadline_ms(w.now) <= 3_000 + CFG.heartbeat_interval_ms + 1  # the driver wakes for it
+
+
+def test_a_coordinator_unknown_past_the_heartbeat_interval_revokes_everything_and_rejoins() -> None:
+    w = Member()
+    w.stable()
+    out = _lose_coordinator(w, 3_000)
+    seen = _unknown_until(w, 6_001, out)
+    assert [o for o in seen if isinstance(o, m.Unreachable)] == [m.Unreachable(1, "w1", 3_001)]
+    assert w.m.isolated and w.m.need_rejoin
+    assert w.m.generation == m.Generation(1, "w1", "sessioned")  # kept, as Java keeps it
+    # It does not rejoin on its own (the JoinGroup must report the work stopped): the owner releases
+    # everything, then asks to join; the same member id goes with the JoinGroup.
+    seen = _unknown_until(w, 9_000, [])
+    assert not any(isinstance(o, m.MetadataNeeded | m.Unreachable) for o in seen), seen
+    out = w.m.join(w.now)
+    while not (finds := [o for o in out if isinstance(o, m.FindCoordinator)]):
+        out = w.at(w.m.next_deadline_ms(w.now))
+    need = only(w.found(only(finds, m.FindCoordinator), B2), m.MetadataNeeded)
+    join = only(w.m.metadata(need.attempt, PROTOCOLS, w.now), m.JoinGroup)
+    assert join.member_id == "w1"
+    assert w.joined(join, 2, "w1", "w2").generation_id == 2
+    assert not w.m.isolated  # a new assignment: the clock starts afresh with the next loss
+    out = _lose_coordinator(w, w.now + CFG.heartbeat_interval_ms)
+    assert not w.m.isolated
+
+
+def test_a_coordinator_found_in_between_resets_the_clock() -> None:
+    w = Member()
+    w.stable()
+    out = _lose_coordinator(w, 3_000)
+    _unknown_until(w, 5_499, out)  # FindCoordinator at 3,000, 3,100, 3,300, 3,700 and 4,500 failed
+    find = only(w.at(w.m.next_deadline_ms(w.now)), m.FindCoordinator)
+    assert w.now == 5_500
+    w.found(find, B2)  # found after 2.5 s: in time
+    assert w.m.coordinator == B2 and not w.m.isolated
+    out = _lose_coordinator(w, w.now + CFG.heartbeat_interval_ms)  # lost again at once
+    lost_at = w.now
+    seen = _unknown_until(w, lost_at + CFG.heartbeat_interval_ms, out)  # 3 s more: 5.5 s in all, not 3 s
+    assert not any(isinstance(o, m.Unreachable) for o in seen) and not w.m.isolated
+    seen = _unknown_until(w, lost_at + CFG.heartbeat_interval_ms + 1, [])
+    assert any(isinstance(o, m.Unreachable) for o in seen) and w.m.isolated
+
+
+def test_a_coordinator_found_but_refusing_connections_does_not_stop_the_clock() -> None:
+    """A SIGKILLed coordinator's broker is still named by FindCoordinator until the controller fences it:
+    finding it is not reaching it (Java's ensureCoordinatorReady: ``client.isUnavailable``)."""
+    w = Member()
+    w.stable()
+    out = _lose_coordinator(w, 3_000)
+    seen: list[m.Output] = []
+    while not w.m.isolated and w.now < 10_000:
+        for o in out:
+            if isinstance(o, m.FindCoordinator):
+                w.found(o, B1)  # the dead one again
+                beat = w.heartbeat_at(w.m.next_deadline_ms(w.now))
+                seen += w.m.on_failure(beat.request_id, "connection refused", w.now, disconnect=True)
+        seen += [o for o in out if isinstance(o, m.Unreachable)]
+        out = w.at(w.m.next_deadline_ms(w.now))
+    seen += [o for o in out if isinstance(o, m.Unreachable)]
+    assert only(seen, m.Unreachable).unknown_ms == CFG.heartbeat_interval_ms + 1
+    assert w.now == 6_001 and w.m.isolated
+
+
+def test_a_coordinator_that_answers_stops_the_clock() -> None:
+    w = Member()
+    w.stable()
+    out = _lose_coordinator(w, 3_000)
+    w.found(only(out, m.FindCoordinator), B1)  # the same broker, back (a connection reset, say)
+    beat = w.heartbeat_at(w.m.next_deadline_ms(w.now))
+    assert w.answer(beat.request_id, m.HeartbeatResult(m.NONE)) == []
+    assert not any(isinstance(o, m.Unreachable) for o in w.at(20_000)) and not w.m.isolated
+
+
+def test_a_member_holding_no_assignment_has_nothing_to_revoke() -> None:
+    w = Member()
+    out = w.m.join(0)
+    _unknown_until(w, 30_000, out)  # no coordinator ever found while joining for the first time
+    assert not w.m.isolated
+
+
+def test_a_coordinator_lost_during_a_cooperative_rejoin_revokes_the_work_still_held() -> None:
+    w = Member()
+    w.stable()
+    w.now = 3_000
+    w.m.request_rejoin("a new connector")
+    need = only(w.m.join(w.now), m.MetadataNeeded)
+    join = only(w.m.metadata(need.attempt, PROTOCOLS, w.now), m.JoinGroup)
+    out = w.m.on_failure(join.request_id, "connection reset", w.now, disconnect=True)
+    assert w.m.coordinator is None
+    seen = _unknown_until(w, 6_001, out)
+    assert only(seen, m.Unreachable).generation_id == 1 and w.m.isolated and not w.m.joining
 
 
 def test_a_member_joining_without_a_broker_waits_between_tries() -> None:
