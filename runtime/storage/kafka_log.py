@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,6 +82,22 @@ def retriable_end_offset_error(code: int | None) -> bool:
     return code is not None and code in _RETRIABLE_END_OFFSET_ERRORS
 
 
+class _SharedProbe:
+    """A watermark consumer that several threads query at once, closed only when nobody is inside it.
+
+    Why: librdkafka answers a watermark query with the GIL released, so closing the client from one thread
+    while another waits in ``get_watermark_offsets`` frees the handle under it, and the process dies of
+    SIGSEGV with no Python stack (bench/brokers_random.py lost a worker so, issue 29: several source tasks
+    read the offsets topic's end as a broker died, and one of them renewed the probe). A retired probe is
+    closed by its last user.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.users = 0
+        self.retired = False
+
+
 class KafkaLogError(RuntimeError):
     """The log could not be read or written (broker unreachable, topic missing, write not acknowledged)."""
 
@@ -149,7 +166,7 @@ class KafkaLog:
             **(consumer_overrides or {}),
         }
         self._new_probe: Callable[[], Any] = lambda: Consumer(probe_settings)
-        self._probe = self._new_probe()
+        self._probe = _SharedProbe(self._new_probe())
         self._probe_lock = threading.Lock()
         self._probe_renewed = time.monotonic()
         self._positions: dict[int, int] = {}  # partition -> next offset to read
@@ -264,9 +281,10 @@ class KafkaLog:
             while True:
                 remaining = max(0.1, deadline - time.monotonic())
                 try:
-                    _low, high = self._probe.get_watermark_offsets(
-                        TopicPartition(self.topic, p), timeout=remaining, cached=False
-                    )
+                    with self._probe_in_use() as probe:
+                        _low, high = probe.get_watermark_offsets(
+                            TopicPartition(self.topic, p), timeout=remaining, cached=False
+                        )
                     break
                 except KafkaException as exc:
                     code = exc.args[0].code() if exc.args and isinstance(exc.args[0], KafkaError) else None
@@ -305,7 +323,7 @@ class KafkaLog:
         if now - self._probe_renewed < _PROBE_RENEW_INTERVAL_S:
             return
         self._probe_renewed = now
-        fresh = self._new_probe()
+        fresh = _SharedProbe(self._new_probe())
         with self._probe_lock:
             old, self._probe = self._probe, fresh
         log.info(
@@ -314,8 +332,36 @@ class KafkaLog:
             partition=partition,
             error=error,
         )
+        self._retire(old)
+
+    @contextmanager
+    def _probe_in_use(self) -> Iterator[Any]:
+        """The current probe, counted as in use until the block ends (see :class:`_SharedProbe`)."""
+        with self._probe_lock:
+            probe = self._probe
+            if probe.retired:
+                raise KafkaLogError(f"the log of '{self.topic}' is stopped")
+            probe.users += 1
         try:
-            old.close()
+            yield probe.client
+        finally:
+            with self._probe_lock:
+                probe.users -= 1
+                last = probe.retired and probe.users == 0
+            if last:
+                self._close_probe(probe)
+
+    def _retire(self, probe: _SharedProbe) -> None:
+        """Close ``probe`` now if nobody queries it, else leave that to its last user."""
+        with self._probe_lock:
+            probe.retired = True
+            idle = probe.users == 0
+        if idle:
+            self._close_probe(probe)
+
+    def _close_probe(self, probe: _SharedProbe) -> None:
+        try:
+            probe.client.close()
         except Exception as exc:  # a client that no longer closes cleanly must not fail the read
             log.warning("closing the old end-offset probe failed", topic=self.topic, error=str(exc))
 
@@ -427,5 +473,4 @@ class KafkaLog:
             self._producer.flush(5)
         finally:
             self._consumer.close()
-            with self._probe_lock:
-                self._probe.close()
+            self._retire(self._probe)

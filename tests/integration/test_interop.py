@@ -380,11 +380,14 @@ def test_kconnect_and_a_4x_java_worker_run_tasks_side_by_side(
 
         ids = {_worker_id(kc), java.worker_id}
 
+        seen_last: dict[str, Any] = {}
+
         def spread() -> dict[str, str] | None:
             """Each task's worker, once every task RUNNING as both sides report it and on both workers."""
             owners: dict[str, str] = {}
             for name in names:
                 seen = [_statuses(kc, name), _statuses(java, name)]
+                seen_last[name] = {"kconnect": seen[0], "java": seen[1]}
                 if not all(s and len(s["tasks"]) == 1 and s["tasks"][0]["state"] == "RUNNING" for s in seen):
                     return None
                 assert seen[0] is not None and seen[1] is not None
@@ -393,7 +396,10 @@ def test_kconnect_and_a_4x_java_worker_run_tasks_side_by_side(
                 owners[name] = seen[1]["tasks"][0]["worker_id"]
             return owners if set(owners.values()) == ids else None
 
-        owners = wait_until(spread, 240, "the tasks RUNNING, one on each worker")
+        try:
+            owners = wait_until(spread, 240, "the tasks RUNNING, one on each worker")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; statuses as each side last reported them: {seen_last}") from None
         # What kconnect reports as its own assignment is what the statuses say it runs.
         mine = wait_until(
             lambda: (v := kc.workers()) and v["this_worker"]["assignment"], 30, "kconnect's view"

@@ -54,7 +54,7 @@ def _log(probe: FlakyProbe | CountingProbe, partitions: int = 1) -> KafkaLog:
     log = KafkaLog.__new__(KafkaLog)  # no clients: only the probe is used
     log.topic = "t"
     log._partitions = list(range(partitions))
-    log._probe = probe
+    log._probe = kafka_log._SharedProbe(probe)
     log._new_probe = lambda: probe  # a renewed probe (after a timed-out query) is the same fake here
     log._probe_lock = threading.Lock()
     log._probe_renewed = 0.0
@@ -96,11 +96,71 @@ def test_a_probe_whose_query_timed_out_is_replaced_by_a_fresh_client() -> None:
     stale = DeadLeaderProbe()
     fresh = FlakyProbe()
     log = _log(fresh)
-    log._probe = stale
+    log._probe = kafka_log._SharedProbe(stale)
     made: list[FlakyProbe] = []
     log._new_probe = lambda: made.append(fresh) or fresh
     assert log.end_offsets(5.0) == {0: 42}
-    assert stale.calls == 1 and stale.closed and made == [fresh] and log._probe is fresh
+    assert stale.calls == 1 and stale.closed and made == [fresh] and log._probe.client is fresh
+
+
+class BlockingProbe:
+    """A probe whose first query waits until released, and that refuses queries once closed (the real
+    client frees its handle on close: a query in flight then reads freed memory and the process dies)."""
+
+    def __init__(self, fail_first: bool = False) -> None:
+        self.inside = threading.Event()
+        self.release = threading.Event()
+        self.closed = False
+        self.fail_first = fail_first
+
+    def get_watermark_offsets(self, tp: Any, timeout: float, cached: bool) -> tuple[int, int]:
+        assert not self.closed, "queried after close"
+        if self.fail_first:
+            self.fail_first = False
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
+        self.inside.set()
+        self.release.wait(5)
+        assert not self.closed, "closed while a query was inside"
+        return 0, 7
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_probe_renewed_while_another_thread_queries_it_is_closed_by_that_thread_afterwards() -> None:
+    """The SIGSEGV of bench/brokers_random.py's worker 0 (issue 29): one thread renews the probe after a
+    timeout while another is inside a query on it; the old client must outlive that query."""
+    busy = BlockingProbe()
+    fresh = FlakyProbe()
+    log = _log(fresh)
+    log._probe = kafka_log._SharedProbe(busy)
+    log._new_probe = lambda: fresh
+    answers: list[dict[int, int]] = []
+    reader = threading.Thread(target=lambda: answers.append(log.end_offsets(5.0)))
+    reader.start()
+    assert busy.inside.wait(5)
+    log._renew_probe(0, "timed out")  # what a second thread does after its own query timed out
+    assert log._probe.client is fresh and not busy.closed  # retired, still in use
+    busy.release.set()
+    reader.join(5)
+    assert answers == [{0: 7}] and busy.closed  # its last user closed it
+    assert log.end_offsets(5.0) == {0: 42}  # later queries go to the fresh client
+
+
+def test_a_stopped_logs_probe_is_closed_once_its_query_returns() -> None:
+    busy = BlockingProbe()
+    log = _log(FlakyProbe())
+    log._probe = kafka_log._SharedProbe(busy)
+    reader = threading.Thread(target=lambda: log.end_offsets(5.0))
+    reader.start()
+    assert busy.inside.wait(5)
+    log._retire(log._probe)  # what stop() does
+    assert not busy.closed
+    busy.release.set()
+    reader.join(5)
+    assert busy.closed
+    with pytest.raises(KafkaLogError, match="stopped"):
+        log.end_offsets(1.0)
 
 
 def test_a_probe_that_finds_the_partition_unknown_is_renewed_at_most_every_interval(
