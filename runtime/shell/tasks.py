@@ -207,12 +207,17 @@ class Tasks:
             self._stopped(action, generation)
 
     def _stopped(self, action: hd.StopTask, generation: int) -> None:
+        """Report a stopped task UNASSIGNED, unless a newer generation's status of another worker stands
+        (Java's ``putSafe`` on a task's shutdown): the write is not awaited, and a revoked task's new owner
+        may already have reported it RUNNING."""
         self.log.info("task stopped", connector=action.task.connector, task=action.task.task)
         if self.stores.snapshot().contains(action.task.connector):
+            status = status_log.TaskStatus(action.task, State.UNASSIGNED, None, self.worker_id, generation)
             with self._lock:
-                self._report(
-                    status_log.TaskStatus(action.task, State.UNASSIGNED, None, self.worker_id, generation)
-                )
+                if not self.stores.status_state().can_write_safely(status):
+                    self.log.info("task stopped, a newer generation's status stands", task=str(action.task))
+                    return
+                self._report(status)
 
     def running(self, task: TaskId, herder: hd.Herder) -> None:
         """A task's loop runs now (its start returned): report it RUNNING with the worker's current

@@ -56,9 +56,13 @@ class MeetingExecutor:
 class FakeStores:
     def __init__(self) -> None:
         self.written: list[Any] = []
+        self.read: list[status_log.StatusRecord] = []  # what the worker has read of the status topic
 
     def put_status(self, status: Any) -> None:
         self.written.append(status)
+
+    def status_state(self) -> status_log.StatusState:
+        return status_log.apply_all(status_log.StatusState(), self.read)
 
     def snapshot(self) -> ClusterConfigSnapshot:
         return ClusterConfigSnapshot(connector_configs={"c": {}}, target_states={"c": TargetState.STARTED})
@@ -88,3 +92,17 @@ def test_stops_one_at_a_time_would_not_meet() -> None:
     for t in TASKS[:2]:
         tasks.stop(hd.StopTask(t), generation=9)
     assert executor.alone == TASKS[:2] and executor.met == []
+
+
+def test_a_stopped_task_another_worker_runs_at_a_newer_generation_is_not_reported_unassigned() -> None:
+    """Java's ``putSafe`` on a task's shutdown: the UNASSIGNED is not awaited, and the task's new owner may
+    have reported it RUNNING already; written over it, a Java worker (which reads statuses with no
+    generation rule) would show the task UNASSIGNED for good."""
+    executor = MeetingExecutor(2)
+    tasks, stores = _tasks(executor)
+    stores.read = [
+        status_log.TaskStatus(TASKS[0], status_log.State.RUNNING, None, "w2", 10),
+        status_log.TaskStatus(TASKS[1], status_log.State.RUNNING, None, "w2", 9),
+    ]
+    tasks.stop_all([hd.StopTask(t) for t in TASKS[:2]], generation=9)
+    assert [(s.task, s.state) for s in stores.written] == [(TASKS[1], status_log.State.UNASSIGNED)]
