@@ -545,8 +545,16 @@ class SinkReader:
             return metadata
 
     def close(self) -> None:
+        """Stop the reader's thread, then close its consumer; a thread still inside the consumer after
+        10 s keeps it open (closed under a thread in a librdkafka call, the client's freed handle kills
+        the process with SIGSEGV), and the consumer is left to the garbage collector."""
         self._stop.set()
         self._thread.join(10)
+        if self._thread.is_alive():
+            log.warning(
+                "sink reader's thread did not stop in 10 s; its consumer is left open", reader=self.name
+            )
+            return
         self._consumer.close()
 
     # --- the reader's thread

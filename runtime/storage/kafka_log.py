@@ -472,5 +472,9 @@ class KafkaLog:
         try:
             self._producer.flush(5)
         finally:
-            self._consumer.close()
+            if self._thread is not None and self._thread.is_alive():
+                # Closed under the thread's poll, the client's freed handle would kill the process.
+                log.warning("log thread did not stop in 5 s; its consumer is left open", topic=self.topic)
+            else:
+                self._consumer.close()
             self._retire(self._probe)
