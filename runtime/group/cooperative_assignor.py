@@ -207,6 +207,21 @@ def _wanting(
     return frozenset(m for m in staying if loads_c[m] < least_c or loads_t[m] < least_t)
 
 
+def _homeward(
+    homes: Sequence[Home],
+    members: Mapping[str, WorkerState],
+    staying: Sequence[str],
+    loads_c: Mapping[str, int],
+    connectors: int,
+    loads_t: Mapping[str, int],
+    tasks: int,
+) -> tuple[dict[str, str], dict[TaskId, str]]:
+    """Where homed work goes on these loads: to its home member while that member is below its balanced
+    share. Asked twice a round, before revoking (on what members keep) and before levelling (on what they
+    keep plus what they were handed), since a member's shortfall changes in between."""
+    return home_rule.homeward(homes, members, _wanting(staying, loads_c, connectors, loads_t, tasks))
+
+
 def _balance_revocations(total: int, order: Sequence[str], loads: Mapping[str, int]) -> dict[str, int]:
     """Java's loadBalancingRevocations: how many items each member must give up so that nobody runs more
     than a perfectly balanced share of ``total`` (the first overloaded members in ``order`` keep the
@@ -596,8 +611,8 @@ def cooperative_round(
         if apply:
             # Give up the last of what the member already ran (Java string order), never what it is
             # handed in this very round; work whose home member is back and short of work goes first.
-            home_c, home_t = home_rule.homeward(
-                homes, members, _wanting(staying, loads_c, len(scope_names), loads_t, total_tasks)
+            home_c, home_t = _homeward(
+                homes, members, staying, loads_c, len(scope_names), loads_t, total_tasks
             )
             for m, k in over_c.items():
                 ordered = home_rule.give_up_order(keep_c[m], m, home_c, java_order)
@@ -618,9 +633,7 @@ def cooperative_round(
     items_c, items_t = created_c + reassign_c, created_t + reassign_t
     if homes and staying:
         # Work whose home member is back goes there first, up to that member's balanced share.
-        home_c, home_t = home_rule.homeward(
-            homes, members, _wanting(staying, loads_c, len(scope_names), loads_t, total_tasks)
-        )
+        home_c, home_t = _homeward(homes, members, staying, loads_c, len(scope_names), loads_t, total_tasks)
         items_c = home_rule.send_home(items_c, home_c, loads_c, len(scope_names) // len(staying), new_c)
         items_t = home_rule.send_home(items_t, home_t, loads_t, total_tasks // len(staying), new_t)
     _level(staying, loads_c, items_c, new_c)
