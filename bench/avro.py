@@ -38,7 +38,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import dataplane as dp
+import process_cpu
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
 from kconnect.runtime.dataplane.connect_data import (
@@ -112,13 +112,13 @@ def run_frame(spark: Any, name: str, conv: Converter, encoded: list[bytes | None
     frame = spark.createDataFrame(rows, RAW_SCHEMA).repartition(2).cache()
     frame.count()
     me = os.getpid()
-    before = dp.tree_cpu(me)
+    before = process_cpu.tree_cpu_seconds(me)
     wall = time.perf_counter()
     conv.to_columns(frame, "value").write.format("noop").mode("overwrite").save()
     wall = time.perf_counter() - wall
-    after = dp.tree_cpu(me)
+    after = process_cpu.tree_cpu_seconds(me)
     frame.unpersist()
-    cpu = sum(after.values()) - sum(before.values())
+    cpu = after - before
     return f"{name:6} frame  {len(encoded) / wall:12,.0f} {cpu / len(encoded) * 1e6:10.2f}"
 
 

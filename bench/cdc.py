@@ -36,8 +36,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import dataplane as dp
 import density
+import process_cpu
 import psycopg2
 from confluent_kafka import Consumer
 
@@ -194,20 +194,20 @@ def measure(
     topics = [f"{system}.public.snap", f"{system}.public.steady"]
     counter = Counter(bootstrap, topics)
     try:
-        cpu0 = sum(dp.tree_cpu(pid).values())
+        cpu0 = process_cpu.tree_cpu_seconds(pid)
         started = time.monotonic()
         create()
         wait_until(
             lambda: counter.counts[topics[0]] >= args.rows, 3600, f"{system}: {args.rows} snapshot rows", 0.2
         )
         snapshot_s = time.monotonic() - started
-        cpu1 = sum(dp.tree_cpu(pid).values())
+        cpu1 = process_cpu.tree_cpu_seconds(pid)
         print(f"{system}: snapshot of {args.rows} rows in {snapshot_s:.1f} s", flush=True)
         wal = WalSampler(pg, f"{system}_slot")
         written = write_steady(pg, args.rate, args.seconds, args.txn, base)
         wal_max = wal.close()
         wait_until(lambda: counter.counts[topics[1]] >= written, 600, f"{system}: {written} changes", 0.2)
-        cpu2 = sum(dp.tree_cpu(pid).values())
+        cpu2 = process_cpu.tree_cpu_seconds(pid)
         time.sleep(3)  # an offset flush (every second on both) acknowledges the slot
         wal_end = wal.now()
         latencies = list(counter.latencies)

@@ -12,7 +12,7 @@ warmed up first), then per repetition a fresh topic and one of:
 - ``trickle``: a sink that has caught up, then one record every 100 ms for 30 s: the per-micro-batch cost
   (checkpoints, planning, processes Spark forks) with almost no records.
 
-The first line of a run is the whole tree's CPU (``dataplane.tree_cpu``, what ``dataplane.py`` counts);
+The first line of a run is the whole tree's CPU (``process_cpu.tree_cpu``, what ``dataplane.py`` counts);
 the lines below it are the threads that ran, which do not add up to it exactly (a thread that ended
 during the run is not listed).
 
@@ -49,12 +49,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import dataplane as dp
+import process_cpu
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kconnect.runtime.cli import broker as embedded
 from kconnect.runtime.dataplane.task_runner import produce
-
-_TICK = os.sysconf("SC_CLK_TCK")
 
 
 def threads(pid: int) -> collections.Counter[str]:
@@ -71,7 +70,7 @@ def threads(pid: int) -> collections.Counter[str]:
             continue
         name = re.sub(r"[0-9#]+", "N", stat[stat.index("(") + 1 : stat.rindex(")")])
         fields = stat.rsplit(")", 1)[1].split()
-        out[name] += (int(fields[11]) + int(fields[12])) / _TICK
+        out[name] += (int(fields[11]) + int(fields[12])) / process_cpu.TICK
     return out
 
 
@@ -80,7 +79,7 @@ def snapshot(root: int) -> collections.Counter[str]:
     snap: collections.Counter[str] = collections.Counter()
     for name, seconds in threads(root).items():
         snap[f"worker:{name}"] += seconds
-    snap["worker:reaped-children"] += dp._cpu_ticks(root)[1] / _TICK
+    snap["worker:reaped-children"] += process_cpu.cpu_ticks(root)[1] / process_cpu.TICK
     for pid in dp._descendants(root):
         if dp._comm(pid) == "java":
             kind = "jvm"
@@ -100,7 +99,7 @@ def snapshot(root: int) -> collections.Counter[str]:
             )
         for name, seconds in threads(pid).items():
             snap[f"{kind}:{name}"] += seconds
-        snap[f"{kind}:reaped-children"] += dp._cpu_ticks(pid)[1] / _TICK
+        snap[f"{kind}:reaped-children"] += process_cpu.cpu_ticks(pid)[1] / process_cpu.TICK
     return snap
 
 
@@ -156,7 +155,7 @@ def one_run(args: argparse.Namespace, worker: dp.WorkerProcess, bootstrap: str, 
         produce_lines(bootstrap, topic, args.records)
     time.sleep(2)
     before, started = snapshot(worker.proc.pid), time.monotonic()
-    tree_before = dp.tree_cpu(worker.proc.pid)
+    tree_before = process_cpu.tree_cpu(worker.proc.pid)
     records = args.records
     if args.mode in ("pipeline", "source"):
         dp.create(worker, f"threads-src{rep}", source)
@@ -171,7 +170,7 @@ def one_run(args: argparse.Namespace, worker: dp.WorkerProcess, bootstrap: str, 
     if args.mode == "trickle":
         time.sleep(3)
         before, started = snapshot(worker.proc.pid), time.monotonic()
-        tree_before = dp.tree_cpu(worker.proc.pid)
+        tree_before = process_cpu.tree_cpu(worker.proc.pid)
         producer = Producer({"bootstrap.servers": bootstrap})
         records = 0
         while time.monotonic() - started < 30:
@@ -181,9 +180,9 @@ def one_run(args: argparse.Namespace, worker: dp.WorkerProcess, bootstrap: str, 
             time.sleep(0.1)
         dp.wait_for_lines(out, args.records + records, 100, 600, worker.alive)
     wall = time.monotonic() - started
-    after, tree_after = snapshot(worker.proc.pid), dp.tree_cpu(worker.proc.pid)
+    after, tree_after = snapshot(worker.proc.pid), process_cpu.tree_cpu(worker.proc.pid)
     diff = {k: after[k] - before[k] for k in set(after) | set(before)}
-    # The total from the processes' own counters (``dataplane.tree_cpu``): a thread that ended during the
+    # The total from the processes' own counters (``process_cpu.tree_cpu``): a thread that ended during the
     # run leaves the per-thread sums, its time staying in its process's total.
     total = sum(tree_after.values()) - sum(tree_before.values())
     print(

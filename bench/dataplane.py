@@ -71,6 +71,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
+import process_cpu
 import results as bench_results
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -143,33 +144,10 @@ _comm = command_name
 _descendants = descendants
 
 
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _cpu_ticks(pid: int) -> tuple[int, int]:
-    """(utime + stime, cutime + cstime) of ``pid`` in clock ticks; (0, 0) once it is gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0, 0
-    # After the ")": state ppid ... utime is field 14 of stat, so index 11 here; stime, cutime, cstime follow.
-    return int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
-
-
-def tree_cpu(root: int) -> dict[str, float]:
-    """CPU seconds so far of a process tree: ``root`` itself, and everything below it.
-
-    Below it: every live descendant's own and reaped children's time, plus the children ``root`` itself
-    reaped. A process that exits is reaped by its parent (in the tree), whose children's time then holds
-    it, so a difference of two samples counts each process once. For a kconnect worker "below" is its
-    Spark JVM and Spark's Python workers (``pyspark.daemon`` and the workers it forks); a reference worker
-    (the JVM itself) has nothing below it.
-    """
-    own, reaped = _cpu_ticks(root)
-    below = reaped
-    for pid in _descendants(root):
-        below += sum(_cpu_ticks(pid))
-    return {"root": own / _TICK, "below": below / _TICK}
+#: The CPU reading every bench shares (process_cpu.py); the old names stay for the benches that use them.
+_TICK = process_cpu.TICK
+_cpu_ticks = process_cpu.cpu_ticks
+tree_cpu = process_cpu.tree_cpu
 
 
 class Meter:

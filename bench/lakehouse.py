@@ -45,8 +45,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import dataplane as dp
 import density
+import process_cpu
 import results as bench_results
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -183,7 +183,7 @@ class Worker:
         return self.kc.proc.pid
 
     def cpu(self) -> float:
-        return sum(dp.tree_cpu(self.pid).values())
+        return process_cpu.tree_cpu_seconds(self.pid)
 
     def create(self, name: str, config: dict[str, str]) -> None:
         body = {"name": name, "config": config}

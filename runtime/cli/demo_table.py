@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kconnect.runtime.cli.cache_dir import kconnect_cache_dir
+
 #: The namespace and table the demo writes, and the catalog name its reader registers the warehouse under.
 TABLE = "demo.lines"
 READER_CATALOG = "lake"
@@ -47,7 +49,7 @@ _SPARK_COMMON = {
 def find_iceberg_jar(environ: Mapping[str, str], home: Path) -> Path | None:
     """Spark's Iceberg runtime as ``make lakehouse`` leaves it (a complete copy: its marker is written last),
     newest version first; None when it was never fetched."""
-    cache = Path(environ.get("XDG_CACHE_HOME") or home / ".cache") / "kconnect"
+    cache = kconnect_cache_dir(environ, home)
     found = [
         jar
         for copy in cache.glob("lakehouse-*")

@@ -6,7 +6,8 @@ Two places need them: the data plane's converters parse their settings with them
 import the data plane (and with it Spark) and the data plane does not import the catalogue: the keys are
 defined once and each side imports them at module top.
 
-The module is pure: it builds ConfigDefs and imports nothing but :mod:`config_def`.
+The module is pure: it builds ConfigDefs and imports nothing but :mod:`config_def` and the other
+catalogues of converter keys.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Final
 
-from kconnect.runtime.plugins.config_def import NO_DEFAULT, ConfigDef, Importance, Type, ValidString, Width
+from kconnect.runtime.plugins.config_def import ConfigDef, Importance, Type, Width
+from kconnect.runtime.plugins.converter_type import converter_type_def
 from kconnect.runtime.plugins.schema_registry_configs import SCHEMA_REGISTRY_CONFIG_DEFS
 
 __all__ = [
@@ -33,21 +35,9 @@ BYTE_ARRAY_CONVERTER: Final = "org.apache.kafka.connect.converters.ByteArrayConv
 SIMPLE_HEADER_CONVERTER: Final = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
 
 
-def _converter_type_def() -> ConfigDef:
-    # Every Java converter defines converter.type; the runtime sets it to key, value or header.
-    return ConfigDef().define(
-        "converter.type",
-        Type.STRING,
-        NO_DEFAULT,
-        ValidString.in_("key", "value", "header"),
-        Importance.LOW,
-        "Whether this converter handles keys, values or headers; set by the runtime.",
-    )
-
-
 def _json_converter_def() -> ConfigDef:
     return (
-        _converter_type_def()
+        converter_type_def()
         .define(
             "schemas.enable",
             Type.BOOLEAN,
@@ -114,7 +104,7 @@ def _json_converter_def() -> ConfigDef:
 
 
 def _string_converter_def() -> ConfigDef:
-    return _converter_type_def().define(
+    return converter_type_def().define(
         "converter.encoding",
         Type.STRING,
         "UTF8",
@@ -133,7 +123,7 @@ CONVERTER_CONFIG_DEFS: Mapping[str, Callable[[], ConfigDef]] = MappingProxyType(
     {
         JSON_CONVERTER: _json_converter_def,
         STRING_CONVERTER: _string_converter_def,
-        BYTE_ARRAY_CONVERTER: _converter_type_def,
+        BYTE_ARRAY_CONVERTER: converter_type_def,
         SIMPLE_HEADER_CONVERTER: ConfigDef,
         **SCHEMA_REGISTRY_CONFIG_DEFS,
     }

@@ -22,6 +22,7 @@ from kconnect.runtime.plugins.config_def import (
     Type,
     ValidString,
 )
+from kconnect.runtime.plugins.converter_type import converter_type_def
 
 __all__ = [
     "AVRO_CONVERTER",
@@ -49,15 +50,7 @@ SUBJECT_NAME_STRATEGIES: Final[Mapping[str, str]] = MappingProxyType(
 def _serde_def() -> ConfigDef:
     """``AbstractKafkaSchemaSerDeConfig``: the registry connection and how subjects and ids are chosen."""
     strategies = ValidString.in_(*SUBJECT_NAME_STRATEGIES, *SUBJECT_NAME_STRATEGIES.values())
-    d = ConfigDef()
-    d.define(
-        "converter.type",
-        Type.STRING,
-        NO_DEFAULT,
-        ValidString.in_("key", "value", "header"),
-        Importance.LOW,
-        "Whether this converter handles keys, values or headers; set by the runtime.",
-    )
+    d = converter_type_def()
     d.define(
         "schema.registry.url",
         Type.LIST,

@@ -7,7 +7,8 @@ transactions while the worker is SIGKILLed; a second worker takes both connector
 table, read with Spark SQL, ends equal to the PostgreSQL table read with SQL: every insert, update and
 delete applied once, none lost.
 
-It reuses the lakehouse module's Spark reader (Iceberg's Hadoop catalog on the warehouse directory).
+It reads the table with the lakehouse modules' Spark reader (the ``reader`` fixture,
+tests/integration/conftest.py: Iceberg's Hadoop catalog on the warehouse directory).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import pytest
 from pyspark.sql import SparkSession
 
 from kconnect.runtime.cli.broker import free_port
-from tests.integration.test_lakehouse_sinks import reader  # noqa: F401 - the module's Spark reader fixture
 from tests.support.apache_kafka import Broker
 from tests.support.cluster import WorkerProcess, stable_view, wait_until, worker_properties
 from tests.support.lakehouse_jars import spark_properties
@@ -41,7 +41,7 @@ def iceberg_rows(spark: SparkSession, warehouse: Path, table: str) -> list[tuple
 
 
 def test_postgres_changes_reach_iceberg_across_a_killed_worker(
-    reader: tuple[SparkSession, Path],  # noqa: F811 - the imported fixture
+    reader: tuple[SparkSession, Path],
     tmp_path: Path,
     broker: Broker,
 ) -> None:

@@ -32,11 +32,12 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import SparkSession
 
 from kconnect.runtime.cli.broker import free_port
-from tests.integration.test_lakehouse_sinks import envelope, fresh_spark_jvm
+from tests.integration.test_lakehouse_sinks import envelope
 from tests.support.apache_kafka import Broker, one_record_batches
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
 from tests.support.iceberg_rest import start_iceberg_rest
 from tests.support.lakehouse_jars import spark_properties
+from tests.support.lakehouse_reader import reader_session
 from tests.support.postgres import DRIVER_JAR, PASSWORD, USER, PostgresServer, start_postgres
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
@@ -93,28 +94,20 @@ def bench(tmp_path_factory: pytest.TempPathFactory, broker: Broker) -> Iterator[
     pg = start_postgres()  # raises with the server's own words if it cannot start: a failure, not a skip
     jars = {**spark_properties()}
     jars["spark.jars"] += "," + DRIVER_JAR  # Iceberg's JdbcCatalog loads the PostgreSQL driver
-    fresh_spark_jvm()
-    builder = SparkSession.builder.master("local[1]").appName("kconnect-lakehouse-maintenance")
-    for key, value in {
-        **jars,
-        "spark.ui.enabled": "false",
-        "spark.sql.shuffle.partitions": "1",
-        "spark.driver.bindAddress": "127.0.0.1",
-        "spark.driver.host": "127.0.0.1",
-        "spark.sql.catalog.chk": "org.apache.iceberg.spark.SparkCatalog",
-        "spark.sql.catalog.chk.type": "hadoop",
-        "spark.sql.catalog.chk.warehouse": str(warehouse / "hadoop"),
-        "spark.sql.catalog.chk.cache-enabled": "false",
-        "spark.sql.catalog.pgc": "org.apache.iceberg.spark.SparkCatalog",
-        "spark.sql.catalog.pgc.type": "jdbc",
-        "spark.sql.catalog.pgc.uri": pg.jdbc_url,
-        "spark.sql.catalog.pgc.jdbc.user": USER,
-        "spark.sql.catalog.pgc.jdbc.password": PASSWORD,
-        "spark.sql.catalog.pgc.warehouse": str(warehouse / "jdbc"),
-        "spark.sql.catalog.pgc.cache-enabled": "false",
-    }.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    spark = reader_session(
+        "kconnect-lakehouse-maintenance",
+        warehouse / "hadoop",
+        {
+            "spark.jars": jars["spark.jars"],
+            "spark.sql.catalog.pgc": "org.apache.iceberg.spark.SparkCatalog",
+            "spark.sql.catalog.pgc.type": "jdbc",
+            "spark.sql.catalog.pgc.uri": pg.jdbc_url,
+            "spark.sql.catalog.pgc.jdbc.user": USER,
+            "spark.sql.catalog.pgc.jdbc.password": PASSWORD,
+            "spark.sql.catalog.pgc.warehouse": str(warehouse / "jdbc"),
+            "spark.sql.catalog.pgc.cache-enabled": "false",
+        },
+    )
     props = worker_properties(broker.bootstrap, f"lhm-{uuid.uuid4().hex[:8]}", free_port())
     props.update(
         {

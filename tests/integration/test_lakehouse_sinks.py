@@ -2,8 +2,8 @@
 
 One story, both sinks side by side on the same topic (2 partitions, JSON with schemas), tables named by
 topic (``kc.${topic}``), created from the records' schemas, committed by records or time; read back with
-Spark SQL from a SparkSession of the test's own (Iceberg's Hadoop catalog on the warehouse directory,
-Delta by path):
+Spark SQL from a SparkSession of the test's own (the ``reader`` fixture, tests/integration/conftest.py:
+Iceberg's Hadoop catalog on the warehouse directory, Delta by path):
 
 1. records in -> every record exactly once in both tables; each Iceberg snapshot carries the offsets;
 2. records with a wider id (int64) and a new optional field: the column widens and is added;
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -76,51 +75,6 @@ DEBEZIUM = {
 
 def change(op: str, before: dict[str, Any] | None, after: dict[str, Any] | None) -> bytes:
     return json.dumps({"schema": DEBEZIUM, "payload": {"before": before, "after": after, "op": op}}).encode()
-
-
-def fresh_spark_jvm() -> None:
-    """Stop this process's SparkSession and its JVM, if another test made them: jars join the driver's
-    class path only when its JVM starts, so a session built on a JVM started without Iceberg and Delta
-    cannot load their catalogs (under pytest-xdist a worker process runs many test files)."""
-    from pyspark import SparkContext
-
-    existing = SparkSession.getActiveSession()
-    if existing is not None:
-        existing.stop()
-    if SparkContext._active_spark_context is not None:
-        SparkContext._active_spark_context.stop()
-    gateway = SparkContext._gateway
-    if gateway is not None:
-        proc = getattr(gateway, "proc", None)
-        gateway.shutdown()
-        if proc is not None:
-            proc.kill()
-            proc.wait(30)
-        SparkContext._gateway = None
-        SparkContext._jvm = None
-
-
-@pytest.fixture(scope="module")
-def reader(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SparkSession, Path]]:
-    """The test's SparkSession (Iceberg and Delta loaded) and the warehouse directory both sinks use."""
-    warehouse = tmp_path_factory.mktemp("lakehouse")
-    fresh_spark_jvm()
-    builder = SparkSession.builder.master("local[1]").appName("kconnect-lakehouse-reader")
-    for key, value in {
-        **spark_properties(),
-        "spark.ui.enabled": "false",
-        "spark.sql.shuffle.partitions": "1",
-        "spark.driver.bindAddress": "127.0.0.1",
-        "spark.driver.host": "127.0.0.1",
-        "spark.sql.catalog.chk": "org.apache.iceberg.spark.SparkCatalog",
-        "spark.sql.catalog.chk.type": "hadoop",
-        "spark.sql.catalog.chk.warehouse": str(warehouse / "iceberg"),
-        "spark.sql.catalog.chk.cache-enabled": "false",
-    }.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    yield spark, warehouse
-    spark.stop()
 
 
 def iceberg_ids(spark: SparkSession, topic: str) -> list[int]:

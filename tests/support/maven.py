@@ -16,10 +16,11 @@ functions ahead of ``make test``, so the tests normally find the cache filled.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
+
+from kconnect.runtime.cli.cache_dir import kconnect_cache_dir
 
 #: The file, in a cache folder, whose presence says the copy into it finished.
 MARKER = "complete"
@@ -28,9 +29,9 @@ MVN_TIMEOUT_S = 900
 
 
 def kconnect_cache(name: str) -> Path:
-    """``$XDG_CACHE_HOME/kconnect/<name>``, or ``~/.cache/kconnect/<name>`` when it is unset or empty."""
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "kconnect" / name
+    """``$XDG_CACHE_HOME/kconnect/<name>``, or ``~/.cache/kconnect/<name>`` when it is unset or empty: the
+    product's rule (:func:`kconnect_cache_dir`), which ``kconnect demo`` looks in."""
+    return kconnect_cache_dir() / name
 
 
 def is_fetched(home: Path) -> bool:

@@ -3,10 +3,14 @@ workers' properties (the live run is tests/integration/test_demo.py)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from kconnect.runtime.cli import demo_table
+import pytest
+
+from kconnect.runtime.cli import cache_dir, demo_table
 from kconnect.runtime.plugins.transform_configs import TRANSFORMATION_DEFS
+from tests.support import lakehouse_jars, maven
 
 
 def _copy(cache: Path, name: str, version: str, complete: bool) -> Path:
@@ -51,3 +55,19 @@ def test_worker_properties_load_the_jar_and_send_one_record_batches(tmp_path: Pa
 def test_the_summary_line_is_what_the_demo_test_reads() -> None:
     row = {"rows": 100, "distinct_lines": 100, "first": 0, "last": 99}
     assert demo_table.summary_line(row) == "100 rows, 100 distinct lines, line 0 .. line 99"
+
+
+def test_the_demo_looks_where_the_fetch_leaves_the_jars(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One cache rule (kconnect.runtime.cli.cache_dir) for the demo and for ``make lakehouse``'s fetch
+    (tests/support/maven.py): an empty XDG_CACHE_HOME counts as unset, as the XDG spec says."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for xdg in (str(tmp_path / "xdg"), ""):
+        monkeypatch.setenv("XDG_CACHE_HOME", xdg)
+        fetched = maven.kconnect_cache(lakehouse_jars.lakehouse_home().name)
+        assert fetched.parent == cache_dir.kconnect_cache_dir()
+        jar = _copy(fetched.parent.parent, fetched.name, lakehouse_jars.ICEBERG_VERSION, complete=True)
+        assert jar.parent.parent == fetched
+        assert demo_table.find_iceberg_jar(os.environ, Path.home()) == jar
+    assert cache_dir.kconnect_cache_dir({"XDG_CACHE_HOME": ""}, tmp_path) == tmp_path / ".cache" / "kconnect"

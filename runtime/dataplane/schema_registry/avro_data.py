@@ -17,7 +17,6 @@ through unchanged except for maps with non-string keys, unions and defaults. Pur
 from __future__ import annotations
 
 import base64
-import datetime as dt
 import decimal
 import re
 from collections.abc import Mapping
@@ -33,6 +32,11 @@ from kconnect.runtime.dataplane.connect_data import (
     ConnectDataError,
     ConnectField,
     ConnectSchema,
+)
+from kconnect.runtime.dataplane.schema_registry.logical_ints import (
+    LOGICAL_INTS,
+    logical_from_int,
+    logical_to_int,
 )
 
 __all__ = [
@@ -72,8 +76,6 @@ _FROM_AVRO: Final = {
     "bytes": "bytes",
 }
 _INVALID_NAME_CHARS: Final = re.compile(r"[^A-Za-z0-9_]")
-_EPOCH_DAY: Final = dt.date(1970, 1, 1)
-_EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 @dataclass(frozen=True)
@@ -252,12 +254,8 @@ def _default_json(schema: ConnectSchema, value: Any) -> Any:
         unscaled = int(decimal.Decimal(value).scaleb(schema.scale).to_integral_value())
         raw = unscaled.to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True)
         return raw.decode("latin-1")
-    if schema.name == DATE and isinstance(value, dt.date):
-        return (value - _EPOCH_DAY).days
-    if schema.name == TIME and isinstance(value, dt.time):
-        return ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000
-    if schema.name == TIMESTAMP and isinstance(value, dt.datetime):
-        return (value - _EPOCH) // dt.timedelta(milliseconds=1)
+    if schema.name in LOGICAL_INTS and (encoded := logical_to_int(schema.name, value)) is not None:
+        return encoded
     if schema.type == "bytes":
         return bytes(value).decode("latin-1")
     if schema.type == "struct" and isinstance(value, Mapping):
@@ -424,13 +422,8 @@ def _default_from_json(schema: ConnectSchema, value: Any) -> Any:
     if schema.name == DECIMAL:
         raw = str(value).encode("latin-1")
         return decimal.Decimal(int.from_bytes(raw, "big", signed=True)).scaleb(-schema.scale)
-    if schema.name == DATE:
-        return _EPOCH_DAY + dt.timedelta(days=int(value))
-    if schema.name == TIME:
-        ms = int(value)
-        return (dt.datetime.min + dt.timedelta(milliseconds=ms)).time()
-    if schema.name == TIMESTAMP:
-        return _EPOCH + dt.timedelta(milliseconds=int(value))
+    if schema.name in LOGICAL_INTS:
+        return logical_from_int(schema.name, value)
     if schema.type == "bytes":
         return str(value).encode("latin-1")
     if schema.type == "struct" and isinstance(value, Mapping):

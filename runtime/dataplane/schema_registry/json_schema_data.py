@@ -12,7 +12,6 @@ Connect encodings. Pure: no I/O.
 from __future__ import annotations
 
 import base64
-import datetime as dt
 import decimal
 from collections.abc import Mapping
 from typing import Any, Final
@@ -25,6 +24,11 @@ from kconnect.runtime.dataplane.connect_data import (
     ConnectDataError,
     ConnectField,
     ConnectSchema,
+)
+from kconnect.runtime.dataplane.schema_registry.logical_ints import (
+    LOGICAL_INTS,
+    logical_from_int,
+    logical_to_int,
 )
 
 __all__ = [
@@ -54,8 +58,6 @@ _FROM_CONNECT_TYPE: Final = {
     "float64": "double",
     "bytes": "bytes",
 }
-_EPOCH_DAY: Final = dt.date(1970, 1, 1)
-_EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def _base(schema: ConnectSchema, additional: bool) -> dict[str, Any]:
@@ -211,12 +213,8 @@ def to_json_schema_value(schema: ConnectSchema, value: Any) -> Any:
         raise ConnectDataError(f"Invalid null value for required {schema.type.upper()} field")
     if schema.name == DECIMAL:
         return decimal.Decimal(value)
-    if schema.name == DATE and isinstance(value, dt.date):
-        return (value - _EPOCH_DAY).days
-    if schema.name == TIME and isinstance(value, dt.time):
-        return ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000
-    if schema.name == TIMESTAMP and isinstance(value, dt.datetime):
-        return (value - _EPOCH) // dt.timedelta(milliseconds=1)
+    if schema.name in LOGICAL_INTS and (encoded := logical_to_int(schema.name, value)) is not None:
+        return encoded
     if schema.type == "bytes":
         return base64.b64encode(bytes(value)).decode("ascii")
     if schema.type == "struct":
@@ -243,12 +241,8 @@ def from_json_schema_value(schema: ConnectSchema, value: Any) -> Any:
         return schema.default
     if schema.name == DECIMAL:
         return decimal.Decimal(str(value))
-    if schema.name == DATE:
-        return _EPOCH_DAY + dt.timedelta(days=int(value))
-    if schema.name == TIME:
-        return (dt.datetime.min + dt.timedelta(milliseconds=int(value))).time()
-    if schema.name == TIMESTAMP:
-        return _EPOCH + dt.timedelta(milliseconds=int(value))
+    if schema.name in LOGICAL_INTS:
+        return logical_from_int(schema.name, value)
     if schema.type == "bytes":
         return base64.b64decode(value)
     if schema.type in ("float", "double"):
