@@ -286,6 +286,7 @@ def convert_and_transform(
     key_schema: Any = None,
     value_schema: Any = None,
     drop: bool = True,
+    samples: Mapping[str, Any] | None = None,
 ) -> DataFrame:
     """A sink batch from the raw frame to typed, transformed rows with each row's first error collected.
 
@@ -293,12 +294,19 @@ def convert_and_transform(
     are :class:`converters.Converter` and ``chain`` a :class:`transforms.TransformChain`. ``key_schema`` /
     ``value_schema`` (a ``ConnectSchema``) are handed to the converters' ``to_columns`` when known, e.g.
     one inferred for schemaless JSON so struct transforms apply. ``drop=False`` keeps the rows a
-    transformation drops, marked (``TransformChain.apply``).
+    transformation drops, marked (``TransformChain.apply``). ``samples`` holds, per column, a JSON
+    envelope schema already sampled from the batch (``json_converter.sample_envelopes``), handed to that
+    column's converter so it does not sample again.
     """
     staged = df.withColumns({RAW_KEY: F.col("key"), RAW_VALUE: F.col("value")})
-    staged = value_converter.to_columns(
-        key_converter.to_columns(staged, "key", key_schema), "value", value_schema
-    )
+    for column, converter, schema in (
+        ("key", key_converter, key_schema),
+        ("value", value_converter, value_schema),
+    ):
+        if samples and column in samples:
+            staged = converter.to_columns(staged, column, schema, sampled=samples[column])
+        else:
+            staged = converter.to_columns(staged, column, schema)
     # A row whose conversion failed is not transformed further: its error is already recorded.
     staged = chain.apply(staged, drop)
     return collect_errors(

@@ -34,6 +34,7 @@ from kconnect.runtime.dataplane.converters import (
     connect_schema_of,
     converter_from_config,
 )
+from kconnect.runtime.dataplane.converters.json_converter import sample_envelopes
 from kconnect.runtime.dataplane.errors_policy import (
     ERROR_CLASS,
     ERROR_MESSAGE,
@@ -136,6 +137,15 @@ def prepare(plan: SinkPlan, frame: DataFrame, keep_dropped: bool = False) -> Dat
     if plan.chain.transforms:
         key_schema = _inferred(plan.key_converter, frame, "key")
         value_schema = _inferred(plan.value_converter, frame, "value")
+    # Envelope schemas the converters would each sample in a job of their own: one job for both.
+    sampling = {
+        column: converter
+        for column, converter, given in (
+            ("key", plan.key_converter, key_schema),
+            ("value", plan.value_converter, value_schema),
+        )
+        if isinstance(converter, JsonConverter) and converter.reads_batch and given is None
+    }
     return convert_and_transform(
         frame,
         plan.key_converter,
@@ -144,6 +154,7 @@ def prepare(plan: SinkPlan, frame: DataFrame, keep_dropped: bool = False) -> Dat
         key_schema,
         value_schema,
         drop=not keep_dropped,
+        samples=sample_envelopes(frame, sampling),
     )
 
 

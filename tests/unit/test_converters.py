@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pyspark.sql import functions as F
 
+from kconnect.runtime.codecs import java_json
 from kconnect.runtime.codecs.java_json import java_float_str
 from kconnect.runtime.dataplane.connect_data import (
     DATE,
@@ -35,6 +37,7 @@ from kconnect.runtime.dataplane.converters import (
     converter_from_config,
     error_column,
 )
+from kconnect.runtime.dataplane.converters.json_converter import sample_envelopes
 from kconnect.runtime.dataplane.records import RAW_SCHEMA
 from kconnect.runtime.plugins.config_def import ConfigValidationError
 from tests.support.spark import local_spark
@@ -396,6 +399,71 @@ def test_spark_bad_rows_get_an_error_not_an_exception(spark) -> None:  # type: i
     assert errors[4] is not None and "differs" in errors[4]
     assert errors[5] is None and rows[5]["value"] is None  # a tombstone is not an error
     assert all(rows[i]["value"] is None for i in range(1, 5))
+
+
+def _jobs(spark, action):  # type: ignore[no-untyped-def]
+    """``action()``'s answer and how many Spark jobs it ran."""
+    sc = spark.sparkContext
+    group = f"sample-{random.randrange(1 << 30)}"
+    sc.setJobGroup(group, "under test")
+    try:
+        found = action()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    return found, len(sc.statusTracker().getJobIdsForGroup(group))
+
+
+def _sampled_jobs(spark, df, columns):  # type: ignore[no-untyped-def]
+    """``sample_envelopes``'s answer and how many aggregations over the batch it ran (one aggregation
+    can be more than one Spark job: adaptive execution runs its shuffle as a job of its own)."""
+    _, per_aggregation = _jobs(spark, lambda: df.agg(F.count("*")).first())
+    found, jobs = _jobs(spark, lambda: sample_envelopes(df, columns))
+    assert jobs % per_aggregation == 0
+    return found, jobs // per_aggregation
+
+
+def test_key_and_value_envelopes_are_sampled_in_one_job(spark) -> None:  # type: ignore[no-untyped-def]
+    """One producer, one spelling: a key and a value schema (keys null on some records) in one job."""
+    key_schema = ConnectSchema("string")
+    value_schema = ConnectSchema("struct", fields=(ConnectField("a", ConnectSchema("int32")),))
+    keys, values = json_converter(), json_converter()
+    rows = [
+        ("t", 0, i, 1, keys.from_connect(f"k{i}", key_schema) if i % 2 else None,
+         values.from_connect({"a": i}, value_schema), [])
+        for i in range(6)
+    ]  # fmt: skip
+    df = spark.createDataFrame(rows, RAW_SCHEMA)
+    found, jobs = _sampled_jobs(spark, df, {"key": keys, "value": values})
+    assert jobs == 1
+    assert found["key"][0] == key_schema and found["value"][0] == value_schema
+    assert found["value"][1] == {java_json.write(schema_to_json(value_schema))}
+    typed = values.to_columns(df, "value", sampled=found["value"]).orderBy("offset").collect()
+    assert [r["value"]["a"] for r in typed] == list(range(6))
+    assert all(r[error_column("value")] is None for r in typed)
+
+
+def test_mixed_spellings_are_sampled_with_the_first_records_schema(spark) -> None:  # type: ignore[no-untyped-def]
+    """Texts that differ take a second job: the first record's schema, its other spellings accepted,
+    another schema named so that its records fail; keys all null sample as no schema."""
+    java = json_converter().from_connect(
+        {"a": 1}, ConnectSchema("struct", fields=(ConnectField("a", ConnectSchema("int32")),))
+    )
+    reordered = (
+        b'{"payload": {"a": 2}, "schema": {"optional": false, "fields": '
+        b'[{"field": "a", "optional": false, "type": "int32"}], "type": "struct"}}'
+    )
+    other = b'{"schema":{"type":"int64"},"payload":3}'
+    df = spark.createDataFrame(_raw_rows([java, reordered, other, None]), RAW_SCHEMA)
+    converter = json_converter()
+    found, jobs = _sampled_jobs(spark, df, {"key": json_converter(), "value": converter})
+    assert jobs == 2
+    assert found["key"] == (None, frozenset())
+    schema, spellings = found["value"]
+    assert schema is not None and schema.type == "struct" and len(spellings) == 2
+    rows = converter.to_columns(df, "value", sampled=found["value"]).orderBy("offset").collect()
+    errors = [r[error_column("value")] for r in rows]
+    assert errors[:2] == [None, None] and errors[3] is None
+    assert errors[2] is not None and "differs" in errors[2]
 
 
 def test_spark_accepts_the_batch_schema_in_any_key_order_or_spacing(spark) -> None:  # type: ignore[no-untyped-def]

@@ -43,7 +43,7 @@ from kconnect.runtime.dataplane.converters.schema_columns import (
 from kconnect.runtime.plugins.config_def import ConfigDef, ConfigValidationError
 from kconnect.runtime.plugins.converter_configs import converter_config_def
 
-__all__ = ["SCHEMA_TEXT_CACHE", "JsonConverter"]
+__all__ = ["SCHEMA_TEXT_CACHE", "JsonConverter", "Sample", "sample_envelopes"]
 
 
 #: How many schema objects' envelope JSON a JsonConverter keeps written (Java's ``schemas.cache.size``
@@ -52,6 +52,9 @@ SCHEMA_TEXT_CACHE = 1000
 
 
 _SCHEMA_SPELLINGS = 16
+
+#: A batch's sampled envelope schema (None: no record names one) and the texts that spell it.
+Sample = tuple[ConnectSchema | None, frozenset[str]]
 
 
 class JsonConverter(Converter):
@@ -172,34 +175,10 @@ class JsonConverter(Converter):
         # Envelopes name their schema, and without schema.content it is sampled from the batch.
         return self.schemas_enable and self.content_schema is None
 
-    def sample_schema(self, df: DataFrame, column: str) -> tuple[ConnectSchema | None, frozenset[str]]:
-        """The batch's envelope schema when none is given, and every spelling of it the batch holds.
-
-        One Spark job: the first record's schema text and the distinct texts. Producers other than Java
-        write the same schema with its keys in another order or with other spacing; each text is parsed
-        here and the ones meaning the first record's schema are accepted, so that only records naming
-        another schema are errors (one frame has one Spark type).
-        """
-        texts = (
-            df.where(F.col(column).isNotNull())
-            .select(F.get_json_object(F.col(column).cast("string"), "$.schema").alias("s"))
-            .where(F.col("s").isNotNull())
-        )
-        row = texts.agg(F.first("s"), F.slice(F.collect_set("s"), 1, _SCHEMA_SPELLINGS)).first()
-        if row is None or row[0] is None:
-            return None, frozenset()
-        parsed: list[tuple[str, ConnectSchema]] = []
-        for text in [row[0], *row[1]]:
-            try:
-                found = schema_from_json(java_json.read(text))
-            except (ValueError, ConnectDataError):
-                continue
-            if found is not None:
-                parsed.append((str(text), found))
-        if not parsed or parsed[0][0] != row[0]:
-            return None, frozenset()
-        first = parsed[0][1]
-        return first, frozenset(text for text, schema in parsed if schema == first)
+    def sample_schema(self, df: DataFrame, column: str) -> Sample:
+        """The batch's envelope schema when none is given, and every spelling of it the batch holds
+        (:func:`sample_envelopes` for one column)."""
+        return sample_envelopes(df, {column: self})[column]
 
     def infer_schema(self, df: DataFrame, column: str) -> ConnectSchema | None:
         """A schema for schemaless JSON, inferred over every record of the batch by Spark's JSON reader.
@@ -225,12 +204,21 @@ class JsonConverter(Converter):
             return None
         return derive_schema(found[0].dataType, True)
 
-    def to_columns(self, df: DataFrame, column: str, schema: ConnectSchema | None = None) -> DataFrame:
+    def to_columns(
+        self,
+        df: DataFrame,
+        column: str,
+        schema: ConnectSchema | None = None,
+        *,
+        sampled: Sample | None = None,
+    ) -> DataFrame:
         """Typed ``column`` from JSON bytes: the envelope's payload (schemas.enable) or the plain JSON.
 
-        With ``schema`` None and schemas.enable, the schema is taken from the first record; records whose
-        envelope names another schema are errors (one frame has one Spark type). Without schemas and
-        without ``schema``, the JSON text is kept as a string column (schemaless, as Java's maps).
+        With ``schema`` None and schemas.enable, the schema is taken from the first record (``sampled``:
+        already taken by :func:`sample_envelopes`, which samples a key and a value in one Spark job);
+        records whose envelope names another schema are errors (one frame has one Spark type). Without
+        schemas and without ``schema``, the JSON text is kept as a string column (schemaless, as Java's
+        maps).
         """
         raw = F.col(column)
         text = raw.cast("string")
@@ -240,7 +228,7 @@ class JsonConverter(Converter):
         if content:
             schema = self.content_schema
         elif schema is None and self.schemas_enable:
-            schema, spellings = self.sample_schema(df, column)
+            schema, spellings = sampled if sampled is not None else self.sample_schema(df, column)
         if schema is None:
             if self.schemas_enable:
                 # No record names a schema: every value is null or a schemaless envelope.
@@ -266,13 +254,20 @@ class JsonConverter(Converter):
             return df.withColumns({column: typed, err: error}).withColumn(
                 column, F.col(column).alias(column, metadata={"connect.schemaless": True})
             )
+        # With schemas, each record's JSON is parsed once: its envelope's schema text (a StringType field
+        # holds the compact JSON text of an object, as get_json_object gives it), payload and top-level
+        # keys come from one from_json and one key scan (they were four passes over the text).
+        enveloped_read = self.schemas_enable and not content
         read_type = StructType(
             [
+                *([StructField("schema", StringType(), True)] if enveloped_read else []),
                 StructField("payload", json_read_type(schema, self.decimal_numeric), True),
                 StructField(CORRUPT_COLUMN, StringType(), True),
             ]
         )
         options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_COLUMN}
+        tmp, tmp_keys = f"__kc_parsed_{column}", f"__kc_keys_{column}"
+        parsed, keys = F.col(tmp), F.col(tmp_keys)
         if content:
             # KIP-1054: an envelope is read for its payload, anything else as the bare payload.
             enveloped = is_envelope(text)
@@ -283,24 +278,28 @@ class JsonConverter(Converter):
             schema_ok = F.lit(True)
         elif self.schemas_enable:
             wrapped = text
-            keys_ok = is_envelope(text)
+            keys_ok = F.array_sort(keys) == F.array(F.lit("payload"), F.lit("schema"))
             expected = java_json.write(schema_to_json(schema))
+            # A record whose payload does not fit may have lost its parsed fields: its schema is read
+            # again from the text (rare), so that naming another schema stays the error it reports.
+            record_schema = F.when(parsed[CORRUPT_COLUMN].isNull(), parsed["schema"]).otherwise(
+                F.get_json_object(text, "$.schema")
+            )
             # A schemaless envelope ("schema": null) is read with the given schema too.
-            record_schema = F.get_json_object(text, "$.schema")
             schema_ok = record_schema.isNull() | record_schema.isin(sorted(spellings | {expected}))
         else:
             wrapped = F.concat(F.lit('{"payload":'), text, F.lit("}"))
             keys_ok = F.lit(True)
             schema_ok = F.lit(True)
-        tmp = f"__kc_parsed_{column}"
-        staged = df.withColumn(tmp, F.from_json(wrapped, read_type, options))
-        parsed = F.col(tmp)
+        staged = df.withColumns(
+            {tmp: F.from_json(wrapped, read_type, options), tmp_keys: F.json_object_keys(wrapped)}
+        )
         present = raw.isNotNull() & (F.length(raw) > 0)
         null_payload = parsed["payload"].isNull() & parsed[CORRUPT_COLUMN].isNull()
         what = schema.name or schema.type
         error = (
             F.when(~present, F.lit(None))
-            .when(F.json_object_keys(wrapped).isNull(), F.lit(MALFORMED))
+            .when(keys.isNull(), F.lit(MALFORMED))
             .when(~F.coalesce(keys_ok, F.lit(False)), F.lit(ENVELOPE_ERROR))
             .when(
                 ~F.coalesce(schema_ok, F.lit(False)),
@@ -319,7 +318,7 @@ class JsonConverter(Converter):
         )
         staged = staged.withColumn(err, error)
         typed = F.when(F.col(err).isNull(), decode_json(parsed["payload"], schema, self.decimal_numeric))
-        return staged.withColumn(column, with_schema(typed, column, schema)).drop(tmp)
+        return staged.withColumn(column, with_schema(typed, column, schema)).drop(tmp, tmp_keys)
 
     def from_column(self, c: Column, schema: ConnectSchema | None) -> Column:
         """A typed column as Java's JSON bytes, from column expressions only: the schema text is computed
@@ -344,3 +343,67 @@ class JsonConverter(Converter):
             out = payload
         # A null value is a tombstone: Java reads one as (null schema, null value) and writes it back as null.
         return F.when(c.isNotNull(), out.cast("binary"))
+
+
+def sample_envelopes(df: DataFrame, columns: Mapping[str, JsonConverter]) -> dict[str, Sample]:
+    """Each column's envelope schema (its first record's) and every spelling of it the batch holds, for all
+    ``columns`` in one Spark job over the batch.
+
+    Why one job: a sink batch's key and value converters both sample (a JsonConverter with schemas is
+    the default for both), and each job is a pass over the batch plus a shuffle; keys that are all null
+    cost nothing more in the shared pass. Producers other than Java write the same schema with its keys in
+    another order or with other spacing; each text is parsed here and the ones meaning the first record's
+    schema are accepted, so that only records naming another schema are errors.
+    """
+    if not columns:
+        return {}
+    texts = {
+        column: F.when(F.col(column).isNotNull(), F.get_json_object(F.col(column).cast("string"), "$.schema"))
+        for column in columns
+    }
+    # First the least and greatest text of each column: an aggregate Spark compiles, with no set of
+    # strings kept per row. Equal (the usual case: one producer, one spelling), that text is every
+    # record's, so it is the first record's too; only columns whose records differ take the second
+    # job, which finds the first record's text and the distinct ones.
+    bounds = df.agg(*[f(texts[c]) for c in columns for f in (F.min, F.max)]).first()
+    found: dict[str, Sample] = {}
+    mixed = []
+    for n, column in enumerate(columns):
+        low, high = (bounds[2 * n], bounds[2 * n + 1]) if bounds is not None else (None, None)
+        if low == high:
+            found[column] = _read_sample(low, [])
+        else:
+            mixed.append(column)
+    if mixed:
+        row = df.agg(
+            *[
+                agg
+                for c in mixed
+                for agg in (
+                    F.first(texts[c], ignorenulls=True),
+                    F.slice(F.collect_set(texts[c]), 1, _SCHEMA_SPELLINGS),
+                )
+            ]
+        ).first()
+        for n, column in enumerate(mixed):
+            first, spelled = (row[2 * n], row[2 * n + 1]) if row is not None else (None, None)
+            found[column] = _read_sample(first, spelled or [])
+    return {column: found[column] for column in columns}
+
+
+def _read_sample(first: str | None, texts: list[str]) -> Sample:
+    """The first record's schema and the texts (of ``texts``) that mean the same schema."""
+    if first is None:
+        return None, frozenset()
+    parsed: list[tuple[str, ConnectSchema]] = []
+    for text in [first, *texts]:
+        try:
+            schema = schema_from_json(java_json.read(text))
+        except (ValueError, ConnectDataError):
+            continue
+        if schema is not None:
+            parsed.append((str(text), schema))
+    if not parsed or parsed[0][0] != first:
+        return None, frozenset()
+    head = parsed[0][1]
+    return head, frozenset(text for text, schema in parsed if schema == head)
