@@ -499,19 +499,34 @@ class SinkReader:
     def committed(
         self, group: str, partitions: Iterable[TopicPartition], timeout_s: float
     ) -> dict[TopicPartition, int]:
-        """The group's committed offsets of ``partitions`` (partitions without one are left out)."""
-        from confluent_kafka import ConsumerGroupTopicPartitions
+        """The group's committed offsets of ``partitions`` (partitions without one are left out).
+
+        Asked through a consumer of ``group`` that never subscribes, not the admin client: librdkafka
+        (2.16; confluentinc/librdkafka#5040) answers an admin ListConsumerGroupOffsets that meets
+        NOT_COORDINATOR by asking the client's consumer group, which an admin client does not have, to find
+        the coordinator, and dereferences NULL. A worker died of it (SIGSEGV, no Python stack) when a
+        connector group's coordinator broker was SIGKILLed under ``bench/brokers_random.py`` (issue 29). A
+        consumer's own OffsetFetch looks up the new coordinator and asks again."""
+        from confluent_kafka import Consumer
         from confluent_kafka import TopicPartition as KafkaTopicPartition
 
         tps = [KafkaTopicPartition(tp.topic, tp.partition) for tp in partitions]
         if not tps:
             return {}
-        request = [ConsumerGroupTopicPartitions(group, tps)]
-        answer = _retried(
-            lambda: self._admin.list_consumer_group_offsets(request)[group].result(timeout_s), timeout_s
-        )
-        found = answer.topic_partitions or []
-        return {TopicPartition(tp.topic, tp.partition): tp.offset for tp in found if tp.offset >= 0}
+
+        def once() -> list[Any]:
+            consumer = Consumer({**self._conf, "group.id": group, "client.id": f"{self.name}-committed"})
+            try:
+                return list(consumer.committed(tps, timeout=timeout_s))
+            finally:
+                consumer.close()
+
+        found = _retried(once, timeout_s)
+        return {
+            TopicPartition(tp.topic, tp.partition): tp.offset
+            for tp in found
+            if tp.offset >= 0 and tp.error is None
+        }
 
     def commit(self, group: str, offsets: Mapping[TopicPartition, int], timeout_s: float) -> None:
         """Commit ``offsets`` to the group, as a consumer that only assigns partitions does; asked again
