@@ -81,6 +81,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import dataplane as dp
 import httpx
 import results
+import spark_standalone
 
 from kconnect.runtime.cli import broker as embedded
 from kconnect.runtime.cli.broker import free_port
@@ -372,20 +373,13 @@ class KconnectSystem:
         if self.ui_port:
             props["spark.ui.port"] = str(self.ui_port)
         if cluster is not None:
-            props.update(
-                {
-                    "spark.master": cluster.master_url,
-                    "spark.cores.max": str(cluster.cores * cluster.workers),
-                    "spark.executor.memory": "1g",
-                    "spark.pyspark.python": sys.executable,
-                }
-            )
+            props.update(spark_standalone.worker_properties(cluster))
         for item in args.worker_prop:
             key, _, value = item.partition("=")
             props[key.strip()] = value.strip()
         self.label = (
             "kconnect"
-            + (f" (standalone, {cluster.cores} cores)" if cluster is not None else " (local[2])")
+            + (f" ({spark_standalone.label(cluster)})" if cluster is not None else " (local[2])")
             + (f" (trigger {args.sink_trigger})" if args.sink_trigger else "")
         )
         self.worker = WorkerProcess(work, props, name=group, spark=True)
@@ -415,7 +409,7 @@ class KconnectSystem:
     @property
     def others(self) -> list[int]:
         """The standalone cluster's master and worker (the executors are the worker's children)."""
-        return [p.pid for p in self.cluster.processes] if self.cluster is not None else []
+        return spark_standalone.roots(self.cluster) if self.cluster is not None else []
 
     def alive(self) -> bool:
         return self.worker.alive()
@@ -562,11 +556,11 @@ def run_system(
     """One system's run; ``kconnect-standalone`` inside a standalone Spark cluster of its own."""
     if kind != "kconnect-standalone":
         return _run_system(kind, bootstrap, broker_pid, work, args)
-    if spark_cluster.java() is None:
-        return Row("kconnect (standalone)", note="not available: no Java 17 for a standalone cluster")
+    why = spark_standalone.available()
+    if why is not None:
+        return Row("kconnect (standalone)", note=f"not available: {why}")
     try:
-        with spark_cluster.running(work / "spark", cores=2, memory="2g", wait=False) as cluster:
-            cluster.wait_ready(300)
+        with spark_standalone.running(work) as cluster:
             return _run_system(kind, bootstrap, broker_pid, work, args, cluster)
     except RuntimeError as exc:
         return Row("kconnect (standalone)", note=f"FAILED: {str(exc).splitlines()[0][:200]}")
