@@ -113,12 +113,12 @@ def warm_up(
     producer = Producer({"bootstrap.servers": bootstrap})
     producer.produce(topic, b"warm")
     producer.flush(10)
-    out = work / f"warm-{group_protocol}.txt"
+    out = work / f"{topic}.txt"  # the topic's name: each warm-up (a master, a protocol) a file of its own
     names = ["bench-warm"]
     create(worker, "bench-warm", {"connector.class": "FileStreamSink", "file": str(out), "topics": topic})
     want = 5
     if source:
-        lines = work / f"warm-{group_protocol}-input.txt"
+        lines = work / f"{topic}-input.txt"
         lines.write_text("warm source\n")
         config = {"connector.class": "FileStreamSource", "file": str(lines), "topic": topic}
         create(worker, "bench-warm-source", config)
