@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import math
 import os
 import platform
 import shutil
@@ -73,7 +72,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -81,6 +80,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import dataplane as dp
 import httpx
 import results
+import spark_standalone
+from density_feed import Feeder, Pipeline, Tailer, percentile
 
 from kconnect.runtime.cli import broker as embedded
 from kconnect.runtime.cli.broker import free_port
@@ -92,10 +93,6 @@ from tests.support.reference import REFERENCE_4X, REFERENCE_39, ReferenceWorker,
 
 #: A bench's row type (``run_systems``).
 R = TypeVar("R")
-#: Bytes of filler after a line's stamp, so a line is about 100 bytes as in ``dataplane.py``.
-LINE_FILLER = "x" * 64
-#: How often the tailer looks at the sink files (part of every latency figure).
-TAIL_POLL_S = 0.02
 #: How often the tree's RSS is sampled.
 RSS_POLL_S = 0.5
 
@@ -195,116 +192,6 @@ def load_average() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-# ------------------------------------------------------------------------------------------ feeding
-
-
-@dataclass
-class Pipeline:
-    index: int
-    topic: str
-    source: Path
-    sink: Path
-
-
-class Feeder(threading.Thread):
-    """Appends ``rate`` lines a second to each source file, the N*rate writes spread evenly over each
-    second (pipeline ``e % N`` gets write ``e``); each line is ``<pipeline> <seq> <wall time> <filler>``."""
-
-    def __init__(self, pipelines: list[Pipeline], rate: float) -> None:
-        super().__init__(daemon=True, name="feeder")
-        self.pipelines = pipelines
-        self.rate = rate
-        self.written = [0] * len(pipelines)
-        self.behind_s = 0.0  # the most the feeder fell behind its schedule
-        self._halt = threading.Event()
-
-    def run(self) -> None:
-        n = len(self.pipelines)
-        files: list[IO[str]] = [open(p.source, "a", encoding="ascii") for p in self.pipelines]  # noqa: SIM115
-        try:
-            period = 1.0 / (self.rate * n)
-            started = time.monotonic()
-            event = 0
-            while not self._halt.is_set():
-                due = started + event * period
-                delay = due - time.monotonic()
-                if delay > 0:
-                    if self._halt.wait(delay):
-                        break
-                else:
-                    self.behind_s = max(self.behind_s, -delay)
-                i = event % n
-                seq = self.written[i]
-                files[i].write(f"{i} {seq} {time.time():.6f} {LINE_FILLER}\n")
-                files[i].flush()
-                self.written[i] = seq + 1
-                event += 1
-        finally:
-            for f in files:
-                f.close()
-
-    def stop(self) -> None:
-        self._halt.set()
-        self.join(10)
-
-
-class Tailer(threading.Thread):
-    """Polls the sink files every ``TAIL_POLL_S`` and notes when each line first appeared."""
-
-    def __init__(self, pipelines: list[Pipeline]) -> None:
-        super().__init__(daemon=True, name="tailer")
-        self.pipelines = pipelines
-        #: Per pipeline: seq -> (write time, first arrival time), both wall clock.
-        self.arrived: list[dict[int, tuple[float, float]]] = [{} for _ in pipelines]
-        self.duplicates = 0
-        self.bad_lines = 0
-        self._halt = threading.Event()
-
-    def run(self) -> None:
-        handles: list[IO[bytes] | None] = [None] * len(self.pipelines)
-        rest = [b""] * len(self.pipelines)
-        try:
-            while not self._halt.is_set():
-                for i, p in enumerate(self.pipelines):
-                    handle = handles[i]
-                    if handle is None:
-                        try:
-                            handle = handles[i] = open(p.sink, "rb")  # noqa: SIM115 - closed below
-                        except FileNotFoundError:
-                            continue
-                    data = handle.read()
-                    if not data:
-                        continue
-                    now = time.time()
-                    lines = (rest[i] + data).split(b"\n")
-                    rest[i] = lines.pop()
-                    for line in lines:
-                        self._note(i, line, now)
-                self._halt.wait(TAIL_POLL_S)
-        finally:
-            for handle in handles:
-                if handle is not None:
-                    handle.close()
-
-    def _note(self, i: int, line: bytes, now: float) -> None:
-        try:
-            pipeline, seq, written = line.split(b" ", 3)[:3]
-            key, stamp = int(seq), float(written)
-            if int(pipeline) != i:
-                raise ValueError
-        except ValueError:
-            self.bad_lines += 1
-            return
-        if key in self.arrived[i]:
-            self.duplicates += 1
-        else:
-            self.arrived[i][key] = (stamp, now)
-
-    def stop(self) -> None:
-        self._halt.set()
-        self.join(10)
-
-
 def cleanup(label: str, *steps: Callable[[], object] | None) -> None:
     """A bench run's clean-up: each step on its own (None skipped), so that one failing (or a second
     Ctrl-C) does not skip the others."""
@@ -314,14 +201,6 @@ def cleanup(label: str, *steps: Callable[[], object] | None) -> None:
                 step()
             except BaseException as exc:  # cleanup goes on whatever happened
                 print(f"{label}: cleanup step failed: {exc!r}", file=sys.stderr, flush=True)
-
-
-def percentile(sorted_values: list[float], q: float) -> float:
-    """The nearest-rank percentile ``q`` (0-100) of an ascending list."""
-    if not sorted_values:
-        return float("nan")
-    rank = max(1, min(len(sorted_values), math.ceil(q / 100 * len(sorted_values))))
-    return sorted_values[rank - 1]
 
 
 # ------------------------------------------------------------------------------------------ systems
@@ -372,20 +251,13 @@ class KconnectSystem:
         if self.ui_port:
             props["spark.ui.port"] = str(self.ui_port)
         if cluster is not None:
-            props.update(
-                {
-                    "spark.master": cluster.master_url,
-                    "spark.cores.max": str(cluster.cores * cluster.workers),
-                    "spark.executor.memory": "1g",
-                    "spark.pyspark.python": sys.executable,
-                }
-            )
+            props.update(spark_standalone.worker_properties(cluster))
         for item in args.worker_prop:
             key, _, value = item.partition("=")
             props[key.strip()] = value.strip()
         self.label = (
             "kconnect"
-            + (f" (standalone, {cluster.cores} cores)" if cluster is not None else " (local[2])")
+            + (f" ({spark_standalone.label(cluster)})" if cluster is not None else " (local[2])")
             + (f" (trigger {args.sink_trigger})" if args.sink_trigger else "")
         )
         self.worker = WorkerProcess(work, props, name=group, spark=True)
@@ -415,7 +287,7 @@ class KconnectSystem:
     @property
     def others(self) -> list[int]:
         """The standalone cluster's master and worker (the executors are the worker's children)."""
-        return [p.pid for p in self.cluster.processes] if self.cluster is not None else []
+        return spark_standalone.roots(self.cluster) if self.cluster is not None else []
 
     def alive(self) -> bool:
         return self.worker.alive()
@@ -562,11 +434,11 @@ def run_system(
     """One system's run; ``kconnect-standalone`` inside a standalone Spark cluster of its own."""
     if kind != "kconnect-standalone":
         return _run_system(kind, bootstrap, broker_pid, work, args)
-    if spark_cluster.java() is None:
-        return Row("kconnect (standalone)", note="not available: no Java 17 for a standalone cluster")
+    why = spark_standalone.available()
+    if why is not None:
+        return Row("kconnect (standalone)", note=f"not available: {why}")
     try:
-        with spark_cluster.running(work / "spark", cores=2, memory="2g", wait=False) as cluster:
-            cluster.wait_ready(300)
+        with spark_standalone.running(work) as cluster:
             return _run_system(kind, bootstrap, broker_pid, work, args, cluster)
     except RuntimeError as exc:
         return Row("kconnect (standalone)", note=f"FAILED: {str(exc).splitlines()[0][:200]}")
