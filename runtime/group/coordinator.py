@@ -45,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from kconnect.runtime.group import handover, homes, protocol
+from kconnect.runtime.group import handover, protocol
 from kconnect.runtime.group.assignor import CooperativeState, leader_assign
 from kconnect.runtime.group.group_records import (
     Assigned,
@@ -158,38 +158,21 @@ def _work(work: Mapping[str, int]) -> Assigned:
     )
 
 
-def _identity(value: MemberMetadataValue | None) -> str | None:
-    """The worker identity (``homes.identity``) a member record holds, or None when it does not decode."""
-    if value is None or not value.assignors:
-        return None
-    try:
-        _version, state = protocol.decode_metadata(value.assignors[0].metadata)
-    except ValueError:
-        return None
-    return homes.identity(state)
+def _all_gone(group: GroupState, inp: CoordinatorInput) -> bool:
+    """No member of the records' target is live under its member id: every worker of that generation was
+    dropped or restarted, as when the whole cluster restarts, so the target is history and nobody can be
+    told apart as gone; everything is assigned at once, as by a ``fresh`` leader (members that still run
+    work report it and keep it).
 
-
-def _rejoined(group: GroupState, inp: CoordinatorInput) -> dict[str, str]:
-    """Old member id -> new one, for target members that are live again under another member id: the same
-    worker (its worker.id, else its URL) that a coordinator dropped ("unknown member id" after a coordinator
-    failover) rejoining, or restarted.
-
-    Why: judged by member id, such a worker has left, and the work it no longer reports waits
-    ``scheduled.rebalance.max.delay.ms`` for it, although it is back. bench/brokers_random.py (issue 29)
-    had both workers stop everything when their coordinator's broker died (the KAFKA-9184 rule), then be
-    dropped and rejoin under new ids: six pipelines silent for 200 s. Java's assignor, which knows members
-    only by id, would wait the same; kconnect's records know who each member is."""
-    if group.target is None:
-        return {}
-    live = {homes.identity(state): mid for mid, (_v, state) in inp.members.items()}
-    out: dict[str, str] = {}
-    for m in group.target.members:
-        if m.member_id in inp.members:
-            continue
-        who = _identity(group.members.get(m.member_id))
-        if who is not None and who in live:
-            out[m.member_id] = live[who]
-    return out
+    Why: a leader that a coordinator dropped completed a generation before, so it is not fresh, but the
+    group it remembers is gone. bench/brokers_random.py (issue 29): both workers lost their coordinator
+    when its broker died, stopped everything (the KAFKA-9184 rule), were dropped and rejoined under new
+    member ids a second apart; the first to rejoin led alone, found every worker of the last target gone,
+    and held all the work for ``scheduled.rebalance.max.delay.ms`` (six pipelines silent for 200 s)."""
+    target = group.target
+    if target is None or not target.members:
+        return False
+    return not any(m.member_id in inp.members for m in target.members)
 
 
 def _memory(group: GroupState, inp: CoordinatorInput, version: int, reconciled: bool) -> CooperativeState:
@@ -206,10 +189,9 @@ def _memory(group: GroupState, inp: CoordinatorInput, version: int, reconciled: 
         for m in target.members
         if due is not None and not m.assigned.connectors and not m.assigned.tasks
     )
-    rejoined = _rejoined(group, inp)
     return CooperativeState(
         previous_generation=target.assignment_epoch,
-        previous_members=frozenset(rejoined.get(m.member_id, m.member_id) for m in target.members),
+        previous_members=frozenset(m.member_id for m in target.members),
         previous_connectors=accounted.assigned.connectors,
         previous_tasks=accounted.assigned.tasks,
         scheduled_rebalance_ms=scheduled_ms,
@@ -260,7 +242,7 @@ def compute_target(
     version = protocol.version_for_protocol(inp.protocol)
     if version < protocol.V1:
         raise ValueError("declarative reconciliation needs a cooperative protocol (compatible or newer)")
-    remembered = reconciled and not inp.fresh
+    remembered = reconciled and not inp.fresh and not _all_gone(group, inp)
     alloc = _allocations(group, inp, remembered)
     memory = _memory(group, inp, version, remembered)
     completed = memory.previous_generation

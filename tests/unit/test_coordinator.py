@@ -499,6 +499,44 @@ def test_a_member_dropped_by_the_coordinator_keeps_what_it_runs_under_its_new_me
     assert decision.wake_at_ms is None and connect_assignments(target)["m2b"].delay_ms == 0
 
 
+def test_a_group_whose_every_member_was_dropped_at_once_gets_its_work_assigned_at_once() -> None:
+    """bench/brokers_random.py (issue 29): both workers' coordinator died, both stopped everything (the
+    KAFKA-9184 rule), were answered "unknown member id" and rejoined under new ids a second apart. The
+    first leads alone and no member of the last target is live: as after a whole-cluster restart, the
+    target is history; everything is assigned at once, with no delay held for members that are gone."""
+    work = {"a": 2, "b": 2}
+    topic = settled(["m1", "m2"], work)
+    led_by_m1b = {"leader_id": "m1b", "leader_url": "http://m1b:8083/"}
+    inp = replace(inputs({"m1b": worker("m1b", A())}, work, now=NOW + 100), **led_by_m1b)
+    decision, records = step(topic, inp)
+    target = assert_installed(records, 2)
+    assert shares(topic.state) == {"m1b": everything(work)}
+    assert decision.wake_at_ms is None and connect_assignments(target)["m1b"].delay_ms == 0
+    topic.ack("m1b", NOW + 200)
+    members = {"m1b": worker("m1b"), "m2b": worker("m2b", A())}
+    decision, records = step(topic, replace(inputs(members, work, now=NOW + 1100), **led_by_m1b))
+    target = assert_installed(records, 3)
+    after = shares(topic.state)
+    assert_disjoint(after)
+    assert union(*after.values()) == everything(work)
+    assert after["m2b"].tasks, "the second one back gets a share by balancing, not after a delay"
+    assert connect_assignments(target)["m2b"].delay_ms == 0
+
+
+def test_a_group_with_one_member_of_the_target_live_still_holds_the_others_work() -> None:
+    """The rule above needs every member gone: one of the last target still live keeps KIP-415's delay for
+    the work of those that left, even when the others rejoined under new ids."""
+    work = {"a": 2, "b": 2}
+    topic = settled(["m1", "m2"], work)
+    lost = shares(topic.state)["m2"]
+    decision, records = step(
+        topic, inputs({"m1": worker("m1"), "m2b": worker("m2b", A())}, work, now=NOW + 100)
+    )
+    assert_installed(records, 2)
+    assert not (union(*shares(topic.state).values()).tasks & lost.tasks)
+    assert decision.wake_at_ms == NOW + 100 + DELAY
+
+
 def test_a_new_member_id_claims_only_work_no_named_member_is_heading_to() -> None:
     """What a member the target does not name reports counts only where no live member's share has it."""
     work = {"a": 2, "b": 2}
