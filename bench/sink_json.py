@@ -20,27 +20,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import process_cpu
+from lakehouse import SCHEMA  # the records bench/lakehouse.py produces
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from kconnect.runtime.dataplane.errors_policy import split
 from kconnect.runtime.dataplane.sink_batch import FAILURE_COLUMNS, RECORD_COLUMNS, prepare, sink_plan
 
-SCHEMA = {
-    "type": "struct",
-    "name": "bench.Event",
-    "optional": False,
-    "fields": [
-        {"field": "id", "type": "int64", "optional": False},
-        {"field": "tbl", "type": "string", "optional": False},
-        {"field": "payload", "type": "string", "optional": False},
-        {"field": "produced_ms", "type": "int64", "optional": False},
-    ],
-}
 CONVERTERS = {
     "key.converter": "org.apache.kafka.connect.json.JsonConverter",
     "value.converter": "org.apache.kafka.connect.json.JsonConverter",
@@ -48,8 +42,8 @@ CONVERTERS = {
 }
 
 
-def jvm_stat() -> Path:
-    """/proc/<pid>/stat of the Spark JVM this Python process started (its child)."""
+def jvm_pid() -> int:
+    """The Spark JVM this Python process started (its child)."""
     me = os.getpid()
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -57,13 +51,13 @@ def jvm_stat() -> Path:
         except OSError:
             continue
         if int(fields[1]) == me:
-            return stat
+            return int(stat.parent.name)
     raise RuntimeError("no Spark JVM under this process")
 
 
-def cpu_s(stat: Path) -> float:
-    fields = stat.read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def cpu_s(pid: int) -> float:
+    """The JVM's own CPU seconds so far (``process_cpu``'s reading)."""
+    return process_cpu.cpu_ticks(pid)[0] / process_cpu.TICK
 
 
 def raw_batch(spark: SparkSession, records: int) -> Any:
@@ -97,18 +91,18 @@ def main() -> None:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    stat = jvm_stat()
+    jvm = jvm_pid()
     raw = raw_batch(spark, args.records)
     plan = sink_plan(CONVERTERS, {}, "bench", 0)
     print(f"sink JSON conversion, {args.records:,} records a batch, local[2], load {os.getloadavg()[0]:.1f}")
     print(f"{'round':>5} {'wall s':>7} {'JVM CPU s':>9} {'CPU s/1k':>8} {'failed':>6}")
     for n in range(1, args.rounds + 1):
-        cpu0, wall0 = cpu_s(stat), time.monotonic()
+        cpu0, wall0 = cpu_s(jvm), time.monotonic()
         prepared = prepare(plan, raw).persist()
         good, failed = split(prepared)
         bad = failed.select(*RECORD_COLUMNS, *FAILURE_COLUMNS).collect()
         good.select("value.*").write.format("noop").mode("overwrite").save()
-        wall, cpu = time.monotonic() - wall0, cpu_s(stat) - cpu0
+        wall, cpu = time.monotonic() - wall0, cpu_s(jvm) - cpu0
         prepared.unpersist()
         print(f"{n:>5} {wall:7.2f} {cpu:9.2f} {cpu / args.records * 1000:8.3f} {len(bad):>6}", flush=True)
     spark.stop()
