@@ -109,6 +109,20 @@ def _revoking_backoff_ms(attempts: int, max_delay_ms: int) -> int:
     return min(int(term), max_delay_ms)
 
 
+def _all_gone(state: CooperativeState, scope: Scope) -> bool:
+    """No member of the last round is in the group under its member id: every worker was dropped at once
+    (or restarted), so the leader's memory describes a group that no longer exists and no one can be told
+    apart as gone. The round starts afresh, as a newly started leader's does; members that still run
+    work report it and keep it (beyond Java, whose leader holds all of it for
+    ``scheduled.rebalance.max.delay.ms``).
+
+    Why: bench/brokers_random.py (issue 29): a broker's death took the group coordinator, both workers
+    were answered "unknown member id" and rejoined under new ids; the leader, which had led the last
+    generation under its old id, held every pipeline's work for the whole delay. The coordinator of
+    ``group.protocol=connect`` applies the same rule to its records' target (``coordinator._all_gone``)."""
+    return bool(state.previous_members) and state.previous_members.isdisjoint(scope.group)
+
+
 def _inherit_delay(
     state: CooperativeState,
     members: Mapping[str, WorkerState],
@@ -447,6 +461,8 @@ def cooperative_round(
 
     if state.previous_generation != completed:
         state = _inherit_delay(state, members, scope, connectors, now_ms, max_delay_ms)
+    elif _all_gone(state, scope):
+        state = CooperativeState(previous_version=state.previous_version, homes=state.homes)
 
     def task_key(t: TaskId) -> tuple[int, int]:
         return (rank[t.connector], t.task)

@@ -235,6 +235,36 @@ def test_worker_bounces() -> None:
     )
 
 
+def test_a_group_whose_every_member_was_dropped_at_once_is_assigned_at_once() -> None:
+    """Beyond the seed (issue 29's random broker kills): the coordinator's broker dies, every worker is
+    answered "unknown member id" and rejoins under a new one. W1, which led, keeps its work and its
+    memory; W2 and W3 stopped theirs (KAFKA-9184). With no member of the last round left, the leader's
+    memory describes a group that is gone: the stopped work is assigned at once, not held for the delay
+    as Java's leader would (its previousMembers never match again)."""
+    g = initial_group()
+    for old, new in (("W1", "W1b"), ("W2", "W2b"), ("W3", "W3b")):
+        w = g.workers.pop(old)
+        if old != "W1":
+            w = Worker()  # stopped everything and rejoined empty
+        g.workers[new] = w
+    result = g.rebalance("W1b", T0)
+    assert all(a.delay_ms == 0 for a in result.values())
+    assert set().union(*(w.tasks for w in g.workers.values())) == items("AT1 AT2 BT1")[1]
+    assert set().union(*(w.connectors for w in g.workers.values())) == items("AC0 BC0")[0]
+    kept_c, kept_t = items("AC0 AT1")
+    assert g.workers["W1b"].connectors >= kept_c and g.workers["W1b"].tasks >= kept_t
+
+
+def test_one_member_dropped_while_another_stays_is_still_held_for_the_delay() -> None:
+    """The all-gone rule needs every member gone: W2 alone under a new id is KIP-415's lost worker."""
+    g = initial_group()
+    g.vanish("W2")
+    g.join("W2b")
+    result = g.rebalance("W1", T0)
+    assert {a.delay_ms for a in result.values()} == {MAX_DELAY}
+    assert not g.workers["W2b"].tasks and not g.workers["W2b"].connectors
+
+
 def test_leader_leaves() -> None:
     g = initial_group()
     g.vanish("W1")
