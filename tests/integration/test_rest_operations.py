@@ -310,6 +310,17 @@ def test_connector_operations_through_a_follower(tmp_path: Path, broker: Broker)
         altered = follower.request("PATCH", "/connectors/snk/offsets", json=sink_new)
         assert altered.status_code == 200, altered.text
         assert follower.get("/connectors/snk/offsets").json() == sink_new
+        # The group's offsets of a topic the connector does not read (any more) show too, as Java lists them.
+        old_topic = f"{group}-sink-old"
+        admin.create_topics([NewTopic(old_topic, 2, 1)])[old_topic].result(30)
+        wait_until(lambda: old_topic in admin.list_topics(timeout=10).topics, 30, f"{old_topic} in metadata")
+        committer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "connect-snk"})
+        committer.commit(offsets=[TopicPartition(old_topic, 1, 7)], asynchronous=False)
+        committer.close()
+        old_p = {"kafka_partition": 1, "kafka_topic": old_topic}
+        assert follower.get("/connectors/snk/offsets").json() == {
+            "offsets": [*sink_new["offsets"], {"partition": old_p, "offset": {"kafka_offset": 7}}]
+        }
         error_json(
             follower.request(
                 "PATCH",
