@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,6 +93,19 @@ def create_topic(bootstrap: str, topic: str) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
         future.result(30)
+
+
+def produce_all(producer: Producer, topic: str, lines: Iterable[bytes]) -> None:
+    """Produce each of ``lines`` to ``topic`` in order; while the producer's queue is full (``BufferError``)
+    serve its delivery reports until there is room, so a file larger than the queue goes through whole.
+    The caller flushes."""
+    for line in lines:
+        while True:
+            try:
+                producer.produce(topic, line)
+                break
+            except BufferError:
+                producer.poll(0.05)
 
 
 def wait_for_size(path: Path, size: int, timeout: float, alive: Callable[[], bool]) -> float:
