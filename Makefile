@@ -87,10 +87,10 @@ lint: setup
 	for d in runtime rest config connectors; do ln -sfn $(CURDIR)/$$d $(TYPECHECK)/kconnect/$$d; done
 	cd $(TYPECHECK) && $(CURDIR)/$(BIN)/mypy --strict --config-file $(CURDIR)/pyproject.toml -p kconnect
 	# The docs site's hooks and the benches' helpers (results, process_cpu) import kconnect as installed, and
-	# each other by their folders (neither folder is a package).
+	# each other by their folders (neither folder is a package); process_cpu's reading is tests/support's.
 	cd $(TYPECHECK) && MYPYPATH=$(CURDIR)/bench:$(CURDIR)/docs/hooks $(CURDIR)/$(BIN)/mypy --strict \
 	  --config-file $(CURDIR)/pyproject.toml $(CURDIR)/bench/results.py $(CURDIR)/bench/process_cpu.py \
-	  $(CURDIR)/docs/hooks
+	  $(CURDIR)/tests/support/processes.py $(CURDIR)/docs/hooks
 
 # The unit tests alone (tests/unit: no broker, no worker processes); the interop ones among them compare
 # with Java classes and skip, saying why, where Java 17 or the reference worker is missing.

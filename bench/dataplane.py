@@ -113,6 +113,7 @@ from file_pipeline import (
     connector_configs,
     create_topic,
     make_input,
+    produce_all,
     same_lines,
     wait_for_size,
 )
@@ -175,13 +176,7 @@ def run_ceiling(bootstrap: str, source: Path, out: Path, records: int) -> Result
     started = time.monotonic()
     reader.start()
     with open(source, "rb") as f:
-        for line in f:
-            while True:
-                try:
-                    producer.produce(topic, line.rstrip(b"\n"))
-                    break
-                except BufferError:
-                    producer.poll(0.05)
+        produce_all(producer, topic, (line.rstrip(b"\n") for line in f))
     producer.flush(60)
     finished = wait_for_size(out, expected_size, 600, reader.is_alive)
     done.set()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import itertools
 import shutil
 import time
 import uuid
@@ -25,6 +26,7 @@ from file_pipeline import (
     Sentinels,
     connector_configs,
     create_topic,
+    produce_all,
     same_lines,
     wait_for_lines,
     wait_for_size,
@@ -290,20 +292,12 @@ def run_parquet(
     create_topic(bootstrap, topic)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     with open(source, "rb") as f:
-        lines = iter(f)
-        last = next(lines)
-        for line in lines:
-            while True:
-                try:
-                    producer.produce(topic, last.rstrip(b"\n"))
-                    break
-                except BufferError:
-                    producer.poll(0.05)
-            last = line
-    # The last record in a batch of its own: the Parquet sink is a query, and the embedded broker's high
-    # watermark reaches past a batch only when it holds one record (module docstring).
-    producer.flush(60)
-    producer.produce(topic, last.rstrip(b"\n"))
+        lines = (line.rstrip(b"\n") for line in f)
+        produce_all(producer, topic, itertools.islice(lines, records - 1))
+        # The last record in a batch of its own: the Parquet sink is a query, and the embedded broker's
+        # high watermark reaches past a batch only when it holds one record (module docstring).
+        producer.flush(60)
+        produce_all(producer, topic, lines)
     producer.flush(60)
     path = work / f"parquet-{group_protocol}"
     path.mkdir()
@@ -403,42 +397,28 @@ def _rows_on_worker(
             flush=True,
         )
         warm_up(worker, bootstrap, work, group_protocol, source=cluster is not None)
-        if "kconnect" in only:
-            print(f"kconnect {group_protocol}{placed}: FileStream source and sink ...", flush=True)
-            out = work / f"out-kconnect-{group_protocol}{placed.replace(' ', '-')}.txt"
+        # The plain pipeline, then the one with two transforms (a query sink whatever the placement).
+        variants = [False] if "kconnect" in only else []
+        if {"kconnect", "transforms"} <= only:
+            variants.append(True)
+        for transforms in variants:
+            what = "FileStream source and sink" + (", two transforms" if transforms else "")
+            print(f"kconnect {group_protocol}{placed}: {what} ...", flush=True)
+            tail = "-transforms" if transforms else ""
+            name = f"out-kconnect-{group_protocol}{placed.replace(' ', '-')}{tail}"
             results.append(
                 run_kconnect(
                     worker,
                     bootstrap,
                     source,
-                    out,
+                    work / f"{name}.txt",
                     records,
                     idle,
                     group_protocol,
+                    transforms=transforms,
                     broker_pid=broker_pid,
                     placement_label=placed,
                     query_sink=query_sink,
-                    others=others,
-                )
-            )
-        if {"kconnect", "transforms"} <= only:
-            print(
-                f"kconnect {group_protocol}{placed}: FileStream source and sink, two transforms ...",
-                flush=True,
-            )
-            out = work / f"out-kconnect-{group_protocol}{placed.replace(' ', '-')}-transforms.txt"
-            results.append(
-                run_kconnect(
-                    worker,
-                    bootstrap,
-                    source,
-                    out,
-                    records,
-                    idle,
-                    group_protocol,
-                    transforms=True,
-                    broker_pid=broker_pid,
-                    placement_label=placed,
                     others=others,
                 )
             )

@@ -8,15 +8,15 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.support.reference import ReferenceWorker
+from tests.support.topics import create_topic as create_topic
 
 STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
 #: The value of the test-broker workaround's one-record batches (module docstring, ``Sentinels``).
@@ -46,9 +46,6 @@ def bench_reference_worker(
     return ReferenceWorker(
         bootstrap,
         group_id=group,
-        config_topic=f"{group}-configs",
-        offset_topic=f"{group}-offsets",
-        status_topic=f"{group}-status",
         log_path=log_path,
         extra={
             "key.converter": STRING_CONVERTER,
@@ -89,10 +86,17 @@ def make_input(path: Path, records: int, size: int) -> None:
             f.write("".join(f"{n:010d}{filler}\n" for n in range(start, min(records, start + 10000))))
 
 
-def create_topic(bootstrap: str, topic: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
-        future.result(30)
+def produce_all(producer: Producer, topic: str, lines: Iterable[bytes]) -> None:
+    """Produce each of ``lines`` to ``topic`` in order; while the producer's queue is full (``BufferError``)
+    serve its delivery reports until there is room, so a file larger than the queue goes through whole.
+    The caller flushes."""
+    for line in lines:
+        while True:
+            try:
+                producer.produce(topic, line)
+                break
+            except BufferError:
+                producer.poll(0.05)
 
 
 def wait_for_size(path: Path, size: int, timeout: float, alive: Callable[[], bool]) -> float:

@@ -12,7 +12,7 @@ where Java answers a malformed body with 500 we answer 400 with the same words.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -220,6 +220,13 @@ def sink_offsets_json(committed: Mapping[tuple[str, int], int]) -> dict[str, lis
             for (topic, partition), offset in sorted(committed.items())
         ]
     }
+
+
+def all_partitions(topics: Mapping[str, Iterable[int]]) -> list[tuple[str, int]]:
+    """Every ``(topic, partition)`` of cluster metadata, in order: what a sink's offsets read asks its
+    group for, since a consumer's OffsetFetch must name partitions and the group may hold offsets of
+    topics its connector no longer reads (Java's admin call asks for all of them)."""
+    return sorted((topic, partition) for topic, partitions in topics.items() for partition in partitions)
 
 
 def sink_group_id(connector: str, config: Mapping[str, str | None]) -> str:

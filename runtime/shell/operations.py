@@ -5,8 +5,9 @@ go through the leader, as all of kconnect's config writes do (a follower raises 
 REST layer forwards); the herder on every worker then acts on the records it reads (``herder.py``). A
 task restart must run where the task is: the leader names the owner (``NotAssignedError``) and the REST
 layer forwards there, as Java's ``NotAssignedException`` does. Offsets of source connectors live in the
-offsets topic, offsets of sink connectors in their consumer group, reached with confluent-kafka's
-AdminClient. The rules and shapes are pure functions in ``connector_offsets.py`` and ``herder.py``.
+offsets topic, offsets of sink connectors in their consumer group, read by a consumer of the group and
+altered or deleted with confluent-kafka's AdminClient. The rules and shapes are pure functions in
+``connector_offsets.py`` and ``herder.py``.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from kconnect.runtime import logs
+from kconnect.runtime.dataplane.sink_reader import _retried
 from kconnect.runtime.errors import (
     AlreadyExistsError,
     BadRequestError,
@@ -224,19 +226,53 @@ class ConnectorOperations:
         return connector_offsets.sink_offsets_json(self._committed(name, props))
 
     def _committed(self, name: str, props: Mapping[str, str]) -> dict[tuple[str, int], int]:
+        """Every offset the sink connector's consumer group committed, as Java's
+        ``Admin.listConsumerGroupOffsets(group)`` lists them (no group: none).
+
+        Asked through a consumer of the group that never subscribes (its ``committed()``), not the admin
+        client's ListConsumerGroupOffsets: librdkafka (2.x; confluentinc/librdkafka#5040, open) handles that
+        call's NOT_COORDINATOR answer by asking the client's own consumer group, which an admin client does
+        not have, to look the coordinator up, and dereferences NULL (a worker died of it, SIGSEGV, under
+        broker kills; ``sink_reader.SinkReader.committed`` moved off it first). A consumer's own OffsetFetch
+        looks the new coordinator up and asks again.
+
+        A consumer's OffsetFetch names its partitions, where the admin call asks for all of the group's.
+        The question is therefore every partition in cluster metadata (``connector_offsets.all_partitions``),
+        not only the connector's ``topics`` or ``topics.regex`` matches: a group keeps the offsets of topics
+        its connector no longer reads (a changed ``topics``), and Java lists those. So the answer is Java's:
+        Kafka drops a deleted topic's committed offsets, and a Metadata request and an all-topics
+        OffsetFetch both leave out the topics the worker's principal may not describe. Only a topic created
+        between the two requests, a race Java's single request does not have, is missed."""
         group = connector_offsets.sink_group_id(name, props)
-        futures = self.worker.admin().list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])
         try:
-            result = futures[group].result(timeout=ADMIN_TIMEOUT_S)
+            metadata = self.worker.admin().list_topics(timeout=ADMIN_TIMEOUT_S)
+            partitions = connector_offsets.all_partitions(
+                {topic: list(meta.partitions) for topic, meta in metadata.topics.items()}
+            )
+            asked = [KafkaTopicPartition(topic, partition) for topic, partition in partitions]
+            found = _retried(lambda: self._group_committed(group, asked), ADMIN_TIMEOUT_S) if asked else []
         except KafkaException as exc:
-            if _is(exc, KafkaError.GROUP_ID_NOT_FOUND):
-                return {}
             raise ConnectError(
                 f"Failed to retrieve consumer group offsets for sink connector {name}: {exc}"
             ) from exc
-        return {
-            (tp.topic, tp.partition): tp.offset for tp in (result.topic_partitions or []) if tp.offset >= 0
-        }
+        return {(tp.topic, tp.partition): tp.offset for tp in found if tp.offset >= 0 and tp.error is None}
+
+    def _group_committed(self, group: str, asked: list[KafkaTopicPartition]) -> list[KafkaTopicPartition]:
+        """One OffsetFetch of ``asked`` by a consumer of ``group`` made with the admin client's settings
+        (``admin.*`` overrides too: it stands in for Java's admin call); it never joins nor commits."""
+        consumer = Consumer(
+            {
+                "bootstrap.servers": ",".join(self.worker.config.bootstrap_servers),
+                **self.worker.clients.admin,
+                "group.id": group,
+                "client.id": f"{self.worker.worker_id}-offsets",
+                "enable.auto.commit": False,
+            }
+        )
+        try:
+            return list(consumer.committed(asked, timeout=ADMIN_TIMEOUT_S))
+        finally:
+            consumer.close()
 
     def _check_modifiable(self, name: str) -> tuple[Connector, dict[str, str]]:
         self.worker.require_leader()
@@ -278,7 +314,13 @@ class ConnectorOperations:
     def _alter_group(
         self, name: str, props: Mapping[str, str], offsets: Mapping[tuple[str, int], int | None]
     ) -> None:
-        """Commit a sink connector's offsets for its consumer group (null ones are left out)."""
+        """Commit a sink connector's offsets for its consumer group (null ones are left out).
+
+        This keeps the admin client's AlterConsumerGroupOffsets, unlike :meth:`_committed`: librdkafka
+        parses its answer with the OffsetCommit handler told to ignore the client's consumer group
+        (``ignore_cgrp``), so a NOT_COORDINATOR answer is an error returned, not the NULL group of #5040
+        dereferenced; and the connector is stopped (no task commits meanwhile), as Java's admin call
+        assumes. A consumer could commit too, but could not delete the group (:meth:`_delete_group`)."""
         group = connector_offsets.sink_group_id(name, props)
         request = ConsumerGroupTopicPartitions(
             group, [KafkaTopicPartition(t, p, o) for (t, p), o in sorted(offsets.items()) if o is not None]
@@ -291,7 +333,10 @@ class ConnectorOperations:
             raise ConnectError(f"Failed to alter consumer group offsets for connector {name}: {exc}") from exc
 
     def _delete_group(self, name: str, props: Mapping[str, str]) -> None:
-        """Delete a sink connector's consumer group (and so its committed offsets); none is no error."""
+        """Delete a sink connector's consumer group (and so its committed offsets); none is no error.
+
+        DeleteGroups is an admin request only, and librdkafka's parser of its answer does not touch a
+        consumer group (no #5040 path), so it stays on the admin client."""
         group = connector_offsets.sink_group_id(name, props)
         try:
             self.worker.admin().delete_consumer_groups([group])[group].result(timeout=ADMIN_TIMEOUT_S)

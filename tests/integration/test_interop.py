@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconnect.runtime.cli.broker import free_port
 from tests.support.apache_kafka import Broker, broker_kind
 from tests.support.cluster import WorkerProcess, read_json_values, wait_until, worker_properties
 from tests.support.reference import REFERENCE_4X, REFERENCE_39, ReferenceWorker, reference_available
+from tests.support.topics import create_topics
 
 _AVAILABLE, _WHY = reference_available(REFERENCE_39)
 _AVAILABLE_4X, _WHY_4X = reference_available(REFERENCE_4X)
@@ -54,9 +54,6 @@ def _java(bootstrap: str, group: str, log_path: Path, version: str = REFERENCE_3
     return ReferenceWorker(
         bootstrap,
         group_id=group,
-        config_topic=f"{group}-configs",
-        offset_topic=f"{group}-offsets",
-        status_topic=f"{group}-status",
         log_path=log_path,
         protocol="sessioned",
         session_timeout_ms=SESSION_MS,
@@ -329,9 +326,7 @@ def test_kconnect_and_a_4x_java_worker_run_tasks_side_by_side(
     java = _java(broker.bootstrap, group, tmp_path / "java.log", version=REFERENCE_4X)
     names = ["src-a", "src-b"]
     topics = {name: f"{group}-{name}" for name in names}
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    for future in admin.create_topics([NewTopic(t, 1, 1) for t in topics.values()]).values():
-        future.result(30)
+    create_topics(broker.bootstrap, topics.values())
     started = time.monotonic()
     try:
         if leader == "kconnect":

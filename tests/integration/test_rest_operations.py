@@ -17,10 +17,10 @@ from typing import Any
 import httpx
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.support.apache_kafka import Broker
 from tests.support.cluster import stable_view, start_cluster, wait_until
+from tests.support.topics import create_topic
 
 pytestmark = pytest.mark.integration
 
@@ -286,8 +286,7 @@ def test_connector_operations_through_a_follower(tmp_path: Path, broker: Broker)
 
         # -- sink offsets: the consumer group connect-<name> -----------------------------------------------
         sink_topic = f"{group}-sink-in"
-        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-        admin.create_topics([NewTopic(sink_topic, 1, 1)])[sink_topic].result(30)
+        create_topic(broker.bootstrap, sink_topic)
         sink_config = {
             "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
             "file": str(tmp_path / "out.txt"),
@@ -310,6 +309,16 @@ def test_connector_operations_through_a_follower(tmp_path: Path, broker: Broker)
         altered = follower.request("PATCH", "/connectors/snk/offsets", json=sink_new)
         assert altered.status_code == 200, altered.text
         assert follower.get("/connectors/snk/offsets").json() == sink_new
+        # The group's offsets of a topic the connector does not read (any more) show too, as Java lists them.
+        old_topic = f"{group}-sink-old"
+        create_topic(broker.bootstrap, old_topic, partitions=2)
+        committer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "connect-snk"})
+        committer.commit(offsets=[TopicPartition(old_topic, 1, 7)], asynchronous=False)
+        committer.close()
+        old_p = {"kafka_partition": 1, "kafka_topic": old_topic}
+        assert follower.get("/connectors/snk/offsets").json() == {
+            "offsets": [*sink_new["offsets"], {"partition": old_p, "offset": {"kafka_offset": 7}}]
+        }
         error_json(
             follower.request(
                 "PATCH",

@@ -68,9 +68,6 @@ def test_a_java_worker_signing_hmacsha512_follows_a_rotating_kconnect_leader(
         with ReferenceWorker(
             broker.bootstrap,
             group_id=group,
-            config_topic=f"{group}-configs",
-            offset_topic=f"{group}-offsets",
-            status_topic=f"{group}-status",
             log_path=tmp_path / "java.log",
             protocol="sessioned",
             session_timeout_ms=SESSION_MS,

@@ -54,9 +54,6 @@ def debezium_worker(bootstrap: str, group: str, log_path: Path, **extra: str) ->
     return ReferenceWorker(
         bootstrap,
         group_id=group,
-        config_topic=f"{group}-configs",
-        offset_topic=f"{group}-offsets",
-        status_topic=f"{group}-status",
         log_path=log_path,
         extra=props,
         version=REFERENCE_4X,

@@ -38,6 +38,7 @@ import httpx
 
 from kconnect.runtime.cli.broker import free_port
 from tests.support.apache_kafka import KAFKA_VERSION, KafkaError, kafka_home, kafka_libs
+from tests.support.cluster import topic_names
 from tests.support.maven import is_fetched
 
 #: The versions :class:`ReferenceWorker` runs: 3.9 (interop with workers users still run) and 4.x (the
@@ -192,16 +193,18 @@ def parse_assignments(log: str) -> list[dict[str, Any]]:
 
 class ReferenceWorker:
     """One Apache Kafka Connect distributed worker (``version``: 3.9 or 4.x) in a subprocess, used as a
-    context manager."""
+    context manager. Its internal topics are named for its group (``<group_id>-configs``, ``-offsets``,
+    ``-status``) unless given: groups on one broker then never share one, and a kconnect worker of the
+    same group names them alike (``tests.support.cluster.topic_names``)."""
 
     def __init__(
         self,
         bootstrap: str,
         *,
         group_id: str,
-        config_topic: str,
-        offset_topic: str,
-        status_topic: str,
+        config_topic: str | None = None,
+        offset_topic: str | None = None,
+        status_topic: str | None = None,
         log_path: Path | None = None,
         protocol: str = "sessioned",
         session_timeout_ms: int = 6000,
@@ -232,12 +235,13 @@ class ReferenceWorker:
             log_path = Path(self._own_dir.name) / "worker.log"
         self.log_path = Path(log_path)
         self.props_path = self.log_path.with_suffix(".properties")
+        named = topic_names(group_id)
         props: dict[str, str] = {
             "bootstrap.servers": bootstrap,
             "group.id": group_id,
-            "config.storage.topic": config_topic,
-            "offset.storage.topic": offset_topic,
-            "status.storage.topic": status_topic,
+            "config.storage.topic": config_topic or named["config.storage.topic"],
+            "offset.storage.topic": offset_topic or named["offset.storage.topic"],
+            "status.storage.topic": status_topic or named["status.storage.topic"],
             "config.storage.replication.factor": "1",
             "offset.storage.replication.factor": "1",
             "status.storage.replication.factor": "1",

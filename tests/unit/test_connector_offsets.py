@@ -150,6 +150,14 @@ def test_sink_shapes_and_group() -> None:
     assert co.sink_group_id("s", {"consumer.override.group.id": "mine"}) == "mine"
 
 
+def test_a_sinks_offsets_read_asks_for_every_partition_in_metadata() -> None:
+    # Topics the connector no longer reads are asked for too (their committed offsets still show, as in
+    # Java's list of the group's offsets); a topic with no partitions in metadata adds nothing.
+    topics = {"b": [1, 0], "a": [0], "gone": [], "__consumer_offsets": [0]}
+    assert co.all_partitions(topics) == [("__consumer_offsets", 0), ("a", 0), ("b", 0), ("b", 1)]
+    assert co.all_partitions({}) == []
+
+
 def test_query_booleans_and_config_patches() -> None:
     assert [java_boolean(v) for v in ("true", "TRUE", "false", "maybe", None)] == [
         True,

@@ -1,20 +1,15 @@
-"""The benches' CPU reading (bench/process_cpu.py) counts a process tree's CPU once: a live child under
-"below" while it runs, and still under "below" (as its parent's reaped children's time) once it exited
-and was reaped. A bench's CPU figures are differences of two samples, so a child that ends between them
-must neither vanish from the tree's total nor count twice."""
+"""The benches' CPU reading (tests/support/processes.py; bench/process_cpu.py keeps its names) counts a
+process tree's CPU once: a live child under "below" while it runs, and still under "below" (as its
+parent's reaped children's time) once it exited and was reaped. A bench's CPU figures are differences of
+two samples, so a child that ends between them must neither vanish from the tree's total nor count twice."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-# Appended, never first: bench/ holds modules with common names (avro, restart) that must not shadow packages.
-sys.path.append(str(ROOT / "bench"))
-
-import process_cpu  # noqa: E402
+from tests.support import processes as process_cpu
 
 #: CPU seconds the child spends (on its own clock, so a loaded machine only makes it take longer).
 SPIN_S = 0.3
