@@ -126,11 +126,12 @@ class CommitFailed(Exception):
 
 
 def _coordinator_retriable(error: object) -> bool:
-    """Whether a client error names one of the coordinator errors that ``_retried`` waits out."""
+    """Whether a client error names one of the coordinator errors that
+    ``retried_on_coordinator_errors`` waits out."""
     return any(name in str(error) for name in _COORDINATOR_RETRIABLE)
 
 
-def _retried(call: Callable[[], Any], timeout_s: float) -> Any:
+def retried_on_coordinator_errors(call: Callable[[], Any], timeout_s: float) -> Any:
     """``call`` again while the group's coordinator is loading or moving (a fresh broker answers
     COORDINATOR_LOAD_IN_PROGRESS for a while), as Java's consumer retries its offset requests, until
     ``timeout_s``."""
@@ -521,7 +522,7 @@ class SinkReader:
             finally:
                 consumer.close()
 
-        found = _retried(once, timeout_s)
+        found = retried_on_coordinator_errors(once, timeout_s)
         return {
             TopicPartition(tp.topic, tp.partition): tp.offset
             for tp in found
@@ -545,7 +546,7 @@ class SinkReader:
                     text = f"committing {tp.topic}-{tp.partition} to group {group}: {tp.error}"
                     raise CommitFailed(text, _coordinator_retriable(tp.error))
 
-        _retried(once, timeout_s)
+        retried_on_coordinator_errors(once, timeout_s)
 
     def list_topics(self, timeout_s: float) -> Any:
         """Cluster metadata, from the admin client: only the reader's own thread calls the consumer (a

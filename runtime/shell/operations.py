@@ -19,7 +19,7 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, 
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from kconnect.runtime import logs
-from kconnect.runtime.dataplane.sink_reader import _retried
+from kconnect.runtime.dataplane.sink_reader import retried_on_coordinator_errors
 from kconnect.runtime.errors import (
     AlreadyExistsError,
     BadRequestError,
@@ -250,7 +250,11 @@ class ConnectorOperations:
                 {topic: list(meta.partitions) for topic, meta in metadata.topics.items()}
             )
             asked = [KafkaTopicPartition(topic, partition) for topic, partition in partitions]
-            found = _retried(lambda: self._group_committed(group, asked), ADMIN_TIMEOUT_S) if asked else []
+            found = (
+                retried_on_coordinator_errors(lambda: self._group_committed(group, asked), ADMIN_TIMEOUT_S)
+                if asked
+                else []
+            )
         except KafkaException as exc:
             raise ConnectError(
                 f"Failed to retrieve consumer group offsets for sink connector {name}: {exc}"
