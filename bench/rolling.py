@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import sys
 import time
 import uuid
@@ -309,6 +310,9 @@ def run_system(kind: str, bootstrap: str, work: Path, args: argparse.Namespace) 
             time.sleep(0.2)
         tailer.stop()
         arrivals = ho.arrival_times(tailer)
+        if args.keep:  # for reading the gaps against the workers' logs afterwards
+            dump = {"steady": steady, "roll": roll, "turns": turns, "arrivals": arrivals}
+            (work / f"{group}-arrivals.json").write_text(json.dumps(dump))
         row.steady_gap = ho.longest_gap(arrivals, *steady).seconds
         gaps = per_pipeline_gaps(arrivals, *roll)
         row.roll_gap_max = gaps[-1] if gaps else None

@@ -213,7 +213,8 @@ CLUSTER_KEYS: tuple[Definition, ...] = (
         "connected: a sink's consumer with its group's positions fetched, a source's producer; Spark started "
         "where the task needs it; nothing consumed, produced or committed, and the task's start() not "
         "called) while the old worker keeps running it, and moves once the learner is ready; moves beyond "
-        "this many wait their turn with their old worker (a leaving worker's go at once). 0 turns warm-up "
+        "this many wait their turn with their old worker, except a leaving worker's tasks and a worker's "
+        "own work coming back to it after a graceful restart, which are all learned at once. 0 turns warm-up "
         "off: every task moves as in Apache "
         "Kafka Connect. Only workers whose group metadata says they can learn get learners, and classic "
         "rounds never use them.",

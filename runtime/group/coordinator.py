@@ -46,6 +46,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from kconnect.runtime.group import handover, protocol
+from kconnect.runtime.group import homes as home_rule
 from kconnect.runtime.group.assignor import CooperativeState, leader_assign
 from kconnect.runtime.group.group_records import (
     Assigned,
@@ -352,7 +353,11 @@ def coordinate(group: GroupState | None, inp: CoordinatorInput) -> Decision:
         # A group migrating from classic rounds has no reconciled history to hand over from: plain moves.
         # A fresh leader does: the records say who runs what, and a live owner is an owner whoever leads.
         warmup = inp.warmup if reconciled else WarmupSettings()
-        plan = handover.plan(alloc, held.target, held.current, candidates, warmup, inp.now_ms)
+        # Work going back to a worker that left gracefully and returned is learned there all at once.
+        homes = (*memory.homes, *(held.target.homes if held.target is not None else ()))
+        states = {m: st for m, (_v, st) in inp.members.items()}
+        home = home_rule.coming_home(homes, states, alloc)
+        plan = handover.plan(alloc, held.target, held.current, candidates, warmup, inp.now_ms, home)
         alloc = dict(plan.shares)
         for member_id, value in member_values.items():
             if value.group_epoch == 0 or held.members.get(member_id) is None:

@@ -33,7 +33,7 @@ from kconnect.runtime.group.group_record_types import Assigned, Home
 from kconnect.runtime.group.protocol import WorkerState
 from kconnect.runtime.ids import TaskId
 
-__all__ = ["give_up_order", "homeward", "identity", "left", "send_home", "settle"]
+__all__ = ["coming_home", "give_up_order", "homeward", "identity", "left", "send_home", "settle"]
 
 _T = TypeVar("_T", str, TaskId)
 
@@ -139,3 +139,20 @@ def settle(
         if kept.connectors or kept.tasks:
             out.append(Home(h.identity, kept))
     return tuple(out)
+
+
+def coming_home(
+    homes: Sequence[Home], members: Mapping[str, WorkerState], desired: Mapping[str, Assigned]
+) -> dict[TaskId, str]:
+    """The tasks ``desired`` (member -> its next share) gives back to their home member: task -> member.
+    The warm-up hand-over learns these without its per-member cap (``handover.plan``): the member ran
+    them moments ago and came back short of exactly that work."""
+    if not homes:
+        return {}
+    by_identity = {identity(state): m for m, state in members.items()}
+    out: dict[TaskId, str] = {}
+    for h in homes:
+        m = by_identity.get(h.identity)
+        if m is not None and m in desired:
+            out.update(dict.fromkeys(h.assigned.tasks & desired[m].tasks, m))
+    return out

@@ -755,3 +755,50 @@ def test_a_rolling_restart_with_warm_up_brings_the_work_home_a_few_tasks_at_a_ti
         run(live)
         after = {live[m][1].worker_id: a.tasks for m, a in shares(topic.state).items()}
         assert after == before, f"{name}'s restart moved other work, or its own did not come back"
+
+
+def test_a_returning_worker_learns_its_home_work_all_at_once_past_max_warmup_tasks() -> None:
+    """Issue 34: a worker back from a graceful restart is short of exactly the work it ran; the first
+    target after its return has it learn all of that at once (two at a time, the rest went on moving home
+    into the next worker's turn of a rolling restart), while its old owners keep running it."""
+    work = {f"p{n:02d}": 2 for n in range(30)}  # 60 tasks over 4 workers: 15 each
+    names = ["m1", "m2", "m3", "m4"]
+    warmup = WarmupSettings(max_warmup_tasks=2, warmup_timeout_ms=10_000, graceful_timeout_ms=5_000)
+    topic = Topic()
+    now = NOW
+
+    def member(name: str, leaving: bool = False) -> tuple[int, WorkerState]:
+        version, state = worker(name, version=protocol.V3, leaving=leaving)
+        return version, replace(state, learns=True)
+
+    def run(members: Mapping[str, tuple[int, WorkerState]]) -> None:
+        nonlocal now
+        quiet = 0
+        for _ in range(80):
+            now += 6_000
+            inp = replace(inputs(members, work, now=now, selected=ProtocolName.STATIC), warmup=warmup)
+            decision, _ = step(topic, inp)
+            for m in members:
+                topic.ack(m, now)
+            quiet = 0 if decision.bumped else quiet + 1
+            if quiet > 3:
+                return
+        raise AssertionError("the group did not settle")
+
+    live = {m: member(m) for m in names}
+    run(live)
+    home = shares(topic.state)["m2"].tasks
+    assert len(home) == 15
+    run({**live, "m2": member("m2", leaving=True)})
+    del live["m2"]
+    run(live)
+    live["m2-2"] = member("m2")  # back: a new member id, the same identity
+    now += 1_000
+    step(topic, replace(inputs(live, work, now=now, selected=ProtocolName.STATIC), warmup=warmup))
+    state = topic.state
+    assert state is not None and state.target is not None
+    entry = {m.member_id: m for m in state.target.members}
+    assert {x.task for x in entry["m2-2"].learners} == home
+    assert entry["m2-2"].assigned.tasks == frozenset(), "its old owners run it until it is ready"
+    others = [m for m in entry if m != "m2-2"]
+    assert all(not entry[m].learners for m in others)

@@ -157,22 +157,38 @@ ROWS: dict[str, Row] = {
     ),
     "leaving-owner-bounded-by-the-graceful-timeout": Row(
         {"m1": A(), "m2": A(t(0), t(1), t(2), t(3))},
-        {"m1": A(t(0), t(1)), "m2": A(t(2), t(3))},
-        {"m1": NONE, "m2": frozenset({L(t(0), NOW - 4_000), L(t(1), NOW - 4_000)})},
+        {"m1": A(t(0), t(1), t(2)), "m2": A(t(3))},
+        {"m1": NONE, "m2": frozenset({L(t(0), NOW - 4_000), L(t(1), NOW - 4_000), L(t(2))})},
         previous=target(
             m1=(A(t(0), t(1), t(2), t(3)), NONE),
             m2=(A(), frozenset({L(t(0), NOW - 4_000), L(t(1), NOW - 4_000), L(t(3), NOW - 5_000)})),
         ),
         candidates={"m1": Candidate(learns=True, leaving=True), "m2": Candidate(learns=True)},
-        # a-3 is past 5 s (graceful), far from 60 s (warm-up): dropped; a-2 found no free slot: a leaving
-        # owner's move never waits, it goes plainly; a-0 and a-1 go on learning.
+        # a-3 is past 5 s (graceful), far from 60 s (warm-up): dropped, it moves plainly; a-0 and a-1 go on
+        # learning; a-2, new, is learned too although m2 is past max.warmup.tasks: its owner is leaving.
         expired=frozenset({t(3)}),
     ),
-    "leaving-owner-no-slot-moves-plainly-at-once": Row(
+    "leaving-owner-all-learned-at-once-past-the-cap": Row(
         {"m1": A(), "m2": A(t(0), t(1), t(2), t(3))},
-        {"m1": A(t(0), t(1)), "m2": A(t(2), t(3))},
-        {"m1": NONE, "m2": frozenset({L(t(0)), L(t(1))})},
+        {"m1": A(t(0), t(1), t(2), t(3)), "m2": A()},
+        {"m1": NONE, "m2": frozenset({L(t(0)), L(t(1)), L(t(2)), L(t(3))})},
         candidates={"m1": Candidate(learns=True, leaving=True), "m2": Candidate(learns=True)},
+    ),
+    "a-leaving-owners-learners-fill-the-slots-other-moves-wait": Row(
+        # m1 leaves with a-0, a-1; m3 (staying) gives a-2 to m2 for balance: m2 learns m1's two, and a-2,
+        # finding no free slot (cap 1), waits with m3.
+        {"m1": A(), "m2": A(t(0), t(1), t(2)), "m3": A(t(3))},
+        {"m1": A(t(0), t(1)), "m2": A(), "m3": A(t(2), t(3))},
+        {"m1": NONE, "m2": frozenset({L(t(0)), L(t(1))}), "m3": NONE},
+        previous=target(m1=(A(t(0), t(1)), NONE), m2=(A(), NONE), m3=(A(t(2), t(3)), NONE)),
+        current={"m1": record(A(t(0), t(1))), "m2": record(A()), "m3": record(A(t(2), t(3)))},
+        candidates={
+            "m1": Candidate(learns=True, leaving=True),
+            "m2": Candidate(learns=True),
+            "m3": Candidate(learns=True),
+        },
+        settings=replace(WARMUP, max_warmup_tasks=1),
+        waiting=frozenset({t(2)}),
     ),
     "a-leaving-member-learns-nothing": Row(
         # Not an assignor's output (it gives a leaving member nothing), to show both directions: what moves
@@ -216,11 +232,15 @@ def test_plan(row: Row) -> None:
     assert dict(out.shares) == dict(row.shares)
     assert dict(out.learners) == dict(row.learners)
     assert (out.promoted, out.expired, out.waiting) == (row.promoted, row.expired, row.waiting)
-    _assert_sound(out, row.desired, row.settings)
+    leaving = {m for m, c in row.candidates.items() if c.leaving}
+    _assert_sound(out, row.desired, row.settings, leaving)
 
 
-def _assert_sound(out: HandOver, desired: Mapping[str, Assigned], settings: WarmupSettings) -> None:
-    """Whatever the row: one owner per task, every desired task in some share, learners never owners."""
+def _assert_sound(
+    out: HandOver, desired: Mapping[str, Assigned], settings: WarmupSettings, leaving: set[str]
+) -> None:
+    """Whatever the row: one owner per task, every desired task in some share, learners never owners, and
+    no member past ``max.warmup.tasks`` but for tasks of leaving members."""
     owners: dict[TaskId, str] = {}
     for member, share in out.shares.items():
         for task in share.tasks:
@@ -228,7 +248,7 @@ def _assert_sound(out: HandOver, desired: Mapping[str, Assigned], settings: Warm
             owners[task] = member
     assert {x for s in desired.values() for x in s.tasks} == set(owners)
     for member, learners in out.learners.items():
-        assert len(learners) <= settings.max_warmup_tasks
+        assert len([x for x in learners if owners[x.task] not in leaving]) <= settings.max_warmup_tasks
         for learner in learners:
             assert owners[learner.task] != member
 

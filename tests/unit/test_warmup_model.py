@@ -4,9 +4,10 @@ group-records partition (``tests/support/reconcile_model``) with learners on.
 After every step the model checks that no task runs on two members, that no member runs a task it is
 preparing, that an activation uses a finished preparation, that every target keeps each learner's task in
 exactly one other member's share (never two active owners, a learner never an owner), at most
-``max.warmup.tasks`` learners a member, and that no target drops a task whose owner lives. The scenarios
-are the learner seed's (scale-out, graceful scale-down, leader fail-over mid warm-up) plus its time bounds
-and a learner crashing; the properties interleave all of them with joins, leaves and leader changes.
+``max.warmup.tasks`` learners a member besides a leaving member's tasks, and that no target drops a task
+whose owner lives. The scenarios are the learner seed's (scale-out, graceful scale-down, leader fail-over
+mid warm-up) plus its time bounds and a learner crashing; the properties interleave all of them with
+joins, leaves and leader changes.
 """
 
 from __future__ import annotations
@@ -82,6 +83,29 @@ def test_graceful_scale_down_has_the_tasks_learned_before_the_member_goes() -> N
     assert "m3" not in model.members
     model.assert_converged()
     assert model.activations == len(leaving)
+
+
+def test_a_departure_past_max_warmup_tasks_is_learned_whole_and_nothing_starts_cold() -> None:
+    # Issue 34's rolling restart: m2 leaves with six tasks, one staying member may learn one task at once
+    # for itself; the departure's tasks are all learned at once all the same (they land on m1 anyway),
+    # while m2 keeps running them, and each starts on m1 from its preparation.
+    one = WarmupSettings(max_warmup_tasks=1, warmup_timeout_ms=60_000, graceful_timeout_ms=5_000)
+    model = ReconcileModel(["m1", "m2"], {"a": 12}, warmup=one, learns=True, prepare_in_settle=False)
+    model.settle()
+    leaving = tasks_of(model, "m2")
+    assert len(leaving) == 6
+    model.begin_leave("m2")
+    model.complete_all()
+    for _ in range(3):
+        pass_without_preparing(model)
+    assert tasks_of(model, "m2") == leaving, "it keeps running its tasks while they are learned"
+    assert learners_in_target(model)["m1"] == leaving
+    model.prepare("m1")
+    model.prepare_in_settle = True
+    model.settle()
+    assert "m2" not in model.members
+    model.assert_converged()
+    assert model.activations == len(leaving), "every task of the departure started warm"
 
 
 def test_a_learner_not_ready_in_time_is_dropped_and_the_task_moves_plainly() -> None:
