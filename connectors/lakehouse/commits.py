@@ -75,18 +75,29 @@ class CommitPolicy:
     max_bytes: int = -1
 
 
+def lead_time(policy: CommitPolicy, last_commit_s: float | None) -> float:
+    """How much earlier than the interval a commit starts: the time the last commit took (at most the
+    interval), so that it ends, and the records are queryable, about an interval after the oldest of
+    them was read rather than an interval plus a commit's time. Snapshots still come about once an
+    interval (a commit that takes the whole interval makes them back to back)."""
+    if last_commit_s is None:
+        return 0.0
+    return min(max(last_commit_s, 0.0), policy.interval_ms / 1000)
+
+
 def commit_due(
-    policy: CommitPolicy, records: int, size: int, oldest_s: float | None, now_s: float
+    policy: CommitPolicy, records: int, size: int, oldest_s: float | None, now_s: float, lead_s: float = 0.0
 ) -> str | None:
     """Why to commit now (``records``, ``bytes`` or ``interval``), or None. ``oldest_s`` is when the oldest
-    waiting record was staged (None: nothing waits; then there is nothing to commit)."""
+    waiting record was read (None: nothing waits; then there is nothing to commit); ``lead_s``: see
+    :func:`lead_time`."""
     if oldest_s is None:
         return None
     if policy.max_records > 0 and records >= policy.max_records:
         return "records"
     if policy.max_bytes > 0 and size >= policy.max_bytes:
         return "bytes"
-    if (now_s - oldest_s) * 1000 >= policy.interval_ms:
+    if (now_s + lead_s - oldest_s) * 1000 >= policy.interval_ms:
         return "interval"
     return None
 
@@ -124,7 +135,12 @@ def below_floors_condition(
 
 
 def commit_directly(
-    policy: CommitPolicy, staged: bool, records: int, last_commit_s: float | None, now_s: float
+    policy: CommitPolicy,
+    staged: bool,
+    records: int,
+    last_commit_s: float | None,
+    now_s: float,
+    lead_s: float = 0.0,
 ) -> str | None:
     """Why a batch should go straight to its tables instead of being staged first (``records`` or
     ``interval``), or None. Only when nothing is staged: the batch alone is then what a commit would
@@ -136,6 +152,6 @@ def commit_directly(
         return None
     if policy.max_records > 0 and records >= policy.max_records:
         return "records"
-    if last_commit_s is None or (now_s - last_commit_s) * 1000 >= policy.interval_ms:
+    if last_commit_s is None or (now_s + lead_s - last_commit_s) * 1000 >= policy.interval_ms:
         return "interval"
     return None

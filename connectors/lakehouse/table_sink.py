@@ -7,10 +7,11 @@ Why it is built this way:
   in the task's scratch directory (a Spark job on the executors, nothing collected), so a commit can cover
   many batches: tables get fewer, larger files and snapshots than one commit per micro-batch would make.
 - A commit (:func:`commits.commit_due`: N records, B bytes or T ms, whichever first; checked after each
-  batch and about every half second while the topic is idle) reads the staged Parquet back, routes rows to
-  tables, creates or evolves each table, and writes it with the format's own atomic commit carrying the
-  Kafka offsets it covers (``kconnect.offsets.<connector>``). Then, and only then, ``pre_commit`` lets the
-  runtime commit those offsets to Kafka.
+  batch and about every half second while the topic is idle; an interval commit starts early by the time
+  the last commit took, so that records are queryable about an interval after they were read) reads the
+  staged Parquet back, routes rows to tables, creates or evolves each table, and writes it with the
+  format's own atomic commit carrying the Kafka offsets it covers (``kconnect.offsets.<connector>``).
+  Then, and only then, ``pre_commit`` lets the runtime commit those offsets to Kafka.
 - Exactly once with no coordinator: just before writing a table, the task reads the offsets the table
   already holds and drops rows below them. Records read again after a crash between a table commit and the
   Kafka offset commit, after a rebalance, or already written by a zombie, are never written twice; staged
@@ -39,6 +40,7 @@ from kconnect.connectors.lakehouse.commits import (
     below_floors_condition,
     commit_directly,
     commit_due,
+    lead_time,
     sql_string,
     unwritten_from,
 )
@@ -66,7 +68,8 @@ _R = TypeVar("_R")
 @dataclass(frozen=True)
 class Stage:
     """One staged micro-batch: its Parquet directory (None: no rows, e.g. only null values), the offset
-    ranges it covers, when it was staged and its size on disk."""
+    ranges it covers, when its batch reached the task (its records' wait for a commit counts from then) and
+    its size on disk."""
 
     path: str | None
     ranges: Mapping[TopicPartition, tuple[int, int]]
@@ -111,6 +114,8 @@ class TableSinkTask(FrameSinkTask):
         self._pool: ThreadPoolExecutor | None = None
         #: When this task last committed (None: not yet), for ``commits.commit_directly``.
         self._last_commit: float | None = None
+        #: How long the last commit took (None: none yet): the next starts that much early.
+        self._took: float | None = None
 
     def version(self) -> str:
         return __version__
@@ -158,6 +163,7 @@ class TableSinkTask(FrameSinkTask):
         self._value_type = None
         self._tables, self._assigned, self._maintained_at = set(), set(), time.time()
         self._last_commit = None
+        self._took = None
 
     def stop(self) -> None:
         """Staged rows were never committed anywhere: dropping them is safe, Kafka has them."""
@@ -192,6 +198,7 @@ class TableSinkTask(FrameSinkTask):
         from pyspark.sql.types import StructType
 
         frame = batch.frame
+        received = time.time()  # the records were read by now: their wait for a commit counts from here
         if self._spark is None:
             self._spark = frame.sparkSession
             self._prepare(self._spark)
@@ -235,8 +242,9 @@ class TableSinkTask(FrameSinkTask):
             "value",
         )
         records = sum(hi - lo + 1 for lo, hi in ranges.values())
+        policy = self._config().policy
         direct = commit_directly(
-            self._config().policy, bool(self._staged), records, self._last_commit, time.time()
+            policy, bool(self._staged), records, self._last_commit, time.time(), lead_time(policy, self._took)
         )
         # The tables are written through the session the connector's catalog is set in: a query started
         # again (a rewind) runs its batches in a session of its own, whose frames are staged as before.
@@ -257,7 +265,7 @@ class TableSinkTask(FrameSinkTask):
         rows.write.parquet(str(target))
         files = list(target.glob("part-*.parquet"))
         size = sum(f.stat().st_size for f in files)
-        self._staged.append(Stage(str(target) if files else None, ranges, time.time(), size))
+        self._staged.append(Stage(str(target) if files else None, ranges, received, size))
         return read
 
     def pre_commit(self, current_offsets: Mapping[TopicPartition, int]) -> Mapping[TopicPartition, int]:
@@ -266,7 +274,9 @@ class TableSinkTask(FrameSinkTask):
         records = sum(hi - lo + 1 for s in self._staged for lo, hi in s.ranges.values())
         size = sum(s.size for s in self._staged)
         oldest = self._staged[0].at if self._staged else None
-        reason = commit_due(config.policy, records, size, oldest, time.time())
+        reason = commit_due(
+            config.policy, records, size, oldest, time.time(), lead_time(config.policy, self._took)
+        )
         if reason is not None:
             self._commit(reason)
         if (
@@ -425,6 +435,7 @@ class TableSinkTask(FrameSinkTask):
                 shutil.rmtree(stage.path, ignore_errors=True)
         self.commits += 1
         self._last_commit = time.time()
+        self._took = time.monotonic() - started
         log.info(
             "committed to tables",
             reason=reason,

@@ -28,6 +28,7 @@ from kconnect.connectors.lakehouse.commits import (
     commit_due,
     decode_offsets,
     encode_offsets,
+    lead_time,
     resume_offsets,
     unwritten_from,
 )
@@ -115,6 +116,20 @@ def test_a_trickle_commits_every_interval_with_the_other_bounds_off() -> None:
     policy = CommitPolicy(interval_ms=2000)
     assert commit_due(policy, 1, 10, 10.0, 11.9) is None
     assert commit_due(policy, 1, 10, 10.0, 12.0) == "interval"
+
+
+def test_an_interval_commit_starts_early_by_the_last_commits_time_at_most_an_interval() -> None:
+    policy = CommitPolicy(interval_ms=10_000)
+    assert lead_time(policy, None) == 0.0  # no commit yet: nothing to go by
+    assert lead_time(policy, 3.5) == 3.5
+    assert lead_time(policy, 40.0) == 10.0  # a commit longer than the interval: back to back, no sooner
+    # The last commit took 3 s: records read at 100 s are committed from 107 s, queryable by about 110 s.
+    lead = lead_time(policy, 3.0)
+    assert commit_due(policy, 1, 10, 100.0, 106.9, lead) is None
+    assert commit_due(policy, 1, 10, 100.0, 107.0, lead) == "interval"
+    assert commit_due(policy, 1, 10, 100.0, 100.0, lead_time(policy, 40.0)) == "interval"
+    assert commit_directly(policy, False, 5, 100.0, 107.0, lead) == "interval"
+    assert commit_directly(policy, False, 5, 100.0, 106.0, lead) is None
 
 
 @given(
