@@ -517,12 +517,15 @@ class IcebergSinkTask(TableSinkTask):
 
     # --- many tables' data files in one job (iceberg_files)
 
-    def _write_together(self, spark: Any, pending: list[Pending]) -> list[Pending]:
+    def _write_together(
+        self, spark: Any, pending: list[Pending]
+    ) -> tuple[list[Pending], list[BaseException]]:
         """Tables of the same flat columns, two or more, get their data files from one Spark job and a
-        commit each through Iceberg's API (``iceberg_files``); the rest are left to :meth:`_write`."""
+        commit each through Iceberg's API (``iceberg_files``); the rest are left to :meth:`_write` (a
+        table whose load failed too: its own write says why)."""
         appends = [p for p in pending if not p.ids]
         if len(appends) < 2 or spark.conf.get("spark.sql.parquet.fieldId.write.enabled", "true") != "true":
-            return pending
+            return pending, []
         loaded, _ = self._each(lambda p: (p, self._loaded_table(spark, p.table)), appends)
         groups: dict[Columns, list[tuple[Pending, Any]]] = {}
         for p, (itable, key) in loaded:
@@ -539,9 +542,7 @@ class IcebergSinkTask(TableSinkTask):
                     self._write_group(spark, columns, members)
                 except Exception as exc:
                     errors.append(exc)
-        if errors:
-            raise errors[0]
-        return rest
+        return rest, errors
 
     def _loaded_table(self, spark: Any, table: str) -> tuple[Any, Columns | None]:
         """The Iceberg table (Java) as the commit's preparation loaded it (or loaded now, when it was

@@ -461,11 +461,8 @@ class TableSinkTask(FrameSinkTask):
         readied, errors = self._each(lambda r: self._ready(*r, lows), routes)
         pending = [w for w in readied if w is not None]
         if pending:
-            try:
-                rest = self._write_together(spark, pending)
-            except Exception as exc:
-                errors.append(exc)
-                rest = []
+            rest, failed_together = self._write_together(spark, pending)
+            errors.extend(failed_together)
             _, failed = self._each(lambda w: self._write(spark, w.table, w.rows, w.covered, w.ids), rest)
             errors.extend(failed)
         if errors:
@@ -494,10 +491,13 @@ class TableSinkTask(FrameSinkTask):
         done = [(f.exception(), f) for f in futures]
         return [f.result() for e, f in done if e is None], [e for e, _ in done if e is not None]
 
-    def _write_together(self, spark: Any, pending: list[Pending]) -> list[Pending]:
+    def _write_together(
+        self, spark: Any, pending: list[Pending]
+    ) -> tuple[list[Pending], list[BaseException]]:
         """Write what the format can of ``pending`` at once (e.g. one Spark job for the data files of many
-        tables, then a commit per table); answer the ones left to :meth:`_write`. By default: all."""
-        return pending
+        tables, then a commit per table); answer the ones left to :meth:`_write` and the errors of those it
+        attempted. By default: all left, none attempted."""
+        return pending, []
 
     def _routes(
         self, rows: Any, covered: Mapping[TopicPartition, int]
