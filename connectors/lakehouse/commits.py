@@ -75,18 +75,29 @@ class CommitPolicy:
     max_bytes: int = -1
 
 
+def lead_time(policy: CommitPolicy, last_commit_s: float | None) -> float:
+    """How much earlier than the interval a commit starts: the time the last commit took (at most the
+    interval), so that it ends, and the records are queryable, about an interval after the oldest of
+    them was read rather than an interval plus a commit's time. Snapshots still come about once an
+    interval (a commit that takes the whole interval makes them back to back)."""
+    if last_commit_s is None:
+        return 0.0
+    return min(max(last_commit_s, 0.0), policy.interval_ms / 1000)
+
+
 def commit_due(
-    policy: CommitPolicy, records: int, size: int, oldest_s: float | None, now_s: float
+    policy: CommitPolicy, records: int, size: int, oldest_s: float | None, now_s: float, lead_s: float = 0.0
 ) -> str | None:
     """Why to commit now (``records``, ``bytes`` or ``interval``), or None. ``oldest_s`` is when the oldest
-    waiting record was staged (None: nothing waits; then there is nothing to commit)."""
+    waiting record was read (None: nothing waits; then there is nothing to commit); ``lead_s``: see
+    :func:`lead_time`."""
     if oldest_s is None:
         return None
     if policy.max_records > 0 and records >= policy.max_records:
         return "records"
     if policy.max_bytes > 0 and size >= policy.max_bytes:
         return "bytes"
-    if (now_s - oldest_s) * 1000 >= policy.interval_ms:
+    if (now_s + lead_s - oldest_s) * 1000 >= policy.interval_ms:
         return "interval"
     return None
 
@@ -98,29 +109,38 @@ def unwritten_from(first: int, last: int, floor: int | None) -> tuple[int, int] 
     return (lo, last) if lo <= last else None
 
 
-def _sql_string(text: str) -> str:
+def sql_string(text: str) -> str:
+    """``text`` as a Spark SQL string literal."""
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def offsets_condition(
-    ranges: Mapping[TopicPartition, tuple[int, int | None]], topic: str, partition: str, offset: str
-) -> str:
-    """A Spark SQL condition true for rows whose (``topic``, ``partition``, ``offset``) columns fall in
-    ``ranges`` (first offset, last offset or None for no upper bound); false for other partitions.
+def below_floors_condition(
+    floors: Mapping[TopicPartition, int], topic: str, partition: str, offset: str
+) -> str | None:
+    """A Spark SQL condition that drops rows below their partition's floor (the next offset not yet held or
+    staged) and keeps every other row; None when no partition has a floor to apply (keep all: no filter).
 
-    One SQL text parsed once by Spark: the same condition built from ``Column`` objects costs three py4j
-    calls per partition, which for a task reading 50 partitions was most of a 50-table commit's time."""
-    if not ranges:
-        return "false"
-    terms = []
-    for tp, (lo, hi) in sorted(ranges.items(), key=lambda i: (i[0].topic, i[0].partition)):
-        bound = f"{offset} >= {int(lo)}" if hi is None else f"{offset} BETWEEN {int(lo)} AND {int(hi)}"
-        terms.append(f"({topic} = {_sql_string(tp.topic)} AND {partition} = {int(tp.partition)} AND {bound})")
-    return " OR ".join(terms)
+    Why only the partitions that need it: a condition naming every partition of a 50-partition task was
+    compiled by Spark for each cached block each job scanned (the in-memory scan's pruning predicate),
+    which cost a trickle's 50-table commit round most of a minute. In the steady state no row is below its
+    floor (a batch starts where the last one ended, a table holds exactly what the last commit covered),
+    so the condition is then no condition at all."""
+    if not floors:
+        return None
+    terms = [
+        f"({topic} = {sql_string(tp.topic)} AND {partition} = {int(tp.partition)} AND {offset} < {int(lo)})"
+        for tp, lo in sorted(floors.items(), key=lambda i: (i[0].topic, i[0].partition))
+    ]
+    return "NOT (" + " OR ".join(terms) + ")"
 
 
 def commit_directly(
-    policy: CommitPolicy, staged: bool, records: int, last_commit_s: float | None, now_s: float
+    policy: CommitPolicy,
+    staged: bool,
+    records: int,
+    last_commit_s: float | None,
+    now_s: float,
+    lead_s: float = 0.0,
 ) -> str | None:
     """Why a batch should go straight to its tables instead of being staged first (``records`` or
     ``interval``), or None. Only when nothing is staged: the batch alone is then what a commit would
@@ -132,6 +152,6 @@ def commit_directly(
         return None
     if policy.max_records > 0 and records >= policy.max_records:
         return "records"
-    if last_commit_s is None or (now_s - last_commit_s) * 1000 >= policy.interval_ms:
+    if last_commit_s is None or (now_s + lead_s - last_commit_s) * 1000 >= policy.interval_ms:
         return "interval"
     return None

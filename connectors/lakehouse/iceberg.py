@@ -18,15 +18,26 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
 import threading
 import time
 from collections.abc import Mapping
+from functools import reduce
 from typing import Any
 
 from kconnect.config.masking import is_sensitive
 from kconnect.connectors.lakehouse import config as cfg
 from kconnect.connectors.lakehouse.commits import encode_offsets, offsets_key, resume_offsets
 from kconnect.connectors.lakehouse.evolution import Evolution, quote_path
+from kconnect.connectors.lakehouse.iceberg_files import (
+    FIELD_ID,
+    TABLE_INDEX,
+    Columns,
+    local_path,
+    together_key,
+    writable_alone,
+)
 from kconnect.connectors.lakehouse.maintenance import (
     OFF,
     MaintenancePolicy,
@@ -40,6 +51,7 @@ from kconnect.connectors.lakehouse.table_sink import (
     OFFSET,
     PARTITION,
     TOPIC,
+    Pending,
     TableSinkTask,
     merge_statement,
 )
@@ -156,6 +168,11 @@ CONFIG_DEF = cfg.config_def(
     ),
 )
 
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
 _CALLBACK_LOCK = threading.Lock()
 _NAMESPACE_LOCK = threading.Lock()
 
@@ -253,6 +270,11 @@ class IcebergSinkTask(TableSinkTask):
         #: held then: while that snapshot is still the table's current one, nobody else has committed to
         #: it since, and those offsets need no read of the table's snapshots (a Spark job).
         self._schemas: dict[str, Any] = {}
+        #: Per table: the catalog's load (Spark's ``SparkTable``) that read ``_schemas``'s entry.
+        self._loaded: dict[str, Any] = {}
+        self._classes: dict[str, Any] = {}
+        #: The session the catalog below was looked up in, and the catalog (JVM).
+        self._catalog_of: tuple[Any, Any] | None = None
         self._seen: dict[str, int | None] = {}
         self._known: dict[str, tuple[int, dict[TopicPartition, int]]] = {}
         #: The snapshot id seen and what the table held then, read just before the write being made
@@ -295,24 +317,49 @@ class IcebergSinkTask(TableSinkTask):
                 f"spark.sql.extensions={EXTENSIONS}"
             )
 
+    def _jclass(self, spark: Any, name: str) -> Any:
+        """A JVM class by its full name, looked up once: py4j walks ``jvm.a.b.C`` one gateway round trip
+        per dot, which for a 50-table commit round was thousands of round trips."""
+        found = self._classes.get(name)
+        if found is None:
+            found = self._classes[name] = getattr(spark._jvm, name)
+        return found
+
+    def _spark_catalog(self, spark: Any) -> Any:
+        """The connector's catalog as the session's catalog manager made it, looked up once per session.
+        The manager reads the catalog's settings from the thread's active session (as spark.sql does, it
+        is made active for the call): a streaming batch's session is a clone."""
+        session = spark._jsparkSession
+        held = self._catalog_of
+        if held is not None and held[0] is session:
+            return held[1]
+        sessions = self._jclass(spark, "org.apache.spark.sql.classic.SparkSession")
+        before = sessions.getActiveSession()
+        sessions.setActiveSession(session)
+        try:
+            catalog = session.sessionState().catalogManager().catalog(self._catalog)
+        finally:
+            if before.isDefined():
+                sessions.setActiveSession(before.get())
+            else:
+                sessions.clearActiveSession()
+        self._catalog_of = (session, catalog)
+        return catalog
+
     def _load(self, spark: Any, table: str) -> Any:
         """The table as the catalog loads it now (Spark's ``SparkTable``, in the JVM), or None if missing:
         one catalog round trip, no query planned."""
-        jvm = spark._jvm
         parts = table_parts(table)
-        namespace = spark.sparkContext._gateway.new_array(jvm.java.lang.String, len(parts) - 1)
+        namespace = spark.sparkContext._gateway.new_array(
+            self._jclass(spark, "java.lang.String"), len(parts) - 1
+        )
         for i, part in enumerate(parts[:-1]):
             namespace[i] = part
-        ident = jvm.org.apache.spark.sql.connector.catalog.Identifier.of(namespace, parts[-1])
-        # The catalog manager reads the catalog's settings from the thread's active session (as
-        # spark.sql does, it is made active for the call): a streaming batch's session is a clone.
-        sessions = getattr(jvm, "org.apache.spark.sql.classic.SparkSession")
-        before = sessions.getActiveSession()
-        sessions.setActiveSession(spark._jsparkSession)
+        ident = self._jclass(spark, "org.apache.spark.sql.connector.catalog.Identifier").of(
+            namespace, parts[-1]
+        )
         try:
-            return (
-                spark._jsparkSession.sessionState().catalogManager().catalog(self._catalog).loadTable(ident)
-            )
+            return self._spark_catalog(spark).loadTable(ident)
         except Exception as exc:
             text = str(exc)
             # A jdbc catalog on Iceberg's first schema version answers a missing table by refusing the
@@ -320,11 +367,6 @@ class IcebergSinkTask(TableSinkTask):
             if any(m in text for m in ("TABLE_OR_VIEW_NOT_FOUND", "NoSuchTable", "without view support")):
                 return None
             raise
-        finally:
-            if before.isDefined():
-                sessions.setActiveSession(before.get())
-            else:
-                sessions.clearActiveSession()
 
     def _table_schema(self, spark: Any, table: str) -> Any:
         from pyspark.sql.types import StructType
@@ -337,6 +379,7 @@ class IcebergSinkTask(TableSinkTask):
         schema = StructType.fromJson(json.loads(loaded.schema().json()))
         snapshot = loaded.table().currentSnapshot()
         self._schemas[table] = schema
+        self._loaded[table] = loaded
         self._seen[table] = None if snapshot is None else int(snapshot.snapshotId())
         return schema
 
@@ -444,24 +487,169 @@ class IcebergSinkTask(TableSinkTask):
         self._remember(spark, table, key, encoded, covered)
 
     def _remember(
-        self, spark: Any, table: str, key: str, encoded: str, covered: Mapping[TopicPartition, int]
+        self,
+        spark: Any,
+        table: str,
+        key: str,
+        encoded: str,
+        covered: Mapping[TopicPartition, int],
+        committed: Any = None,
     ) -> None:
         """After a commit: if the table's current snapshot is the one just made (its summary carries these
         offsets) and its parent is the snapshot whose offsets were read before the write (nobody committed
         in between), note it with what the table now holds (those offsets, the newest winning), so the
-        next commit needs no snapshots read. Otherwise the next commit reads them."""
+        next commit needs no snapshots read. Otherwise the next commit reads them. ``committed``: the Iceberg
+        table the commit was made through (its current snapshot is then read without a catalog load)."""
         self._known.pop(table, None)
         before = self._held_before.pop(table, None)
         if before is None:
             return
         parent, held = before
-        loaded = self._load(spark, table)
-        snapshot = None if loaded is None else loaded.table().currentSnapshot()
+        if committed is None:
+            loaded = self._load(spark, table)
+            committed = None if loaded is None else loaded.table()
+        snapshot = None if committed is None else committed.currentSnapshot()
         if snapshot is None or snapshot.summary().get(key) != encoded:
             return
         if (None if snapshot.parentId() is None else int(snapshot.parentId())) != parent:
             return
         self._known[table] = (int(snapshot.snapshotId()), {**held, **covered})
+
+    # --- many tables' data files in one job (iceberg_files)
+
+    def _write_together(
+        self, spark: Any, pending: list[Pending]
+    ) -> tuple[list[Pending], list[BaseException]]:
+        """Tables of the same flat columns, two or more, get their data files from one Spark job and a
+        commit each through Iceberg's API (``iceberg_files``); the rest are left to :meth:`_write` (a
+        table whose load failed too: its own write says why)."""
+        appends = [p for p in pending if not p.ids]
+        if len(appends) < 2 or spark.conf.get("spark.sql.parquet.fieldId.write.enabled", "true") != "true":
+            return pending, []
+        loaded, _ = self._each(lambda p: (p, self._loaded_table(spark, p.table)), appends)
+        groups: dict[Columns, list[tuple[Pending, Any]]] = {}
+        for p, (itable, key) in loaded:
+            nullable = {f.name: f.nullable for f in p.rows.schema.fields}
+            if key is not None and writable_alone(key, nullable):
+                groups.setdefault(key, []).append((p, itable))
+        together = [m for members in groups.values() if len(members) >= 2 for m in members]
+        done = {id(p) for p, _ in together}
+        rest = [p for p in pending if id(p) not in done]
+        errors: list[BaseException] = []
+        for columns, members in groups.items():
+            if len(members) >= 2:
+                try:
+                    self._write_group(spark, columns, members)
+                except Exception as exc:
+                    errors.append(exc)
+        return rest, errors
+
+    def _loaded_table(self, spark: Any, table: str) -> tuple[Any, Columns | None]:
+        """The Iceberg table (Java) as the commit's preparation loaded it (or loaded now, when it was
+        created or evolved since), and its :func:`together_key`."""
+        loaded = self._loaded.pop(table, None) if table in self._schemas else None
+        if loaded is None:
+            loaded = self._load(spark, table)
+        if loaded is None:
+            return None, None
+        itable = loaded.table()
+        schema_json = self._jclass(spark, "org.apache.iceberg.SchemaParser").toJson(itable.schema())
+        return itable, together_key(schema_json, str(itable.location()), not itable.spec().isUnpartitioned())
+
+    def _write_group(self, spark: Any, columns: Columns, members: list[tuple[Pending, Any]]) -> None:
+        """One job writes the members' rows as Parquet with the tables' field ids, one directory per table;
+        then each table's files are moved into it and committed with the offsets, up to COMMIT_THREADS at
+        once. Every table is attempted; the first failure is raised once all are done."""
+        from pyspark.sql import DataFrame
+        from pyspark.sql import functions as F
+
+        types = {f.name: f.dataType.simpleString() for f in self._schema_of(spark, members[0][1]).fields}
+        started = time.monotonic()
+        frames = []
+        for index, (p, _) in enumerate(members):
+            # SQL text: one gateway call per table (Column objects cost several calls each in PySpark 4).
+            present = set(p.rows.columns)
+            frames.append(
+                p.rows.selectExpr(
+                    *[
+                        f"CAST({_quoted(name) if name in present else 'NULL'} AS {types[name]}) "
+                        f"AS {_quoted(name)}"
+                        for _, name, _, _ in columns
+                    ],
+                    f"{index} AS {TABLE_INDEX}",
+                )
+            )
+        target = self._dir() / "together" / f"{int(time.time() * 1000)}-{id(members)}"
+        united = reduce(DataFrame.union, frames)
+        data = united.select(
+            *[F.col(_quoted(name)).alias(name, metadata={FIELD_ID: fid}) for fid, name, _, _ in columns],
+            TABLE_INDEX,
+        )
+        data.coalesce(max(1, spark.sparkContext.defaultParallelism)).write.partitionBy(TABLE_INDEX).parquet(
+            str(target)
+        )
+        written = time.monotonic() - started
+        try:
+            _, errors = self._each(
+                lambda m: self._append_files(
+                    spark, m[1][0].table, m[1][1], m[1][0].covered, target / f"{TABLE_INDEX}={m[0]}"
+                ),
+                list(enumerate(members)),
+            )
+        finally:
+            shutil.rmtree(target, ignore_errors=True)
+        log.info(
+            "tables written together",
+            tables=len(members),
+            columns=len(columns),
+            job_seconds=round(written, 2),
+            seconds=round(time.monotonic() - started, 2),
+            failed=len(errors),
+            connector=self._config().connector,
+        )
+        if errors:
+            raise errors[0]
+
+    def _schema_of(self, spark: Any, itable: Any) -> Any:
+        from pyspark.sql.types import StructType
+
+        spark_schema = self._jclass(spark, "org.apache.iceberg.spark.SparkSchemaUtil").convert(
+            itable.schema()
+        )
+        return StructType.fromJson(json.loads(spark_schema.json()))
+
+    def _append_files(
+        self, spark: Any, table: str, itable: Any, covered: Mapping[TopicPartition, int], source: Any
+    ) -> None:
+        """Move the Parquet files under ``source`` into the table's data location and append them in one
+        commit whose snapshot summary carries ``covered`` (none: a snapshot with no files, carrying the
+        offsets, as Spark's append of no rows makes)."""
+        key = offsets_key(self._config().connector)
+        encoded = encode_offsets(covered)
+        metrics_config = self._jclass(spark, "org.apache.iceberg.MetricsConfig").forTable(itable)
+        files = sorted(source.glob("*.parquet")) if source.is_dir() else []
+        append = itable.newAppend()
+        for file in files:
+            location = str(itable.locationProvider().newDataLocation(file.name))
+            path = local_path(location)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            size = file.stat().st_size
+            shutil.move(str(file), path)
+            metrics = self._jclass(spark, "org.apache.iceberg.parquet.ParquetUtil").fileMetrics(
+                itable.io().newInputFile(location), metrics_config
+            )
+            append.appendFile(
+                self._jclass(spark, "org.apache.iceberg.DataFiles")
+                .builder(itable.spec())
+                .withPath(location)
+                .withFileSizeInBytes(size)
+                .withFormat("PARQUET")
+                .withMetrics(metrics)
+                .build()
+            )
+        append.set(key, encoded)
+        append.commit()
+        self._remember(spark, table, key, encoded, covered, itable)
 
     def _merge(
         self,

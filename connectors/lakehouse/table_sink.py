@@ -7,10 +7,11 @@ Why it is built this way:
   in the task's scratch directory (a Spark job on the executors, nothing collected), so a commit can cover
   many batches: tables get fewer, larger files and snapshots than one commit per micro-batch would make.
 - A commit (:func:`commits.commit_due`: N records, B bytes or T ms, whichever first; checked after each
-  batch and about every half second while the topic is idle) reads the staged Parquet back, routes rows to
-  tables, creates or evolves each table, and writes it with the format's own atomic commit carrying the
-  Kafka offsets it covers (``kconnect.offsets.<connector>``). Then, and only then, ``pre_commit`` lets the
-  runtime commit those offsets to Kafka.
+  batch and about every half second while the topic is idle; an interval commit starts early by the time
+  the last commit took, so that records are queryable about an interval after they were read) reads the
+  staged Parquet back, routes rows to tables, creates or evolves each table, and writes it with the
+  format's own atomic commit carrying the Kafka offsets it covers (``kconnect.offsets.<connector>``).
+  Then, and only then, ``pre_commit`` lets the runtime commit those offsets to Kafka.
 - Exactly once with no coordinator: just before writing a table, the task reads the offsets the table
   already holds and drops rows below them. Records read again after a crash between a table commit and the
   Kafka offset commit, after a rebalance, or already written by a zombie, are never written twice; staged
@@ -28,17 +29,19 @@ import abc
 import contextvars
 import shutil
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from kconnect.connectors.lakehouse import config as cfg
 from kconnect.connectors.lakehouse.commits import (
+    below_floors_condition,
     commit_directly,
     commit_due,
-    offsets_condition,
+    lead_time,
+    sql_string,
     unwritten_from,
 )
 from kconnect.connectors.lakehouse.evolution import Evolution, SchemaEvolutionError, plan
@@ -58,16 +61,31 @@ DELETE_OPS = ("d", "D")
 #: How many of a commit's tables are written at once (each its own Spark job and catalog commit).
 COMMIT_THREADS = 8
 
+_I = TypeVar("_I")
+_R = TypeVar("_R")
+
 
 @dataclass(frozen=True)
 class Stage:
     """One staged micro-batch: its Parquet directory (None: no rows, e.g. only null values), the offset
-    ranges it covers, when it was staged and its size on disk."""
+    ranges it covers, when its batch reached the task (its records' wait for a commit counts from then) and
+    its size on disk."""
 
     path: str | None
     ranges: Mapping[TopicPartition, tuple[int, int]]
     at: float
     size: int
+
+
+@dataclass(frozen=True)
+class Pending:
+    """One table's part of a commit, ready to write: its rows (META columns kept, rows the table holds
+    dropped), the next offset per partition its commit records, and its id columns in upsert mode."""
+
+    table: str
+    rows: Any
+    covered: Mapping[TopicPartition, int]
+    ids: tuple[str, ...]
 
 
 class TableSinkTask(FrameSinkTask):
@@ -96,6 +114,8 @@ class TableSinkTask(FrameSinkTask):
         self._pool: ThreadPoolExecutor | None = None
         #: When this task last committed (None: not yet), for ``commits.commit_directly``.
         self._last_commit: float | None = None
+        #: How long the last commit took (None: none yet): the next starts that much early.
+        self._took: float | None = None
 
     def version(self) -> str:
         return __version__
@@ -143,6 +163,7 @@ class TableSinkTask(FrameSinkTask):
         self._value_type = None
         self._tables, self._assigned, self._maintained_at = set(), set(), time.time()
         self._last_commit = None
+        self._took = None
 
     def stop(self) -> None:
         """Staged rows were never committed anywhere: dropping them is safe, Kafka has them."""
@@ -177,6 +198,7 @@ class TableSinkTask(FrameSinkTask):
         from pyspark.sql.types import StructType
 
         frame = batch.frame
+        received = time.time()  # the records were read by now: their wait for a commit counts from here
         if self._spark is None:
             self._spark = frame.sparkSession
             self._prepare(self._spark)
@@ -205,16 +227,24 @@ class TableSinkTask(FrameSinkTask):
         read = sum(last - first + 1 for first, last in batch.offsets.values())
         if not ranges:
             return read
-        wanted = F.expr(offsets_condition(ranges, "`topic`", "`partition`", "`offset`"))
-        rows = frame.where(wanted & F.col("value").isNotNull()).select(
+        # Only partitions whose batch starts below what is staged or held need a filter (rows re-read).
+        floors = {
+            tp: ranges[tp][0] if tp in ranges else last + 1
+            for tp, (first, last) in batch.offsets.items()
+            if (ranges[tp][0] if tp in ranges else last + 1) > first
+        }
+        wanted = below_floors_condition(floors, "`topic`", "`partition`", "`offset`")
+        keep = F.col("value").isNotNull() if wanted is None else F.expr(wanted) & F.col("value").isNotNull()
+        rows = frame.where(keep).select(
             F.col("topic").alias(TOPIC),
             F.col("partition").alias(PARTITION),
             F.col("offset").alias(OFFSET),
             "value",
         )
         records = sum(hi - lo + 1 for lo, hi in ranges.values())
+        policy = self._config().policy
         direct = commit_directly(
-            self._config().policy, bool(self._staged), records, self._last_commit, time.time()
+            policy, bool(self._staged), records, self._last_commit, time.time(), lead_time(policy, self._took)
         )
         # The tables are written through the session the connector's catalog is set in: a query started
         # again (a rewind) runs its batches in a session of its own, whose frames are staged as before.
@@ -235,7 +265,7 @@ class TableSinkTask(FrameSinkTask):
         rows.write.parquet(str(target))
         files = list(target.glob("part-*.parquet"))
         size = sum(f.stat().st_size for f in files)
-        self._staged.append(Stage(str(target) if files else None, ranges, time.time(), size))
+        self._staged.append(Stage(str(target) if files else None, ranges, received, size))
         return read
 
     def pre_commit(self, current_offsets: Mapping[TopicPartition, int]) -> Mapping[TopicPartition, int]:
@@ -244,7 +274,9 @@ class TableSinkTask(FrameSinkTask):
         records = sum(hi - lo + 1 for s in self._staged for lo, hi in s.ranges.values())
         size = sum(s.size for s in self._staged)
         oldest = self._staged[0].at if self._staged else None
-        reason = commit_due(config.policy, records, size, oldest, time.time())
+        reason = commit_due(
+            config.policy, records, size, oldest, time.time(), lead_time(config.policy, self._took)
+        )
         if reason is not None:
             self._commit(reason)
         if (
@@ -365,9 +397,11 @@ class TableSinkTask(FrameSinkTask):
         spark = self._spark
         stages, self._staged = self._staged, []
         covered: dict[TopicPartition, int] = {}
+        lows: dict[TopicPartition, int] = {}
         for ranges in [*(s.ranges for s in stages), *([direct[1]] if direct else [])]:
-            for tp, (_, hi) in ranges.items():
+            for tp, (lo, hi) in ranges.items():
                 covered[tp] = max(covered.get(tp, 0), hi + 1)
+                lows[tp] = min(lows.get(tp, lo), lo)
         paths = [s.path for s in stages if s.path is not None]
         started = time.monotonic()
         tables_written: list[str] = []
@@ -384,7 +418,7 @@ class TableSinkTask(FrameSinkTask):
                     rows = rows.persist()
                 try:
                     routes = self._routes(rows, covered)
-                    self._write_tables(routes)
+                    self._write_tables(routes, lows)
                 finally:
                     if many:
                         rows.unpersist()
@@ -401,6 +435,7 @@ class TableSinkTask(FrameSinkTask):
                 shutil.rmtree(stage.path, ignore_errors=True)
         self.commits += 1
         self._last_commit = time.time()
+        self._took = time.monotonic() - started
         log.info(
             "committed to tables",
             reason=reason,
@@ -411,35 +446,58 @@ class TableSinkTask(FrameSinkTask):
             connector=config.connector,
         )
 
-    def _write_tables(self, routes: list[tuple[str, Any, dict[TopicPartition, int]]]) -> None:
-        """Write each table of a commit, up to COMMIT_THREADS at once: each table's commit is its own
-        (its snapshot names only the offsets it covers), and most of a small table's commit is waiting
-        on the catalog and the file system, not the cores. The threads run in the caller's Spark job
-        group and scheduler pool, and its log context. Every table is attempted; the first failure is
-        raised once all are done (the ones that committed hold their offsets: a retry drops those rows).
-        """
-        if len(routes) <= 1:
-            for table, part, table_covered in routes:
-                self._write_table(table, part, table_covered)
-            return
+    def _write_tables(
+        self, routes: list[tuple[str, Any, dict[TopicPartition, int]]], lows: Mapping[TopicPartition, int]
+    ) -> None:
+        """Write each table of a commit: first each table is made ready (created or evolved, the offsets it
+        holds read, the rows it holds dropped: :meth:`_ready`), then the format writes those it can in one
+        go (:meth:`_write_together`), then the rest one by one (:meth:`_write`). Each table's commit is
+        its own (its snapshot names only the offsets it covers). Per-table steps run up to COMMIT_THREADS
+        at once: most of a small table's step is waiting on the catalog and the file system, not the cores.
+        Every table is attempted; the first failure is raised once all are done (the ones that committed
+        hold their offsets: a retry drops those rows). ``lows``: the lowest offset per partition the
+        commit writes."""
+        spark = self._spark
+        readied, errors = self._each(lambda r: self._ready(*r, lows), routes)
+        pending = [w for w in readied if w is not None]
+        if pending:
+            rest, failed_together = self._write_together(spark, pending)
+            errors.extend(failed_together)
+            _, failed = self._each(lambda w: self._write(spark, w.table, w.rows, w.covered, w.ids), rest)
+            errors.extend(failed)
+        if errors:
+            raise errors[0]
+
+    def _each(self, step: Callable[[_I], _R], items: list[_I]) -> tuple[list[_R], list[BaseException]]:
+        """``step`` of each item, up to COMMIT_THREADS at once (in the caller's Spark job group, scheduler
+        pool and log context): the results of those that succeeded, in order, and the errors."""
+        if len(items) <= 1:
+            results: list[_R] = []
+            errors: list[BaseException] = []
+            for item in items:
+                try:
+                    results.append(step(item))
+                except Exception as exc:
+                    errors.append(exc)
+            return results, errors
         from pyspark.util import inheritable_thread_target
 
         if self._pool is None:
             self._pool = ThreadPoolExecutor(COMMIT_THREADS, thread_name_prefix="kconnect-table-commit")
         futures = [
-            self._pool.submit(
-                contextvars.copy_context().run,
-                inheritable_thread_target(self._write_table),
-                table,
-                part,
-                table_covered,
-            )
-            for table, part, table_covered in routes
+            self._pool.submit(contextvars.copy_context().run, inheritable_thread_target(step), item)
+            for item in items
         ]
-        errors = [f.exception() for f in futures]
-        first = next((e for e in errors if e is not None), None)
-        if first is not None:
-            raise first
+        done = [(f.exception(), f) for f in futures]
+        return [f.result() for e, f in done if e is None], [e for e, _ in done if e is not None]
+
+    def _write_together(
+        self, spark: Any, pending: list[Pending]
+    ) -> tuple[list[Pending], list[BaseException]]:
+        """Write what the format can of ``pending`` at once (e.g. one Spark job for the data files of many
+        tables, then a commit per table); answer the ones left to :meth:`_write` and the errors of those it
+        attempted. By default: all left, none attempted."""
+        return pending, []
 
     def _routes(
         self, rows: Any, covered: Mapping[TopicPartition, int]
@@ -471,7 +529,11 @@ class TableSinkTask(FrameSinkTask):
                     f"record {m[0]}-{m[1]}@{m[2]} has no value in route field {field}: it names no table"
                 )
             names = sorted(found)
-            return [(name, routed.where(F.col(ROUTE) == name).drop(ROUTE), dict(covered)) for name in names]
+            # SQL text: one gateway call per table (Column objects cost several calls each in PySpark 4).
+            return [
+                (name, routed.where(f"{ROUTE} = {sql_string(name)}").drop(ROUTE), dict(covered))
+                for name in names
+            ]
         return [
             (
                 table,
@@ -499,8 +561,16 @@ class TableSinkTask(FrameSinkTask):
             return flat.withColumn(OP, F.col(config.cdc_field).cast("string"))
         return flat.withColumn(OP, F.lit("u"))
 
-    def _write_table(self, table: str, rows: Any, covered: dict[TopicPartition, int]) -> None:
-        """Create or evolve the table, drop rows it already holds, write the rest with the offsets."""
+    def _ready(
+        self,
+        table: str,
+        rows: Any,
+        covered: dict[TopicPartition, int],
+        lows: Mapping[TopicPartition, int],
+    ) -> Pending | None:
+        """Create or evolve the table, read what it holds and drop those rows: what is left to write (None:
+        the table holds all of it). Only partitions where the table holds more than the commit's lowest
+        offset (``lows``) are filtered: in the steady state none."""
         from pyspark.sql import functions as F
         from pyspark.sql.types import StructType
 
@@ -537,12 +607,12 @@ class TableSinkTask(FrameSinkTask):
             log.warning(
                 "table already holds these offsets (a zombie or an earlier run wrote them)", table=table
             )
-            return
-        if any(held.get(tp, 0) > 0 for tp in covered):  # else every staged row is new to the table
-            keep = {tp: (held.get(tp, 0), None) for tp in todo}
-            rows = rows.where(F.expr(offsets_condition(keep, TOPIC, PARTITION, OFFSET)))
-        ids = config.ids(table) if config.upsert else ()
-        self._write(spark, table, rows, todo, ids)
+            return None
+        floors = {tp: held[tp] for tp in covered if held.get(tp, 0) > lows.get(tp, 0)}
+        condition = below_floors_condition(floors, TOPIC, PARTITION, OFFSET)
+        if condition is not None:  # else every row of the commit is new to the table
+            rows = rows.where(F.expr(condition))
+        return Pending(table, rows, todo, config.ids(table) if config.upsert else ())
 
     # --- helpers
 

@@ -284,3 +284,76 @@ def test_rest_catalog_on_apache_icebergs_rest_server_writes_a_table_read_back_th
         assert bench.worker.request("DELETE", "/connectors/rstc").status_code == 204
     finally:
         server.stop()
+
+
+def routed(n: int, table: str) -> bytes:
+    schema = {
+        "type": "struct",
+        "optional": False,
+        "fields": [
+            {"field": "id", "type": "int64", "optional": False},
+            {"field": "tbl", "type": "string", "optional": False},
+        ],
+    }
+    return json.dumps({"schema": schema, "payload": {"id": n, "tbl": table}}).encode()
+
+
+def test_tables_routed_by_field_are_written_together_and_a_rewound_task_resumes_exactly(bench: Bench) -> None:
+    """Three tables of the same columns from one topic (``iceberg.tables.dynamic-enabled``): a commit writes
+    their data files in one Spark job and appends them table by table through Iceberg's API (the log says
+    so); each table reads back its own rows, its files carry column metrics (read from the footers by
+    field id), and a task rewound behind what the tables hold resumes from their snapshots exactly."""
+    topic = bench.topic("routed")
+    suffix = topic.rsplit("-", 1)[1]
+    tables = [f"kc.r{suffix}_{i}" for i in range(3)]
+    config = {
+        **iceberg_config(topic),
+        "iceberg.tables.dynamic-enabled": "true",
+        "iceberg.tables.route-field": "tbl",
+        "iceberg.catalog.warehouse": str(bench.warehouse / "hadoop"),
+        "iceberg.control.commit.interval-ms": "1000",
+    }
+    config.pop("iceberg.tables")
+    producer = Producer({"bootstrap.servers": bench.bootstrap, **one_record_batches()})
+
+    def produce(ids: range) -> None:
+        for n in ids:
+            producer.produce(topic, value=routed(n, tables[n % 3]), partition=n % 2)
+        assert producer.flush(30) == 0
+
+    def expected(upto: int) -> dict[str, list[int]]:
+        return {t: [n for n in range(upto) if n % 3 == i] for i, t in enumerate(tables)}
+
+    def held() -> dict[str, list[int]]:
+        return {t: bench.ids(f"chk.{t}") for t in tables}
+
+    bench.create("routed", config)
+    produce(range(0, 30))  # the first commit creates the three tables
+    wait_until(lambda: held() == expected(30), 300, "30 rows in three tables", interval=2)
+    produce(range(30, 60))  # the tables exist: their files come from one job
+    wait_until(lambda: held() == expected(60), 300, "60 rows in three tables", interval=2)
+    together = bench.events("tables written together")
+    assert together and together[-1]["tables"] == 3 and together[-1]["failed"] == 0, together
+    bounds = bench.spark.sql(
+        f"SELECT lower_bounds, upper_bounds, record_count FROM chk.{tables[0]}.files"
+    ).collect()
+    assert all(r[0] and r[1] and r[0].get(1) is not None for r in bounds), bounds  # id's metrics, field 1
+
+    assert bench.worker.request("PUT", "/connectors/routed/stop").status_code == 204
+    wait_until(
+        lambda: bench.worker.get("/connectors/routed/status").json()["connector"]["state"] == "STOPPED",
+        120,
+        "the connector stopped",
+    )
+    rewind = {
+        "offsets": [
+            {"partition": {"kafka_topic": topic, "kafka_partition": p}, "offset": {"kafka_offset": 0}}
+            for p in range(2)
+        ]
+    }
+    assert bench.worker.request("PATCH", "/connectors/routed/offsets", json=rewind).status_code == 200
+    assert bench.worker.request("PUT", "/connectors/routed/resume").status_code == 202
+    produce(range(60, 90))
+    wait_until(lambda: held() == expected(90), 300, "90 rows in three tables, each once", interval=2)
+    assert held() == expected(90), "a gap or a repeat after the rewind"
+    assert len(bench.events("tables written together")) > len(together)

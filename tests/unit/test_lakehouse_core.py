@@ -3,6 +3,7 @@ evolution plans, and config validation (refused keys named with the reason)."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import pytest
@@ -22,17 +23,19 @@ from pyspark.sql.types import (
 from kconnect.connectors.lakehouse import config as cfg
 from kconnect.connectors.lakehouse.commits import (
     CommitPolicy,
+    below_floors_condition,
     commit_directly,
     commit_due,
     decode_offsets,
     encode_offsets,
-    offsets_condition,
+    lead_time,
     resume_offsets,
     unwritten_from,
 )
 from kconnect.connectors.lakehouse.delta import DeltaSinkConnector
 from kconnect.connectors.lakehouse.evolution import SchemaEvolutionError, plan
 from kconnect.connectors.lakehouse.iceberg import CONFIG_DEF, IcebergSinkConnector, catalog_properties
+from kconnect.connectors.lakehouse.iceberg_files import local_path, together_key, writable_alone
 from kconnect.connectors.lakehouse.routing import (
     Routing,
     RoutingError,
@@ -115,6 +118,20 @@ def test_a_trickle_commits_every_interval_with_the_other_bounds_off() -> None:
     assert commit_due(policy, 1, 10, 10.0, 12.0) == "interval"
 
 
+def test_an_interval_commit_starts_early_by_the_last_commits_time_at_most_an_interval() -> None:
+    policy = CommitPolicy(interval_ms=10_000)
+    assert lead_time(policy, None) == 0.0  # no commit yet: nothing to go by
+    assert lead_time(policy, 3.5) == 3.5
+    assert lead_time(policy, 40.0) == 10.0  # a commit longer than the interval: back to back, no sooner
+    # The last commit took 3 s: records read at 100 s are committed from 107 s, queryable by about 110 s.
+    lead = lead_time(policy, 3.0)
+    assert commit_due(policy, 1, 10, 100.0, 106.9, lead) is None
+    assert commit_due(policy, 1, 10, 100.0, 107.0, lead) == "interval"
+    assert commit_due(policy, 1, 10, 100.0, 100.0, lead_time(policy, 40.0)) == "interval"
+    assert commit_directly(policy, False, 5, 100.0, 107.0, lead) == "interval"
+    assert commit_directly(policy, False, 5, 100.0, 106.0, lead) is None
+
+
 @given(
     st.dictionaries(st.tuples(st.sampled_from(["a", "b.c", "d-e"]), st.integers(0, 5)), st.integers(0, 2**62))
 )
@@ -150,19 +167,59 @@ def test_a_batch_goes_straight_to_the_tables_only_when_nothing_is_staged_and_it_
     assert commit_directly(CommitPolicy(interval_ms=10_000), False, 10**9, 95.0, 100.0) is None
 
 
-def test_the_offsets_condition_selects_exactly_the_rows_in_each_partitions_range() -> None:
+def test_the_floors_condition_drops_exactly_the_rows_below_each_partitions_floor() -> None:
     """Evaluated as SQL (SQLite reads the same condition text Spark parses) over every row of three
-    partitions: a closed range, an open one, and a partition the condition leaves out."""
+    partitions: two with floors, one the condition leaves alone; no floors is no condition at all."""
     other = TopicPartition("payments", 0)
-    condition = offsets_condition({TP0: (3, 6), TP1: (4, None)}, "`topic`", "`partition`", "`offset`")
+    condition = below_floors_condition({TP0: 3, TP1: 10}, "`topic`", "`partition`", "`offset`")
+    assert condition is not None
     db = sqlite3.connect(":memory:")
     db.execute("CREATE TABLE r (`topic` TEXT, `partition` INT, `offset` INT)")
     rows = [(tp.topic, tp.partition, o) for tp in (TP0, TP1, other) for o in range(10)]
     db.executemany("INSERT INTO r VALUES (?, ?, ?)", rows)
     picked = set(db.execute(f"SELECT * FROM r WHERE {condition}").fetchall())
-    assert picked == {("orders", 0, o) for o in range(3, 7)} | {("orders", 1, o) for o in range(4, 10)}
-    nothing = offsets_condition({}, "`topic`", "`partition`", "`offset`")
-    assert db.execute(f"SELECT count(*) FROM r WHERE {nothing}").fetchone() == (0,)
+    assert picked == {("orders", 0, o) for o in range(3, 10)} | {("payments", 0, o) for o in range(10)}
+    assert below_floors_condition({}, "`topic`", "`partition`", "`offset`") is None
+    quoted = below_floors_condition({TopicPartition("it's", 0): 1}, "`topic`", "`partition`", "`offset`")
+    assert quoted is not None and "'it\\'s'" in quoted
+
+
+def test_tables_of_the_same_flat_columns_are_written_together_and_others_alone() -> None:
+    schema = {
+        "type": "struct",
+        "schema-id": 0,
+        "fields": [
+            {"id": 1, "name": "id", "required": True, "type": "long"},
+            {"id": 2, "name": "tbl", "required": False, "type": "string"},
+            {"id": 3, "name": "amount", "required": False, "type": "decimal(10, 2)"},
+        ],
+    }
+    key = together_key(json.dumps(schema), "file:/w/db/t", False)
+    assert key == (
+        (1, "id", "long", True),
+        (2, "tbl", "string", False),
+        (3, "amount", "decimal(10, 2)", False),
+    )
+    assert together_key(json.dumps({**schema, "schema-id": 4}), "/w/db/u", False) == key  # ids, not versions
+    assert together_key(json.dumps(schema), "file:/w/db/t", True) is None  # partitioned
+    assert together_key(json.dumps(schema), "s3://bucket/db/t", False) is None  # files would be copied
+    nested = {
+        **schema,
+        "fields": [
+            *schema["fields"],
+            {"id": 4, "name": "n", "required": False, "type": {"type": "struct", "fields": []}},
+        ],
+    }
+    assert together_key(json.dumps(nested), "/w/db/t", False) is None
+    stamp = {**schema, "fields": [{"id": 1, "name": "at", "required": False, "type": "timestamptz"}]}
+    assert together_key(json.dumps(stamp), "/w/db/t", False) is None
+    # A required column needs its rows' column present and not nullable (else Spark's write says why).
+    assert writable_alone(key, {"id": False, "tbl": True})
+    assert not writable_alone(key, {"id": True, "tbl": True})
+    assert not writable_alone(key, {"tbl": True})
+    assert local_path("file:/w/db/t/data/a.parquet") == "/w/db/t/data/a.parquet"
+    assert local_path("file:///w/a.parquet") == "/w/a.parquet"
+    assert local_path("/w/a.parquet") == "/w/a.parquet"
 
 
 # --- evolution
