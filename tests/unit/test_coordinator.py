@@ -715,45 +715,61 @@ def test_a_rolling_restart_moves_each_task_of_the_restarted_worker_away_and_back
         assert (len(after[url].connectors), len(after[url].tasks)) == (7, 15)
 
 
-def test_a_rolling_restart_with_warm_up_brings_the_work_home_a_few_tasks_at_a_time() -> None:
-    """The same roll as above under warm-up (v3 metadata, two learners at a time, learners never ready so
-    each times out and moves plainly): the departure and the return each take many targets, computed
-    while most of the work is still on its way, and every one of them must still know the homes."""
-    work = {f"p{n:02d}": 2 for n in range(30)}
-    names = ["m1", "m2", "m3", "m4"]
-    warmup = WarmupSettings(max_warmup_tasks=2, warmup_timeout_ms=10_000, graceful_timeout_ms=5_000)
-    topic = Topic()
-    now = NOW
+@dataclass
+class WarmGroup:
+    """Four members' group under warm-up (v3 metadata, two learners at a time, learners never ready so
+    each times out and moves plainly), stepped through the coordinator with acknowledgements."""
 
+    work: dict[str, int] = field(default_factory=lambda: {f"p{n:02d}": 2 for n in range(30)})
+    warmup: WarmupSettings = field(
+        default_factory=lambda: WarmupSettings(
+            max_warmup_tasks=2, warmup_timeout_ms=10_000, graceful_timeout_ms=5_000
+        )
+    )
+    topic: Topic = field(default_factory=Topic)
+    now: int = NOW
+
+    @staticmethod
     def member(name: str, leaving: bool = False) -> tuple[int, WorkerState]:
         version, state = worker(name, version=protocol.V3, leaving=leaving)
         return version, replace(state, learns=True)
 
-    def run(members: Mapping[str, tuple[int, WorkerState]]) -> None:
-        nonlocal now
+    def inputs(self, members: Mapping[str, tuple[int, WorkerState]]) -> CoordinatorInput:
+        return replace(
+            inputs(members, self.work, now=self.now, selected=ProtocolName.STATIC), warmup=self.warmup
+        )
+
+    def run(self, members: Mapping[str, tuple[int, WorkerState]]) -> None:
+        """Steps 6 s apart until four in a row bump nothing; no task is ever in two shares."""
         quiet = 0
         for _ in range(80):
-            now += 6_000
-            inp = replace(inputs(members, work, now=now, selected=ProtocolName.STATIC), warmup=warmup)
-            decision, _ = step(topic, inp)
+            self.now += 6_000
+            decision, _ = step(self.topic, self.inputs(members))
             for m in members:
-                topic.ack(m, now)
-            assert_disjoint(shares(topic.state))
+                self.topic.ack(m, self.now)
+            assert_disjoint(shares(self.topic.state))
             quiet = 0 if decision.bumped else quiet + 1
             if quiet > 3:
                 return
         raise AssertionError("the group did not settle")
 
-    live = {m: member(m) for m in names}
-    run(live)
+
+def test_a_rolling_restart_with_warm_up_brings_the_work_home_a_few_tasks_at_a_time() -> None:
+    """The same roll as above under warm-up (:class:`WarmGroup`): the departure and the return each take
+    many targets, computed while most of the work is still on its way, and every one of them must still
+    know the homes."""
+    g = WarmGroup()
+    names = ["m1", "m2", "m3", "m4"]
+    live = {m: g.member(m) for m in names}
+    g.run(live)
     for turn, name in enumerate(names[1:], start=2):
-        before = {live[m][1].worker_id: a.tasks for m, a in shares(topic.state).items()}
-        run({**live, name: member(name, leaving=True)})
+        before = {live[m][1].worker_id: a.tasks for m, a in shares(g.topic.state).items()}
+        g.run({**live, name: g.member(name, leaving=True)})
         del live[name]
-        run(live)
-        live[f"{name}-{turn}"] = member(name)
-        run(live)
-        after = {live[m][1].worker_id: a.tasks for m, a in shares(topic.state).items()}
+        g.run(live)
+        live[f"{name}-{turn}"] = g.member(name)
+        g.run(live)
+        after = {live[m][1].worker_id: a.tasks for m, a in shares(g.topic.state).items()}
         assert after == before, f"{name}'s restart moved other work, or its own did not come back"
 
 
@@ -761,41 +777,18 @@ def test_a_returning_worker_learns_its_home_work_all_at_once_past_max_warmup_tas
     """Issue 34: a worker back from a graceful restart is short of exactly the work it ran; the first
     target after its return has it learn all of that at once (two at a time, the rest went on moving home
     into the next worker's turn of a rolling restart), while its old owners keep running it."""
-    work = {f"p{n:02d}": 2 for n in range(30)}  # 60 tasks over 4 workers: 15 each
-    names = ["m1", "m2", "m3", "m4"]
-    warmup = WarmupSettings(max_warmup_tasks=2, warmup_timeout_ms=10_000, graceful_timeout_ms=5_000)
-    topic = Topic()
-    now = NOW
-
-    def member(name: str, leaving: bool = False) -> tuple[int, WorkerState]:
-        version, state = worker(name, version=protocol.V3, leaving=leaving)
-        return version, replace(state, learns=True)
-
-    def run(members: Mapping[str, tuple[int, WorkerState]]) -> None:
-        nonlocal now
-        quiet = 0
-        for _ in range(80):
-            now += 6_000
-            inp = replace(inputs(members, work, now=now, selected=ProtocolName.STATIC), warmup=warmup)
-            decision, _ = step(topic, inp)
-            for m in members:
-                topic.ack(m, now)
-            quiet = 0 if decision.bumped else quiet + 1
-            if quiet > 3:
-                return
-        raise AssertionError("the group did not settle")
-
-    live = {m: member(m) for m in names}
-    run(live)
-    home = shares(topic.state)["m2"].tasks
+    g = WarmGroup()  # 60 tasks over 4 workers: 15 each
+    live = {m: g.member(m) for m in ["m1", "m2", "m3", "m4"]}
+    g.run(live)
+    home = shares(g.topic.state)["m2"].tasks
     assert len(home) == 15
-    run({**live, "m2": member("m2", leaving=True)})
+    g.run({**live, "m2": g.member("m2", leaving=True)})
     del live["m2"]
-    run(live)
-    live["m2-2"] = member("m2")  # back: a new member id, the same identity
-    now += 1_000
-    step(topic, replace(inputs(live, work, now=now, selected=ProtocolName.STATIC), warmup=warmup))
-    state = topic.state
+    g.run(live)
+    live["m2-2"] = g.member("m2")  # back: a new member id, the same identity
+    g.now += 1_000
+    step(g.topic, g.inputs(live))
+    state = g.topic.state
     assert state is not None and state.target is not None
     entry = {m.member_id: m for m in state.target.members}
     assert {x.task for x in entry["m2-2"].learners} == home
