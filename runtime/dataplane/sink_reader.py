@@ -150,6 +150,30 @@ def retried_on_coordinator_errors(call: Callable[[], Any], timeout_s: float) -> 
             time.sleep(0.2)
 
 
+def group_committed(
+    conf: Mapping[str, Any], partitions: Iterable[tuple[str, int]], timeout_s: float
+) -> dict[tuple[str, int], int]:
+    """The offsets the group ``conf`` names committed for ``partitions`` (those without one left out), read
+    by a consumer that never subscribes nor commits, asked again while the group's coordinator moves
+    (:func:`retried_on_coordinator_errors`). A consumer, not the admin client: librdkafka (2.16;
+    confluentinc/librdkafka#5040) handles an admin ListConsumerGroupOffsets answered NOT_COORDINATOR by
+    asking the client's consumer group, which an admin client does not have, and dereferences NULL."""
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+    asked = [KafkaTopicPartition(topic, partition) for topic, partition in partitions]
+
+    def once() -> list[Any]:
+        consumer = Consumer(dict(conf))
+        try:
+            return list(consumer.committed(asked, timeout=timeout_s))
+        finally:
+            consumer.close()
+
+    found = retried_on_coordinator_errors(once, timeout_s)
+    return {(tp.topic, tp.partition): tp.offset for tp in found if tp.offset >= 0 and tp.error is None}
+
+
 class Claims:
     """Which connectors' tasks a reader serves, and which topics each reads there: a consumer reads a
     partition at one position, so a topic is read on a reader for one connector only (its tasks share the
@@ -502,32 +526,13 @@ class SinkReader:
     ) -> dict[TopicPartition, int]:
         """The group's committed offsets of ``partitions`` (partitions without one are left out).
 
-        Asked through a consumer of ``group`` that never subscribes, not the admin client: librdkafka
-        (2.16; confluentinc/librdkafka#5040) answers an admin ListConsumerGroupOffsets that meets
-        NOT_COORDINATOR by asking the client's consumer group, which an admin client does not have, to find
-        the coordinator, and dereferences NULL. A worker died of it (SIGSEGV, no Python stack) when a
-        connector group's coordinator broker was SIGKILLed under ``bench/brokers_random.py`` (issue 29). A
-        consumer's own OffsetFetch looks up the new coordinator and asks again."""
-        from confluent_kafka import Consumer
-        from confluent_kafka import TopicPartition as KafkaTopicPartition
-
-        tps = [KafkaTopicPartition(tp.topic, tp.partition) for tp in partitions]
-        if not tps:
-            return {}
-
-        def once() -> list[Any]:
-            consumer = Consumer({**self._conf, "group.id": group, "client.id": f"{self.name}-committed"})
-            try:
-                return list(consumer.committed(tps, timeout=timeout_s))
-            finally:
-                consumer.close()
-
-        found = retried_on_coordinator_errors(once, timeout_s)
-        return {
-            TopicPartition(tp.topic, tp.partition): tp.offset
-            for tp in found
-            if tp.offset >= 0 and tp.error is None
-        }
+        Through :func:`group_committed` (a consumer of ``group``, not the admin client): a worker died of
+        librdkafka#5040 (SIGSEGV, no Python stack) when a connector group's coordinator broker was SIGKILLed
+        under ``bench/brokers_random.py`` (issue 29)."""
+        conf = {**self._conf, "group.id": group, "client.id": f"{self.name}-committed"}
+        asked = [(tp.topic, tp.partition) for tp in partitions]
+        found = group_committed(conf, asked, timeout_s) if asked else {}
+        return {TopicPartition(topic, partition): offset for (topic, partition), offset in found.items()}
 
     def commit(self, group: str, offsets: Mapping[TopicPartition, int], timeout_s: float) -> None:
         """Commit ``offsets`` to the group, as a consumer that only assigns partitions does; asked again

@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from kconnect.runtime import logs
-from kconnect.runtime.dataplane.sink_reader import retried_on_coordinator_errors
+from kconnect.runtime.dataplane.sink_reader import group_committed
 from kconnect.runtime.errors import (
     AlreadyExistsError,
     BadRequestError,
@@ -249,34 +249,20 @@ class ConnectorOperations:
             partitions = connector_offsets.all_partitions(
                 {topic: list(meta.partitions) for topic, meta in metadata.topics.items()}
             )
-            asked = [KafkaTopicPartition(topic, partition) for topic, partition in partitions]
-            found = (
-                retried_on_coordinator_errors(lambda: self._group_committed(group, asked), ADMIN_TIMEOUT_S)
-                if asked
-                else []
-            )
-        except KafkaException as exc:
-            raise ConnectError(
-                f"Failed to retrieve consumer group offsets for sink connector {name}: {exc}"
-            ) from exc
-        return {(tp.topic, tp.partition): tp.offset for tp in found if tp.offset >= 0 and tp.error is None}
-
-    def _group_committed(self, group: str, asked: list[KafkaTopicPartition]) -> list[KafkaTopicPartition]:
-        """One OffsetFetch of ``asked`` by a consumer of ``group`` made with the admin client's settings
-        (``admin.*`` overrides too: it stands in for Java's admin call); it never joins nor commits."""
-        consumer = Consumer(
-            {
+            # A consumer of the group made with the admin client's settings (``admin.*`` overrides too:
+            # it stands in for Java's admin call).
+            conf = {
                 "bootstrap.servers": ",".join(self.worker.config.bootstrap_servers),
                 **self.worker.clients.admin,
                 "group.id": group,
                 "client.id": f"{self.worker.worker_id}-offsets",
                 "enable.auto.commit": False,
             }
-        )
-        try:
-            return list(consumer.committed(asked, timeout=ADMIN_TIMEOUT_S))
-        finally:
-            consumer.close()
+            return group_committed(conf, partitions, ADMIN_TIMEOUT_S) if partitions else {}
+        except KafkaException as exc:
+            raise ConnectError(
+                f"Failed to retrieve consumer group offsets for sink connector {name}: {exc}"
+            ) from exc
 
     def _check_modifiable(self, name: str) -> tuple[Connector, dict[str, str]]:
         self.worker.require_leader()
