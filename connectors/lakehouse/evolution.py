@@ -128,6 +128,11 @@ def plan(table: StructType, records: StructType, evolve: bool, prefix: str = "")
     return out
 
 
+def quote_name(name: str) -> str:
+    """One column name quoted for Spark SQL (dots and all: a name, not a path)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
 def quote_path(path: str) -> str:
     """A dotted column path with each part quoted for Spark SQL."""
-    return ".".join("`" + part.replace("`", "``") + "`" for part in path.split("."))
+    return ".".join(quote_name(part) for part in path.split("."))

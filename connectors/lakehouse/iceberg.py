@@ -29,7 +29,7 @@ from typing import Any
 from kconnect.config.masking import is_sensitive
 from kconnect.connectors.lakehouse import config as cfg
 from kconnect.connectors.lakehouse.commits import encode_offsets, offsets_key, resume_offsets
-from kconnect.connectors.lakehouse.evolution import Evolution, quote_path
+from kconnect.connectors.lakehouse.evolution import Evolution, quote_name, quote_path
 from kconnect.connectors.lakehouse.iceberg_files import (
     FIELD_ID,
     TABLE_INDEX,
@@ -167,10 +167,6 @@ CONFIG_DEF = cfg.config_def(
         "Accepted; unused.",
     ),
 )
-
-
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 _CALLBACK_LOCK = threading.Lock()
@@ -572,8 +568,8 @@ class IcebergSinkTask(TableSinkTask):
             frames.append(
                 p.rows.selectExpr(
                     *[
-                        f"CAST({_quoted(name) if name in present else 'NULL'} AS {types[name]}) "
-                        f"AS {_quoted(name)}"
+                        f"CAST({quote_name(name) if name in present else 'NULL'} AS {types[name]}) "
+                        f"AS {quote_name(name)}"
                         for _, name, _, _ in columns
                     ],
                     f"{index} AS {TABLE_INDEX}",
@@ -582,7 +578,7 @@ class IcebergSinkTask(TableSinkTask):
         target = self._dir() / "together" / f"{int(time.time() * 1000)}-{id(members)}"
         united = reduce(DataFrame.union, frames)
         data = united.select(
-            *[F.col(_quoted(name)).alias(name, metadata={FIELD_ID: fid}) for fid, name, _, _ in columns],
+            *[F.col(quote_name(name)).alias(name, metadata={FIELD_ID: fid}) for fid, name, _, _ in columns],
             TABLE_INDEX,
         )
         data.coalesce(max(1, spark.sparkContext.defaultParallelism)).write.partitionBy(TABLE_INDEX).parquet(

@@ -44,7 +44,7 @@ from kconnect.connectors.lakehouse.commits import (
     sql_string,
     unwritten_from,
 )
-from kconnect.connectors.lakehouse.evolution import Evolution, SchemaEvolutionError, plan
+from kconnect.connectors.lakehouse.evolution import Evolution, SchemaEvolutionError, plan, quote_name
 from kconnect.connectors.lakehouse.maintenance import MaintenancePolicy, MaintenanceResult, maintenance_due
 from kconnect.connectors.lakehouse.routing import topic_table
 from kconnect.runtime import __version__, logs
@@ -631,14 +631,11 @@ def merge_statement(target: str, view: str, columns: list[str], ids: tuple[str, 
     """MERGE INTO ``target`` from ``view`` by ``ids``: a delete op deletes a matched row, any other op
     updates it or inserts a new one; a delete of an id the table does not hold does nothing."""
 
-    def q(name: str) -> str:
-        return "`" + name.replace("`", "``") + "`"
-
-    on = " AND ".join(f"t.{q(i)} = s.{q(i)}" for i in ids)
+    on = " AND ".join(f"t.{quote_name(i)} = s.{quote_name(i)}" for i in ids)
     deletes = ", ".join(f"'{op}'" for op in DELETE_OPS)
-    sets = ", ".join(f"t.{q(c)} = s.{q(c)}" for c in columns)
-    names = ", ".join(q(c) for c in columns)
-    values = ", ".join("s." + q(c) for c in columns)
+    sets = ", ".join(f"t.{quote_name(c)} = s.{quote_name(c)}" for c in columns)
+    names = ", ".join(quote_name(c) for c in columns)
+    values = ", ".join("s." + quote_name(c) for c in columns)
     return (
         f"MERGE INTO {target} t USING {view} s ON {on} "
         f"WHEN MATCHED AND s.{OP} IN ({deletes}) THEN DELETE "
