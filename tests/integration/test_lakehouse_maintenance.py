@@ -86,6 +86,24 @@ class Bench:
         resp = self.worker.request("POST", "/connectors", json={"name": name, "config": config})
         assert resp.status_code == 201, resp.text
 
+    def stop_and_rewind(self, name: str, topic: str, partitions: int = 2) -> None:
+        """Stop the connector and rewind its consumer group to the topic's start (offset 0 of each
+        partition), behind what its tables hold: the tables' snapshots must decide where it resumes."""
+        assert self.worker.request("PUT", f"/connectors/{name}/stop").status_code == 204
+        wait_until(
+            lambda: self.worker.get(f"/connectors/{name}/status").json()["connector"]["state"] == "STOPPED",
+            120,
+            "the connector stopped",
+        )
+        rewind = {
+            "offsets": [
+                {"partition": {"kafka_topic": topic, "kafka_partition": p}, "offset": {"kafka_offset": 0}}
+                for p in range(partitions)
+            ]
+        }
+        resp = self.worker.request("PATCH", f"/connectors/{name}/offsets", json=rewind)
+        assert resp.status_code == 200, resp.text
+
 
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory: pytest.TempPathFactory, broker: Broker) -> Iterator[Bench]:
@@ -199,20 +217,7 @@ def test_maintenance_compacts_and_expires_and_a_rewound_task_resumes_exactly(ben
     wait_until(lambda: bench.ids(table) == list(range(70)), 120, "70 rows, each once", interval=2)
 
     # Stop, rewind the consumer group behind what the table holds, resume: the snapshots decide.
-    assert bench.worker.request("PUT", "/connectors/maint/stop").status_code == 204
-    wait_until(
-        lambda: bench.worker.get("/connectors/maint/status").json()["connector"]["state"] == "STOPPED",
-        120,
-        "the connector stopped",
-    )
-    rewind = {
-        "offsets": [
-            {"partition": {"kafka_topic": topic, "kafka_partition": p}, "offset": {"kafka_offset": 0}}
-            for p in range(2)
-        ]
-    }
-    resp = bench.worker.request("PATCH", "/connectors/maint/offsets", json=rewind)
-    assert resp.status_code == 200, resp.text
+    bench.stop_and_rewind("maint", topic)
     opened_before = len(bench.events("partition opened"))
     assert bench.worker.request("PUT", "/connectors/maint/resume").status_code == 202
     bench.produce(topic, range(70, 90))
@@ -339,19 +344,7 @@ def test_tables_routed_by_field_are_written_together_and_a_rewound_task_resumes_
     ).collect()
     assert all(r[0] and r[1] and r[0].get(1) is not None for r in bounds), bounds  # id's metrics, field 1
 
-    assert bench.worker.request("PUT", "/connectors/routed/stop").status_code == 204
-    wait_until(
-        lambda: bench.worker.get("/connectors/routed/status").json()["connector"]["state"] == "STOPPED",
-        120,
-        "the connector stopped",
-    )
-    rewind = {
-        "offsets": [
-            {"partition": {"kafka_topic": topic, "kafka_partition": p}, "offset": {"kafka_offset": 0}}
-            for p in range(2)
-        ]
-    }
-    assert bench.worker.request("PATCH", "/connectors/routed/offsets", json=rewind).status_code == 200
+    bench.stop_and_rewind("routed", topic)
     assert bench.worker.request("PUT", "/connectors/routed/resume").status_code == 202
     produce(range(60, 90))
     wait_until(lambda: held() == expected(90), 300, "90 rows in three tables, each once", interval=2)
