@@ -6,7 +6,9 @@ run a fresh pytest process and so a fresh three-node Apache Kafka cluster (the m
 scenarios in each: a partition leader SIGKILLed and restarted, leadership moved twice, the group
 coordinator's broker killed twice under ``group.protocol=connect``. Each scenario prints a
 ``FAULT-FIGURES`` line; this collects them and prints, per run and scenario, pass or fail and the seconds
-until the pipeline delivered again (``recover``), then how many of the N passed per scenario.
+until the pipeline delivered again (``recover``), then how many of the N passed per scenario. A failed run
+keeps its pytest temporary directory (the brokers' ``server.log``, the workers' logs and files) beside its
+output as ``tmp-NN``, so a failure seen once can be read afterwards; a passed run's is removed.
 
 Not part of ``make test`` (N runs take N times three to four minutes). Exits 1 if any run failed.
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -69,7 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     print(f"FAULTS {args.runs} runs of {MODULE}, each on a fresh 3-node Apache Kafka cluster", flush=True)
     for run in range(1, args.runs + 1):
+        kept = args.logs / f"tmp-{run:02d}"
         command = [sys.executable, "-m", "pytest", "-q", "-s", "-rA", "-p", "no:cacheprovider", MODULE]
+        command += [f"--basetemp={kept}"]
         if args.k:
             command += ["-k", args.k]
         at = time.monotonic()
@@ -85,6 +90,10 @@ def main(argv: list[str] | None = None) -> int:
             passed[name] += outcome == "PASSED"
             shown = " ".join(f"{k}={v}" for k, v in figures.get(name, {}).items() if k in FIELDS)
             print(f"FAULTS run={run} {name} {outcome} {shown}", flush=True)
+        if proc.returncode == 0:
+            shutil.rmtree(kept, ignore_errors=True)
+        else:
+            print(f"FAULTS run={run} kept its brokers' and workers' logs in {kept}", flush=True)
         print(f"FAULTS run={run} took {time.monotonic() - at:.0f} s (exit {proc.returncode})", flush=True)
     print(f"FAULTS summary after {time.monotonic() - started:.0f} s:")
     for name in SCENARIOS.values():

@@ -116,6 +116,10 @@ _COORDINATOR_RETRIABLE = (
 )
 
 
+#: The longest one attempt of a committed-offsets read waits before another consumer asks again.
+COMMITTED_ATTEMPT_S = 10.0
+
+
 class CommitFailed(Exception):
     """A partition of an offset commit answered with an error (``retriable``: the coordinator moved or is
     loading, as while a broker restarts or leadership moves)."""
@@ -131,10 +135,17 @@ def _coordinator_retriable(error: object) -> bool:
     return any(name in str(error) for name in _COORDINATOR_RETRIABLE)
 
 
-def retried_on_coordinator_errors(call: Callable[[], Any], timeout_s: float) -> Any:
+def _attempt_timed_out(error: object) -> bool:
+    """A coordinator error, or a bounded attempt's own local timeout (librdkafka's ``_TIMED_OUT``)."""
+    return _coordinator_retriable(error) or "code=_TIMED_OUT" in str(error)
+
+
+def retried_on_coordinator_errors(
+    call: Callable[[], Any], timeout_s: float, retriable: Callable[[object], bool] = _coordinator_retriable
+) -> Any:
     """``call`` again while the group's coordinator is loading or moving (a fresh broker answers
     COORDINATOR_LOAD_IN_PROGRESS for a while), as Java's consumer retries its offset requests, until
-    ``timeout_s``."""
+    ``timeout_s``; ``retriable`` judges a client error (a :class:`CommitFailed` says so itself)."""
     from confluent_kafka import KafkaException
 
     deadline = time.monotonic() + timeout_s
@@ -144,8 +155,8 @@ def retried_on_coordinator_errors(call: Callable[[], Any], timeout_s: float) -> 
         except (KafkaException, CommitFailed) as exc:
             # A commit's partition error was judged on that error alone, not on a message that also
             # carries the group's and topic's names.
-            retriable = exc.retriable if isinstance(exc, CommitFailed) else _coordinator_retriable(exc)
-            if not retriable or time.monotonic() + 0.2 >= deadline:
+            again = exc.retriable if isinstance(exc, CommitFailed) else retriable(exc)
+            if not again or time.monotonic() + 0.2 >= deadline:
                 raise
             time.sleep(0.2)
 
@@ -162,15 +173,20 @@ def group_committed(
     from confluent_kafka import TopicPartition as KafkaTopicPartition
 
     asked = [KafkaTopicPartition(topic, partition) for topic, partition in partitions]
+    deadline = time.monotonic() + timeout_s
 
     def once() -> list[Any]:
+        # Each attempt is bounded and asks through a new consumer, so a new coordinator lookup: one attempt
+        # given the whole timeout spent it on NOT_COORDINATOR answers while the group's coordinator moved
+        # (``make faults``, 2026-11-29: a restarted sink task found no partitions for 150 s).
+        attempt = min(COMMITTED_ATTEMPT_S, max(0.5, deadline - time.monotonic()))
         consumer = Consumer(dict(conf))
         try:
-            return list(consumer.committed(asked, timeout=timeout_s))
+            return list(consumer.committed(asked, timeout=attempt))
         finally:
             consumer.close()
 
-    found = retried_on_coordinator_errors(once, timeout_s)
+    found = retried_on_coordinator_errors(once, timeout_s, _attempt_timed_out)
     return {(tp.topic, tp.partition): tp.offset for tp in found if tp.offset >= 0 and tp.error is None}
 
 

@@ -232,3 +232,38 @@ def test_an_inbox_hands_out_in_order_and_a_take_waits_only_for_the_first() -> No
     assert inbox.take(3, 0.0) == [0, 1, 2]
     assert inbox.take(10, 5.0) == [3, 4]  # returns at once: items were there
     assert len(inbox) == 0
+
+
+def test_a_committed_offsets_read_asks_again_after_a_bounded_attempt_timed_out() -> None:
+    """A bounded attempt's own timeout is asked again (the overall deadline decides), as are the coordinator
+    errors; any other error, and a timeout past the deadline, is raised as it was."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    from kconnect.runtime.dataplane.sink_reader import _attempt_timed_out, retried_on_coordinator_errors
+
+    answers: list[Any] = [
+        KafkaException(KafkaError(KafkaError._TIMED_OUT, "Local: Timed out")),
+        KafkaException(KafkaError(KafkaError.NOT_COORDINATOR, "Broker: Not coordinator")),
+        ["found"],
+    ]
+
+    def call() -> Any:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    assert retried_on_coordinator_errors(call, 5.0, _attempt_timed_out) == ["found"]
+    assert answers == []
+
+    timed_out = KafkaException(KafkaError(KafkaError._TIMED_OUT, "Local: Timed out"))
+    assert _attempt_timed_out(timed_out)
+    assert not _attempt_timed_out(KafkaException(KafkaError(KafkaError.GROUP_AUTHORIZATION_FAILED, "denied")))
+
+    def always_times_out() -> Any:
+        raise timed_out
+
+    with pytest.raises(KafkaException):  # the default judge does not retry a local timeout
+        retried_on_coordinator_errors(always_times_out, 5.0)
+    with pytest.raises(KafkaException):  # nor does the bounded one past the deadline
+        retried_on_coordinator_errors(always_times_out, 0.5, _attempt_timed_out)
