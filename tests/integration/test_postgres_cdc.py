@@ -575,10 +575,16 @@ def test_a_slot_taken_while_reconnecting_fails_the_task_after_its_retries(bench:
 
 def test_a_server_restart_is_survived_losing_and_repeating_nothing(bench: Bench) -> None:
     """Every connection drops (the walsender and the catalog's): the task reconnects with backoff while
-    the server is down and resumes after the last change it handed out."""
+    the server is down and resumes after the last change it handed out.
+
+    The server stays "shutting down" until every walsender's client confirmed the shutdown checkpoint or
+    ``wal_sender_timeout`` (60 s) ran out, and the other tests' idle connectors, without heartbeats,
+    confirm nothing: about 55 s of refused attempts here, more on a loaded machine, which the default
+    ``errors.max.retries=10`` (about 65 s of waits) does not always outlast (CI, 2026-11-29). The retries
+    are Debezium's default, unlimited, so what is tested is the reconnection, not the server's shutdown."""
     pg = bench.pg
     pg.psql("CREATE TABLE restart_t (id int PRIMARY KEY)")
-    bench.capture("restart", "restart_t")
+    bench.capture("restart", "restart_t", {"errors.max.retries": "-1"})
     reader = Reader(bench.broker.bootstrap, ["restart.public.restart_t"])
     try:
         pg.psql("INSERT INTO restart_t SELECT generate_series(0, 49)")
