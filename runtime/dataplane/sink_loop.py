@@ -62,7 +62,7 @@ from kconnect.runtime.dataplane.sink_reader import (
     SinkReaders,
 )
 from kconnect.runtime.dataplane.sink_runner import MAX_PUT_RECORDS, SinkTaskRunner
-from kconnect.runtime.dataplane.stall_watch import Reading, observe, reading
+from kconnect.runtime.dataplane.stall_watch import Reading, observe, reading, unreadable
 from kconnect.runtime.dataplane.stall_watch import start as start_watch
 from kconnect.runtime.plugins.api import (
     ConnectorError,
@@ -430,6 +430,7 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
 
         next_metadata = 0.0
         next_look = time.monotonic() + self._look_s
+        failing_since: float | None = None  # when the partitions' lookup began failing, if it is failing
         self._watch = start_watch(time.monotonic())
         pending = False  # records put since the last pre_commit
         last_commit = time.monotonic()
@@ -448,10 +449,22 @@ class WorkerSinkTaskRunner(SinkTaskRunner):
                 try:
                     self._assign(reader, self._mine(reader))
                 except (KafkaException, FutureTimeout) as exc:
-                    # A broker down or a coordinator moving: asked again, as Java's consumer retries.
-                    self.log.warning("finding the task's partitions failed; trying again", error=str(exc))
+                    # A broker down or a coordinator moving: asked again, as Java's consumer retries; past
+                    # the stall bound the task is named in /health with the error, not only logged.
+                    failing_since = now if failing_since is None else failing_since
+                    failing_s = time.monotonic() - failing_since
+                    self.log.warning(
+                        "finding the task's partitions failed; trying again",
+                        error=str(exc),
+                        failing_s=round(failing_s, 1),
+                    )
+                    self.reading = unreadable(self.reading, failing_s, self._stall_timeout_s, str(exc))
                     self._stopping.wait(RETRY_S)
                     continue
+                if failing_since is not None:
+                    failing_since = None
+                    if self.reading.cause:
+                        self.reading = replace(self.reading, stalled=False, stalled_s=0.0, cause="")
                 next_metadata = now + (METADATA_S if self._reading else METADATA_EMPTY_S)
                 if not self._began.is_set():
                     self.log.info(

@@ -130,6 +130,18 @@ class Reading:
     partitions: tuple[str, ...] = ()
     #: Re-establishments of the reading so far.
     reestablished: int = 0
+    #: Why the task cannot read at all, when that is the stall (its partitions or the group's committed
+    #: offsets could not be read for ``sink.task.stall.timeout.ms``: the client's last error); else "".
+    cause: str = ""
+
+
+def unreadable(previous: Reading, failing_s: float, bound_s: float, error: str) -> Reading:
+    """The published view of a task that has not been able to begin (or go on) reading for ``failing_s``:
+    stalled once that reaches ``bound_s``, whatever its partitions hold, since nothing it reads moves.
+    The watch's next look replaces it once reading works again."""
+    if failing_s < bound_s:
+        return previous
+    return replace(previous, stalled=True, stalled_s=failing_s, cause=error)
 
 
 def reading(state: WatchState, verdict: Verdict, wall_now: float, now: float) -> Reading:

@@ -282,8 +282,9 @@ def health(
     if stalled:
         body["message"] = (
             f"{body['message']} {len(stalled)} sink task(s) have read nothing for longer than "
-            "sink.task.stall.timeout.ms while their partitions hold records past their position; their "
-            "reading is being re-established (see stalled_sink_tasks)."
+            "sink.task.stall.timeout.ms while their partitions hold records past their position, or could "
+            "not read their partitions' offsets at all (a cause given); their reading is being "
+            "re-established (see stalled_sink_tasks)."
         )
         body["stalled_sink_tasks"] = [dict(t) for t in stalled]
     return 200, body
@@ -316,6 +317,7 @@ def stalled_sink_tasks(running: Mapping[TaskId, TaskCounters]) -> list[dict[str,
                 "lag": r.lag,
                 "partitions": list(r.partitions),
                 "reestablished": r.reestablished,
+                **({"cause": r.cause} if r.cause else {}),
             }
         )
     return out

@@ -243,6 +243,9 @@ def test_health_names_stalled_sink_tasks_and_stays_200() -> None:
     running = {
         TaskId("out", 0): TaskCounters(reading=Reading(10, 1.0, True, 8.04, ("t-0",), 1)),
         TaskId("out", 1): TaskCounters(reading=Reading(0, 1.0, False, 0.0, (), 0)),
+        TaskId("out", 2): TaskCounters(
+            reading=Reading(stalled=True, stalled_s=61.0, cause="NOT_COORDINATOR")
+        ),
         TaskId("src", 0): TaskCounters(kind="source"),
     }
     stalled = view.stalled_sink_tasks(running)
@@ -254,10 +257,19 @@ def test_health_names_stalled_sink_tasks_and_stays_200() -> None:
             "lag": 10,
             "partitions": ["t-0"],
             "reestablished": 1,
-        }
+        },
+        {
+            "connector": "out",
+            "task": 2,
+            "stalled_s": 61.0,
+            "lag": -1,
+            "partitions": [],
+            "reestablished": 0,
+            "cause": "NOT_COORDINATOR",
+        },
     ]
     status, body = view.health(None, True, 0.0, False, (), stalled)
     assert status == 200 and body["status"] == "healthy"
     assert body["stalled_sink_tasks"] == stalled
-    assert "1 sink task(s) have read nothing" in str(body["message"])
+    assert "2 sink task(s) have read nothing" in str(body["message"])
     assert "stalled_sink_tasks" not in view.health(None, True, 0.0, False, (), [])[1]

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kconnect.runtime.dataplane.stall_watch import Reading, observe, reading, start
+from kconnect.runtime.dataplane.stall_watch import Reading, observe, reading, start, unreadable
 from kconnect.runtime.plugins.api import TopicPartition
 
 A = TopicPartition("t", 0)
@@ -121,3 +121,14 @@ def test_never_stalled_while_caught_up_and_never_reestablished_more_than_once_a_
         if verdict.reestablish:
             assert last_action is None or now - last_action >= BOUND
             last_action = now
+
+
+def test_a_task_that_cannot_read_its_partitions_offsets_is_stalled_once_that_lasts_a_bound() -> None:
+    """A task whose partitions or committed offsets cannot be read (the group's coordinator answering
+    NOT_COORDINATOR, ``make faults`` 2026-11-29) reads nothing: stalled, with the error as its cause,
+    once that lasts ``sink.task.stall.timeout.ms``; before that, what was published stays."""
+    before = Reading(lag=3, last_progress_at=5.0)
+    assert unreadable(before, BOUND - 1, BOUND, "NOT_COORDINATOR") is before
+    after = unreadable(before, BOUND + 2, BOUND, "Broker: Not coordinator")
+    assert after.stalled and after.stalled_s == BOUND + 2 and after.cause == "Broker: Not coordinator"
+    assert (after.lag, after.last_progress_at) == (3, 5.0)
