@@ -78,14 +78,38 @@ class Stage:
 
 
 @dataclass(frozen=True)
+class Pick:
+    """Where a table's rows come from when they are one value's rows of the commit's shared frame: that
+    frame (``source``), its column naming each row's table (the route field's value or the topic) and this
+    table's value; ``bound``: at most how many rows ``source`` has (the records the commit covers).
+
+    Why: a format can then take every table's rows of a round in one pass over ``source`` instead of a
+    scan (and a plan) per table."""
+
+    source: Any
+    column: str
+    value: str
+    bound: int
+
+
+@dataclass(frozen=True)
 class Pending:
     """One table's part of a commit, ready to write: its rows (META columns kept, rows the table holds
-    dropped), the next offset per partition its commit records, and its id columns in upsert mode."""
+    dropped), the next offset per partition its commit records, its id columns in upsert mode, where its
+    rows were picked from (None: not a single value's rows of a shared frame) and the condition that
+    dropped the rows it holds (None: none dropped)."""
 
     table: str
     rows: Any
     covered: Mapping[TopicPartition, int]
     ids: tuple[str, ...]
+    pick: Pick | None = None
+    keep: str | None = None
+
+
+#: One table of a commit: its name, its rows, the next offset per partition its commit records, and where
+#: its rows were picked from (``Pick``; None: not one value's rows of a shared frame).
+Route = tuple[str, Any, dict[TopicPartition, int], Pick | None]
 
 
 class TableSinkTask(FrameSinkTask):
@@ -416,13 +440,14 @@ class TableSinkTask(FrameSinkTask):
                 many = config.routing.by_topic or config.routing.route_field is not None
                 if many:  # the staged files are read once, not once per table
                     rows = rows.persist()
+                bound = sum(covered[tp] - lows[tp] for tp in covered)
                 try:
-                    routes = self._routes(rows, covered)
+                    routes = self._routes(rows, covered, bound)
                     self._write_tables(routes, lows)
                 finally:
                     if many:
                         rows.unpersist()
-                for table, _, _ in routes:
+                for table, _, _, _ in routes:
                     tables_written.append(table)
                     self._tables.add(table)
         except Exception:
@@ -446,9 +471,7 @@ class TableSinkTask(FrameSinkTask):
             connector=config.connector,
         )
 
-    def _write_tables(
-        self, routes: list[tuple[str, Any, dict[TopicPartition, int]]], lows: Mapping[TopicPartition, int]
-    ) -> None:
+    def _write_tables(self, routes: list[Route], lows: Mapping[TopicPartition, int]) -> None:
         """Write each table of a commit: first each table is made ready (created or evolved, the offsets it
         holds read, the rows it holds dropped: :meth:`_ready`), then the format writes those it can in one
         go (:meth:`_write_together`), then the rest one by one (:meth:`_write`). Each table's commit is
@@ -499,10 +522,9 @@ class TableSinkTask(FrameSinkTask):
         attempted. By default: all left, none attempted."""
         return pending, []
 
-    def _routes(
-        self, rows: Any, covered: Mapping[TopicPartition, int]
-    ) -> list[tuple[str, Any, dict[TopicPartition, int]]]:
-        """(table, its rows, the offsets its commit records) for each table this commit writes."""
+    def _routes(self, rows: Any, covered: Mapping[TopicPartition, int], bound: int) -> list[Route]:
+        """(table, its rows, the offsets its commit records, where its rows were picked from) for each
+        table this commit writes; ``bound``: at most how many rows ``rows`` has."""
         from pyspark.sql import functions as F
 
         routing = self._config().routing
@@ -514,12 +536,13 @@ class TableSinkTask(FrameSinkTask):
                     topic_table(pattern, topic),
                     rows.where(F.col(TOPIC) == topic),
                     {tp: o for tp, o in covered.items() if tp.topic == topic},
+                    Pick(rows, TOPIC, topic, bound),
                 )
                 for topic in topics
             ]
         field = routing.route_field
         if field is None:
-            return [(table, rows, dict(covered)) for table in routing.tables]
+            return [(table, rows, dict(covered), None) for table in routing.tables]
         routed = rows
         if routing.dynamic:
             found = [r[0] for r in routed.select(ROUTE).distinct().collect()]
@@ -531,7 +554,12 @@ class TableSinkTask(FrameSinkTask):
             names = sorted(found)
             # SQL text: one gateway call per table (Column objects cost several calls each in PySpark 4).
             return [
-                (name, routed.where(f"{ROUTE} = {sql_string(name)}").drop(ROUTE), dict(covered))
+                (
+                    name,
+                    routed.where(f"{ROUTE} = {sql_string(name)}").drop(ROUTE),
+                    dict(covered),
+                    Pick(routed, ROUTE, name, bound),
+                )
                 for name in names
             ]
         return [
@@ -539,6 +567,7 @@ class TableSinkTask(FrameSinkTask):
                 table,
                 routed.where(F.col(ROUTE).rlike(routing.route_regex[table])).drop(ROUTE),
                 dict(covered),
+                None,  # a row may reach several tables
             )
             for table in routing.tables
         ]
@@ -566,6 +595,7 @@ class TableSinkTask(FrameSinkTask):
         table: str,
         rows: Any,
         covered: dict[TopicPartition, int],
+        pick: Pick | None,
         lows: Mapping[TopicPartition, int],
     ) -> Pending | None:
         """Create or evolve the table, read what it holds and drop those rows: what is left to write (None:
@@ -612,7 +642,7 @@ class TableSinkTask(FrameSinkTask):
         condition = below_floors_condition(floors, TOPIC, PARTITION, OFFSET)
         if condition is not None:  # else every row of the commit is new to the table
             rows = rows.where(F.expr(condition))
-        return Pending(table, rows, todo, config.ids(table) if config.upsert else ())
+        return Pending(table, rows, todo, config.ids(table) if config.upsert else (), pick, condition)
 
     # --- helpers
 
