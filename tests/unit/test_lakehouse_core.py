@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -35,7 +36,15 @@ from kconnect.connectors.lakehouse.commits import (
 from kconnect.connectors.lakehouse.delta import DeltaSinkConnector
 from kconnect.connectors.lakehouse.evolution import SchemaEvolutionError, plan
 from kconnect.connectors.lakehouse.iceberg import CONFIG_DEF, IcebergSinkConnector, catalog_properties
-from kconnect.connectors.lakehouse.iceberg_files import local_path, together_key, writable_alone
+from kconnect.connectors.lakehouse.iceberg_files import (
+    DRIVER_ROWS,
+    arrow_rows,
+    arrow_type,
+    local_path,
+    picked_together,
+    together_key,
+    writable_alone,
+)
 from kconnect.connectors.lakehouse.routing import (
     Routing,
     RoutingError,
@@ -44,6 +53,7 @@ from kconnect.connectors.lakehouse.routing import (
     table_parts,
     topic_table,
 )
+from kconnect.connectors.lakehouse.table_sink import Pending, Pick
 from kconnect.runtime.plugins.api import TopicPartition
 from kconnect.runtime.plugins.config_def import ConfigValidationError
 
@@ -220,6 +230,46 @@ def test_tables_of_the_same_flat_columns_are_written_together_and_others_alone()
     assert local_path("file:/w/db/t/data/a.parquet") == "/w/db/t/data/a.parquet"
     assert local_path("file:///w/a.parquet") == "/w/a.parquet"
     assert local_path("/w/a.parquet") == "/w/a.parquet"
+
+
+def test_a_tables_rows_written_on_the_driver_carry_its_field_ids_types_and_order(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    columns = ((1, "id", "long", True), (2, "tbl", "string", False), (3, "amount", "decimal(10, 2)", False))
+    # The rows' own order and narrower types (an int id, a table widened since); no amount column.
+    rows = pa.table({"tbl": ["a", None], "id": pa.array([7, 8], pa.int32())})
+    out = arrow_rows(rows, columns)
+    assert out.column_names == ["id", "tbl", "amount"]
+    assert out.column("id").to_pylist() == [7, 8] and out.schema.field("id").type == pa.int64()
+    assert out.column("amount").null_count == 2 and out.schema.field("amount").type == pa.decimal128(10, 2)
+    assert not out.schema.field("id").nullable and out.schema.field("tbl").nullable
+    pq.write_table(out, tmp_path / "f.parquet")
+    written = pq.read_schema(tmp_path / "f.parquet")
+    assert [written.field(n).metadata[b"PARQUET:field_id"] for n in ("id", "tbl", "amount")] == [
+        b"1",
+        b"2",
+        b"3",
+    ]
+    with pytest.raises(ValueError, match="timestamptz"):
+        arrow_type("timestamptz")
+
+
+def test_tables_picked_from_one_small_frame_by_one_column_are_written_on_the_driver() -> None:
+    source, other = object(), object()
+    covered = {TopicPartition("t", 0): 5}
+
+    def member(pick: Pick | None) -> Pending:
+        return Pending("db.t", None, covered, (), pick)
+
+    a, b = Pick(source, "_kc_route", "db.a", 100), Pick(source, "_kc_route", "db.b", 100)
+    assert picked_together([member(a), member(b)]) is a
+    assert picked_together([member(a), member(None)]) is None  # one table's rows are not a pick
+    assert picked_together([member(a), member(Pick(other, "_kc_route", "db.b", 100))]) is None
+    assert picked_together([member(a), member(Pick(source, "_kc_topic", "t", 100))]) is None
+    big = Pick(source, "_kc_route", "db.a", DRIVER_ROWS + 1)
+    assert picked_together([member(big), member(Pick(source, "_kc_route", "db.b", DRIVER_ROWS + 1))]) is None
+    assert picked_together([]) is None
 
 
 # --- evolution
