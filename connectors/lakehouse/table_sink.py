@@ -43,6 +43,7 @@ from kconnect.connectors.lakehouse.commits import (
     lead_time,
     sql_string,
     unwritten_from,
+    wait_start,
 )
 from kconnect.connectors.lakehouse.evolution import Evolution, SchemaEvolutionError, plan, quote_name
 from kconnect.connectors.lakehouse.maintenance import MaintenancePolicy, MaintenanceResult, maintenance_due
@@ -140,6 +141,8 @@ class TableSinkTask(FrameSinkTask):
         self._last_commit: float | None = None
         #: How long the last commit took (None: none yet): the next starts that much early.
         self._took: float | None = None
+        #: When this task's last commit started (None: none yet), for ``commits.wait_start``.
+        self._last_started: float | None = None
 
     def version(self) -> str:
         return __version__
@@ -188,6 +191,7 @@ class TableSinkTask(FrameSinkTask):
         self._tables, self._assigned, self._maintained_at = set(), set(), time.time()
         self._last_commit = None
         self._took = None
+        self._last_started = None
 
     def stop(self) -> None:
         """Staged rows were never committed anywhere: dropping them is safe, Kafka has them."""
@@ -222,7 +226,9 @@ class TableSinkTask(FrameSinkTask):
         from pyspark.sql.types import StructType
 
         frame = batch.frame
-        received = time.time()  # the records were read by now: their wait for a commit counts from here
+        # The records' wait for a commit counts from when the oldest was produced (see commits.wait_start).
+        oldest = None if batch.oldest_ms is None else batch.oldest_ms / 1000
+        received = wait_start(time.time(), oldest, self._last_started)
         if self._spark is None:
             self._spark = frame.sparkSession
             self._prepare(self._spark)
@@ -428,6 +434,7 @@ class TableSinkTask(FrameSinkTask):
                 lows[tp] = min(lows.get(tp, lo), lo)
         paths = [s.path for s in stages if s.path is not None]
         started = time.monotonic()
+        began = time.time()
         tables_written: list[str] = []
         try:
             if paths or direct:
@@ -460,6 +467,7 @@ class TableSinkTask(FrameSinkTask):
                 shutil.rmtree(stage.path, ignore_errors=True)
         self.commits += 1
         self._last_commit = time.time()
+        self._last_started = began
         self._took = time.monotonic() - started
         log.info(
             "committed to tables",

@@ -448,7 +448,9 @@ class FrameBatch:
     ``errors.*`` policy handled them). ``offsets`` holds, per consumed partition, the first and last offset
     the batch read, including records a transform dropped: what a task that names its output by offsets
     (Parquet) needs to be idempotent across restarts. ``batch_id`` is the streaming query's, which restarts
-    at 0 with the query: do not use it as a durable name.
+    at 0 with the query: do not use it as a durable name. ``oldest_ms``: the lowest record timestamp the
+    batch read (ms since the epoch; None: none known), so that a task committing by time can count a
+    record's wait from when it was produced rather than from when its batch was read.
     """
 
     frame: Any
@@ -456,6 +458,7 @@ class FrameBatch:
     value_schema: Any
     offsets: Mapping[TopicPartition, tuple[int, int]]
     batch_id: int
+    oldest_ms: int | None = None
 
 
 class FrameSinkTask(SinkTask):

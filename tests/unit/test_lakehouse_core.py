@@ -32,6 +32,7 @@ from kconnect.connectors.lakehouse.commits import (
     lead_time,
     resume_offsets,
     unwritten_from,
+    wait_start,
 )
 from kconnect.connectors.lakehouse.delta import DeltaSinkConnector
 from kconnect.connectors.lakehouse.evolution import SchemaEvolutionError, plan
@@ -138,8 +139,19 @@ def test_an_interval_commit_starts_early_by_the_last_commits_time_at_most_an_int
     assert commit_due(policy, 1, 10, 100.0, 106.9, lead) is None
     assert commit_due(policy, 1, 10, 100.0, 107.0, lead) == "interval"
     assert commit_due(policy, 1, 10, 100.0, 100.0, lead_time(policy, 40.0)) == "interval"
+
     assert commit_directly(policy, False, 5, 100.0, 107.0, lead) == "interval"
     assert commit_directly(policy, False, 5, 100.0, 106.0, lead) is None
+
+
+def test_a_records_wait_counts_from_its_production_not_before_the_last_commit_started() -> None:
+    # Produced at 100 s while a commit ran from 98 s to 104 s, read at 105 s: its wait counts from 100 s.
+    assert wait_start(105.0, 100.0, 98.0) == 100.0
+    # A backlog (produced long ago): from when the last commit started, so still one commit an interval.
+    assert wait_start(105.0, 10.0, 98.0) == 98.0
+    assert wait_start(105.0, 10.0, None) == 10.0  # no commit yet (the first batch commits at once anyway)
+    assert wait_start(105.0, 200.0, 98.0) == 105.0  # a producer's clock ahead: from the reading
+    assert wait_start(105.0, None, 98.0) == 105.0  # no timestamps
 
 
 @given(
