@@ -118,6 +118,8 @@ class TableSinkTask(FrameSinkTask):
 
     PREFIX: ClassVar[str]
     CONFIG: ClassVar[ConfigDef]
+    #: A commit's rows are routed and written by table, whatever Spark partitions a batch came in.
+    COALESCE_READS = True
 
     def __init__(self) -> None:
         self.config: cfg.TableSinkConfig | None = None

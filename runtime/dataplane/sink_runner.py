@@ -476,6 +476,8 @@ class SinkTaskRunner(TaskRunner):
 
         from kconnect.runtime.dataplane.errors_policy import split
 
+        if sink.COALESCE_READS:
+            frame = frame.coalesce(max(1, frame.sparkSession.sparkContext.defaultParallelism))
         raw = frame.persist()
         prepared = None
         try:

@@ -471,6 +471,15 @@ class FrameSinkTask(SinkTask):
     offsets), exactly as it calls ``put`` for other sink tasks.
     """
 
+    #: Whether the runtime may merge a micro-batch's reads of many Kafka partitions into as many Spark
+    #: tasks as the session has cores (``coalesce``, no shuffle) before converting it. Why: a batch is
+    #: read as one Spark task per Kafka partition, and every job over it (positions, schema sampling,
+    #: conversion, the task's own) runs that many tasks; for a task reading 50 partitions of a few records
+    #: each (a trickle over 50 topics routed to tables) those tasks' overhead, not the records, was most of
+    #: each batch's seconds. Off by default: a task whose output files follow the batch's partitions
+    #: keeps them.
+    COALESCE_READS: ClassVar[bool] = False
+
     def put(self, records: Sequence[SinkRecord]) -> None:
         """Refused: the runtime hands a frame sink task whole batches through ``put_frame``."""
         raise ConnectorError(f"{type(self).__name__} is a frame sink task: the runtime calls put_frame")
