@@ -529,7 +529,7 @@ class IcebergSinkTask(TableSinkTask):
         loaded, _ = self._each(lambda p: (p, self._loaded_table(spark, p.table)), appends)
         groups: dict[Columns, list[tuple[Pending, Any]]] = {}
         for p, (itable, key) in loaded:
-            nullable = {f.name: f.nullable for f in p.rows.schema.fields}
+            nullable = {f.name: f.nullable for f in p.fields()}
             if key is not None and writable_alone(key, nullable):
                 groups.setdefault(key, []).append((p, itable))
         together = [m for members in groups.values() if len(members) >= 2 for m in members]
@@ -602,9 +602,10 @@ class IcebergSinkTask(TableSinkTask):
         frames = []
         for index, (p, _) in enumerate(members):
             # SQL text: one gateway call per table (Column objects cost several calls each in PySpark 4).
-            present = set(p.rows.columns)
+            rows = p.frame()
+            present = set(rows.columns)
             frames.append(
-                p.rows.selectExpr(
+                rows.selectExpr(
                     *[
                         f"CAST({quote_name(name) if name in present else 'NULL'} AS {types[name]}) "
                         f"AS {quote_name(name)}"

@@ -92,13 +92,25 @@ class Pick:
     value: str
     bound: int
 
+    def rows(self) -> Any:
+        """This table's rows of ``source`` (without the route column), as a frame made now."""
+        picked = self.source.where(f"{self.column} = {sql_string(self.value)}")
+        return picked.drop(ROUTE) if self.column == ROUTE else picked
+
+    def fields(self) -> list[Any]:
+        """The fields of :meth:`rows`, read from ``source`` (its schema is read once, not once a table)."""
+        return [f for f in self.source.schema.fields if f.name != ROUTE]
+
 
 @dataclass(frozen=True)
 class Pending:
     """One table's part of a commit, ready to write: its rows (META columns kept, rows the table holds
-    dropped), the next offset per partition its commit records, its id columns in upsert mode, where its
-    rows were picked from (None: not a single value's rows of a shared frame) and the condition that
-    dropped the rows it holds (None: none dropped)."""
+    dropped; None: not made yet, see :meth:`frame`), the next offset per partition its commit records, its
+    id columns in upsert mode, where its rows were picked from (None: not a single value's rows of a
+    shared frame) and the condition that drops the rows it holds (None: none dropped).
+
+    Why rows may be left unmade: making a frame is a plan the JVM analyses; a round of 50 tables made 100
+    of them (a selection and a projection each) that the one-pass write of picked tables never uses."""
 
     table: str
     rows: Any
@@ -107,9 +119,27 @@ class Pending:
     pick: Pick | None = None
     keep: str | None = None
 
+    def frame(self) -> Any:
+        """The rows to write as a frame: ``rows``, or the pick's rows with ``keep`` applied, made now."""
+        if self.rows is not None:
+            return self.rows
+        if self.pick is None:
+            raise ConnectorError(f"table {self.table}: neither rows nor where to pick them from")
+        picked = self.pick.rows()
+        return picked if self.keep is None else picked.where(self.keep)
 
-#: One table of a commit: its name, its rows, the next offset per partition its commit records, and where
-#: its rows were picked from (``Pick``; None: not one value's rows of a shared frame).
+    def fields(self) -> list[Any]:
+        """The fields of :meth:`frame`, without making it when the rows are picked."""
+        return (
+            list(self.rows.schema.fields)
+            if self.rows is not None or self.pick is None
+            else self.pick.fields()
+        )
+
+
+#: One table of a commit: its name, its rows (None: to be made from the pick), the next offset per partition
+#: its commit records, and where its rows were picked from (``Pick``; None: not one value's rows of a
+#: shared frame).
 Route = tuple[str, Any, dict[TopicPartition, int], Pick | None]
 
 
@@ -496,7 +526,7 @@ class TableSinkTask(FrameSinkTask):
         if pending:
             rest, failed_together = self._write_together(spark, pending)
             errors.extend(failed_together)
-            _, failed = self._each(lambda w: self._write(spark, w.table, w.rows, w.covered, w.ids), rest)
+            _, failed = self._each(lambda w: self._write(spark, w.table, w.frame(), w.covered, w.ids), rest)
             errors.extend(failed)
         if errors:
             raise errors[0]
@@ -544,7 +574,7 @@ class TableSinkTask(FrameSinkTask):
             return [
                 (
                     topic_table(pattern, topic),
-                    rows.where(F.col(TOPIC) == topic),
+                    None,  # made from the pick when needed
                     {tp: o for tp, o in covered.items() if tp.topic == topic},
                     Pick(rows, TOPIC, topic, bound),
                 )
@@ -564,12 +594,7 @@ class TableSinkTask(FrameSinkTask):
             names = sorted(found)
             # SQL text: one gateway call per table (Column objects cost several calls each in PySpark 4).
             return [
-                (
-                    name,
-                    routed.where(f"{ROUTE} = {sql_string(name)}").drop(ROUTE),
-                    dict(covered),
-                    Pick(routed, ROUTE, name, bound),
-                )
+                (name, None, dict(covered), Pick(routed, ROUTE, name, bound))  # rows: made when needed
                 for name in names
             ]
         return [
@@ -616,7 +641,8 @@ class TableSinkTask(FrameSinkTask):
 
         config = self._config()
         spark = self._spark
-        data_schema = StructType([f for f in rows.schema.fields if f.name not in (*META, OP, ROUTE)])
+        fields = pick.fields() if rows is None and pick is not None else rows.schema.fields
+        data_schema = StructType([f for f in fields if f.name not in (*META, OP, ROUTE)])
         schema = self._table_schema(spark, table)
         if schema is None:
             if not config.auto_create:
@@ -650,8 +676,8 @@ class TableSinkTask(FrameSinkTask):
             return None
         floors = {tp: held[tp] for tp in covered if held.get(tp, 0) > lows.get(tp, 0)}
         condition = below_floors_condition(floors, TOPIC, PARTITION, OFFSET)
-        if condition is not None:  # else every row of the commit is new to the table
-            rows = rows.where(F.expr(condition))
+        if condition is not None and rows is not None:  # else every row of the commit is new to the table
+            rows = rows.where(F.expr(condition))  # (picked rows: Pending.frame applies it when made)
         return Pending(table, rows, todo, config.ids(table) if config.upsert else (), pick, condition)
 
     # --- helpers
