@@ -175,6 +175,9 @@ class TableSinkTask(FrameSinkTask):
         self._took: float | None = None
         #: When this task's last commit started (None: none yet), for ``commits.wait_start``.
         self._last_started: float | None = None
+        #: When the last commit check ended, and the time between the last two (``commits.lead_time``).
+        self._checked_at: float | None = None
+        self._check_gap: float | None = None
 
     def version(self) -> str:
         return __version__
@@ -224,6 +227,7 @@ class TableSinkTask(FrameSinkTask):
         self._last_commit = None
         self._took = None
         self._last_started = None
+        self._checked_at = self._check_gap = None
 
     def stop(self) -> None:
         """Staged rows were never committed anywhere: dropping them is safe, Kafka has them."""
@@ -306,7 +310,12 @@ class TableSinkTask(FrameSinkTask):
         records = sum(hi - lo + 1 for lo, hi in ranges.values())
         policy = self._config().policy
         direct = commit_directly(
-            policy, bool(self._staged), records, self._last_commit, time.time(), lead_time(policy, self._took)
+            policy,
+            bool(self._staged),
+            records,
+            self._last_commit,
+            time.time(),
+            lead_time(policy, self._took, self._check_gap),
         )
         # The tables are written through the session the connector's catalog is set in: a query started
         # again (a rewind) runs its batches in a session of its own, whose frames are staged as before.
@@ -336,11 +345,15 @@ class TableSinkTask(FrameSinkTask):
         records = sum(hi - lo + 1 for s in self._staged for lo, hi in s.ranges.values())
         size = sum(s.size for s in self._staged)
         oldest = self._staged[0].at if self._staged else None
+        now = time.time()
+        if self._checked_at is not None:
+            self._check_gap = now - self._checked_at
         reason = commit_due(
-            config.policy, records, size, oldest, time.time(), lead_time(config.policy, self._took)
+            config.policy, records, size, oldest, now, lead_time(config.policy, self._took, self._check_gap)
         )
         if reason is not None:
             self._commit(reason)
+        self._checked_at = time.time()
         if (
             maintenance_due(config.maintenance, self._maintained_at, time.time())
             and self._session() is not None
@@ -500,6 +513,7 @@ class TableSinkTask(FrameSinkTask):
         self.commits += 1
         self._last_commit = time.time()
         self._last_started = began
+        self._checked_at = self._last_commit  # the gap to the next check is a batch's, not this commit's
         self._took = time.monotonic() - started
         log.info(
             "committed to tables",

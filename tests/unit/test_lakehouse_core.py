@@ -139,6 +139,11 @@ def test_an_interval_commit_starts_early_by_the_last_commits_time_at_most_an_int
     assert commit_due(policy, 1, 10, 100.0, 106.9, lead) is None
     assert commit_due(policy, 1, 10, 100.0, 107.0, lead) == "interval"
     assert commit_due(policy, 1, 10, 100.0, 100.0, lead_time(policy, 40.0)) == "interval"
+    # Checks come a batch (2 s) apart: the commit starts at the last check before it would end late.
+    assert lead_time(policy, 3.0, 2.0) == 5.0
+    assert lead_time(policy, 3.0, None) == 3.0
+    assert lead_time(policy, 9.0, 2.0) == 10.0
+    assert commit_due(policy, 1, 10, 100.0, 105.0, lead_time(policy, 3.0, 2.0)) == "interval"
 
     assert commit_directly(policy, False, 5, 100.0, 107.0, lead) == "interval"
     assert commit_directly(policy, False, 5, 100.0, 106.0, lead) is None
