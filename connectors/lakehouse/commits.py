@@ -75,14 +75,33 @@ class CommitPolicy:
     max_bytes: int = -1
 
 
-def lead_time(policy: CommitPolicy, last_commit_s: float | None) -> float:
-    """How much earlier than the interval a commit starts: the time the last commit took (at most the
-    interval), so that it ends, and the records are queryable, about an interval after the oldest of
-    them was read rather than an interval plus a commit's time. Snapshots still come about once an
-    interval (a commit that takes the whole interval makes them back to back)."""
+def lead_time(policy: CommitPolicy, last_commit_s: float | None, check_gap_s: float | None = None) -> float:
+    """How much earlier than the interval a commit starts: the time the last commit took plus the time
+    between the task's last two commit checks (``check_gap_s``: the next check comes about that much later;
+    a batch's time while records flow), at most the interval, so that it ends, and the records are
+    queryable, about an interval after the oldest of them was produced rather than an interval plus a
+    commit's time plus up to a batch's. Snapshots still come about once an interval, a little sooner
+    (a commit that takes the whole interval makes them back to back)."""
     if last_commit_s is None:
         return 0.0
-    return min(max(last_commit_s, 0.0), policy.interval_ms / 1000)
+    gap = 0.0 if check_gap_s is None else max(check_gap_s, 0.0)
+    return min(max(last_commit_s, 0.0) + gap, policy.interval_ms / 1000)
+
+
+def wait_start(received_s: float, oldest_record_s: float | None, last_started_s: float | None) -> float:
+    """When a batch's records' wait for an interval commit counts from: the produce time of its oldest
+    record (its Kafka timestamp, ``oldest_record_s``; None: unknown), but never before the last commit
+    started (``last_started_s``; an older record is part of a backlog, which still commits once an
+    interval) nor after the batch reached the task (``received_s``; a producer's clock running ahead).
+
+    Why not simply when the batch was read: records produced while the task is busy with a commit wait in
+    Kafka until it ends and are read only then; counted from their reading, their commit came an interval
+    after that, i.e. up to a commit's time plus a batch's more than the interval after they were produced
+    (the trickle's p99 was the interval plus twice a round)."""
+    if oldest_record_s is None:
+        return received_s
+    floor = oldest_record_s if last_started_s is None else max(oldest_record_s, last_started_s)
+    return min(received_s, floor)
 
 
 def commit_due(

@@ -22,19 +22,22 @@ import os
 import shutil
 import threading
 import time
+import uuid
 from collections.abc import Mapping
 from functools import reduce
 from typing import Any
 
 from kconnect.config.masking import is_sensitive
 from kconnect.connectors.lakehouse import config as cfg
-from kconnect.connectors.lakehouse.commits import encode_offsets, offsets_key, resume_offsets
+from kconnect.connectors.lakehouse.commits import encode_offsets, offsets_key, resume_offsets, sql_string
 from kconnect.connectors.lakehouse.evolution import Evolution, quote_name, quote_path
 from kconnect.connectors.lakehouse.iceberg_files import (
     FIELD_ID,
     TABLE_INDEX,
     Columns,
+    arrow_rows,
     local_path,
+    picked_together,
     together_key,
     writable_alone,
 )
@@ -52,6 +55,7 @@ from kconnect.connectors.lakehouse.table_sink import (
     PARTITION,
     TOPIC,
     Pending,
+    Pick,
     TableSinkTask,
     merge_statement,
 )
@@ -525,7 +529,7 @@ class IcebergSinkTask(TableSinkTask):
         loaded, _ = self._each(lambda p: (p, self._loaded_table(spark, p.table)), appends)
         groups: dict[Columns, list[tuple[Pending, Any]]] = {}
         for p, (itable, key) in loaded:
-            nullable = {f.name: f.nullable for f in p.rows.schema.fields}
+            nullable = {f.name: f.nullable for f in p.fields()}
             if key is not None and writable_alone(key, nullable):
                 groups.setdefault(key, []).append((p, itable))
         together = [m for members in groups.values() if len(members) >= 2 for m in members]
@@ -553,39 +557,19 @@ class IcebergSinkTask(TableSinkTask):
         return itable, together_key(schema_json, str(itable.location()), not itable.spec().isUnpartitioned())
 
     def _write_group(self, spark: Any, columns: Columns, members: list[tuple[Pending, Any]]) -> None:
-        """One job writes the members' rows as Parquet with the tables' field ids, one directory per table;
-        then each table's files are moved into it and committed with the offsets, up to COMMIT_THREADS at
-        once. Every table is attempted; the first failure is raised once all are done."""
-        from pyspark.sql import DataFrame
-        from pyspark.sql import functions as F
-
-        types = {f.name: f.dataType.simpleString() for f in self._schema_of(spark, members[0][1]).fields}
+        """The members' rows become Parquet files with the tables' field ids, one directory per table (on
+        the driver when the round is small and picked from one frame, else one Spark job); then each
+        table's files are moved into it and committed with the offsets, up to COMMIT_THREADS at once.
+        Every table is attempted; the first failure is raised once all are done."""
         started = time.monotonic()
-        frames = []
-        for index, (p, _) in enumerate(members):
-            # SQL text: one gateway call per table (Column objects cost several calls each in PySpark 4).
-            present = set(p.rows.columns)
-            frames.append(
-                p.rows.selectExpr(
-                    *[
-                        f"CAST({quote_name(name) if name in present else 'NULL'} AS {types[name]}) "
-                        f"AS {quote_name(name)}"
-                        for _, name, _, _ in columns
-                    ],
-                    f"{index} AS {TABLE_INDEX}",
-                )
-            )
         target = self._dir() / "together" / f"{int(time.time() * 1000)}-{id(members)}"
-        united = reduce(DataFrame.union, frames)
-        data = united.select(
-            *[F.col(quote_name(name)).alias(name, metadata={FIELD_ID: fid}) for fid, name, _, _ in columns],
-            TABLE_INDEX,
-        )
-        data.coalesce(max(1, spark.sparkContext.defaultParallelism)).write.partitionBy(TABLE_INDEX).parquet(
-            str(target)
-        )
-        written = time.monotonic() - started
+        pick = picked_together([p for p, _ in members])
         try:
+            if pick is not None:
+                self._files_on_driver(columns, members, pick, target)
+            else:
+                self._files_in_one_job(spark, columns, members, target)
+            written = time.monotonic() - started
             _, errors = self._each(
                 lambda m: self._append_files(
                     spark, m[1][0].table, m[1][1], m[1][0].covered, target / f"{TABLE_INDEX}={m[0]}"
@@ -598,6 +582,7 @@ class IcebergSinkTask(TableSinkTask):
             "tables written together",
             tables=len(members),
             columns=len(columns),
+            on_driver=pick is not None,
             job_seconds=round(written, 2),
             seconds=round(time.monotonic() - started, 2),
             failed=len(errors),
@@ -605,6 +590,68 @@ class IcebergSinkTask(TableSinkTask):
         )
         if errors:
             raise errors[0]
+
+    def _files_in_one_job(
+        self, spark: Any, columns: Columns, members: list[tuple[Pending, Any]], target: Any
+    ) -> None:
+        """One Spark job writes the members' rows, ``partitionBy`` the table's index in ``members``."""
+        from pyspark.sql import DataFrame
+        from pyspark.sql import functions as F
+
+        types = {f.name: f.dataType.simpleString() for f in self._schema_of(spark, members[0][1]).fields}
+        frames = []
+        for index, (p, _) in enumerate(members):
+            # SQL text: one gateway call per table (Column objects cost several calls each in PySpark 4).
+            rows = p.frame()
+            present = set(rows.columns)
+            frames.append(
+                rows.selectExpr(
+                    *[
+                        f"CAST({quote_name(name) if name in present else 'NULL'} AS {types[name]}) "
+                        f"AS {quote_name(name)}"
+                        for _, name, _, _ in columns
+                    ],
+                    f"{index} AS {TABLE_INDEX}",
+                )
+            )
+        united = reduce(DataFrame.union, frames)
+        data = united.select(
+            *[F.col(quote_name(name)).alias(name, metadata={FIELD_ID: fid}) for fid, name, _, _ in columns],
+            TABLE_INDEX,
+        )
+        data.coalesce(max(1, spark.sparkContext.defaultParallelism)).write.partitionBy(TABLE_INDEX).parquet(
+            str(target)
+        )
+
+    def _files_on_driver(
+        self, columns: Columns, members: list[tuple[Pending, Any]], pick: Pick, target: Any
+    ) -> None:
+        """The shared frame's rows come to the driver once (Arrow); each member's are written there with
+        pyarrow (``iceberg_files.arrow_rows``). A member that drops rows its table holds (``keep``) has
+        them dropped in the collect's query."""
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        frame = pick.source
+        for p, _ in members:
+            if p.keep is not None and p.pick is not None:
+                frame = frame.where(f"{pick.column} <> {sql_string(p.pick.value)} OR ({p.keep})")
+        present = set(frame.columns)
+        names = [name for _, name, _, _ in columns if name in present]
+        batch = frame.selectExpr(pick.column, *[quote_name(n) for n in names]).toArrow()
+        routes = batch.column(pick.column)
+        for index, (p, _) in enumerate(members):
+            assert p.pick is not None  # picked_together checked every member
+            part = batch.filter(pc.equal(routes, p.pick.value))
+            if part.num_rows == 0:
+                continue  # no file: the table's commit carries the offsets only
+            out = target / f"{TABLE_INDEX}={index}"
+            out.mkdir(parents=True)
+            pq.write_table(
+                arrow_rows(part.drop_columns([pick.column]), columns),
+                str(out / f"part-00000-{uuid.uuid4()}.parquet"),
+                compression="zstd",
+            )
 
     def _schema_of(self, spark: Any, itable: Any) -> Any:
         from pyspark.sql.types import StructType

@@ -16,14 +16,27 @@ local file system (the files are moved, not copied between stores), and flat col
 Parquet form Spark and Iceberg write alike (no timestamps: Spark writes INT96 by default; no nested
 types: their field ids sit below the top level). Anything else goes the Spark way, table by table.
 
+A round of few rows (a trickle: 50 tables of a few rows each; at most ``DRIVER_ROWS`` records in the
+commit) whose tables' rows are all picked from one frame by one column (``table_sink.Pick``: the route
+field or the topic) skips even that job's writing: the frame comes to the driver once as Arrow
+(``toArrow``), and each table's rows are written there with pyarrow (:func:`arrow_rows`: the tables'
+types, their field ids as ``PARQUET:field_id``, as pyiceberg writes them). A Spark write of 50 one-row
+partitions cost 11-17 s of a round on this project's 2-core machine (a union of 50 selections planned,
+compiled and scanned, 50 files through Hadoop's committer); the collect is one small job and the 50 files
+are milliseconds.
+
 The pure parts are here; the task's shell (``iceberg.IcebergSinkTask``) runs them.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
 from urllib.parse import urlparse
+
+from kconnect.connectors.lakehouse.table_sink import Pending, Pick
 
 #: Iceberg primitive types written here (decimals too, by prefix): Spark's Parquet writer gives them the
 #: physical and logical types Iceberg's own writer does.
@@ -31,6 +44,9 @@ FLAT_TYPES = frozenset({"boolean", "int", "long", "float", "double", "string", "
 #: The column naming a row's table (its index in the job) in the job's output: one directory per table.
 TABLE_INDEX = "_kc_table"
 FIELD_ID = "parquet.field.id"
+#: A commit of at most this many records, all its tables picked from one frame, is written on the driver.
+DRIVER_ROWS = 50_000
+_DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
 
 #: (field id, name, Iceberg type, required) per column, in the table's order.
 Columns = tuple[tuple[int, str, str, bool], ...]
@@ -66,3 +82,58 @@ def writable_alone(columns: Columns, nullable: Mapping[str, bool]) -> bool:
     ``columns`` without Spark's checks: a required column must be present and not nullable (Spark's write
     refuses otherwise, with its message, so such a table takes the Spark way)."""
     return all(not required or nullable.get(name, True) is False for _, name, _, required in columns)
+
+
+def arrow_type(kind: str) -> Any:
+    """The Arrow type pyarrow writes as the Parquet form Iceberg reads for an Iceberg primitive type
+    (``FLAT_TYPES`` or ``decimal(p, s)``)."""
+    import pyarrow as pa
+
+    simple = {
+        "boolean": pa.bool_(),
+        "int": pa.int32(),
+        "long": pa.int64(),
+        "float": pa.float32(),
+        "double": pa.float64(),
+        "string": pa.string(),
+        "binary": pa.binary(),
+        "date": pa.date32(),
+    }
+    if kind in simple:
+        return simple[kind]
+    match = _DECIMAL.fullmatch(kind)
+    if match is None:
+        raise ValueError(
+            f"no Arrow form for Iceberg type {kind}; allowed: {sorted(FLAT_TYPES)} and decimal(p,s)"
+        )
+    return pa.decimal128(int(match.group(1)), int(match.group(2)))
+
+
+def arrow_rows(rows: Any, columns: Columns) -> Any:
+    """A pyarrow Table of ``rows`` (a pyarrow Table: the commit's rows of one table) in the table's column
+    order and types, each field carrying its Iceberg field id (``PARQUET:field_id``) and required where
+    the table's column is; a column the rows lack is all nulls (the table's column is then optional:
+    ``writable_alone``)."""
+    import pyarrow as pa
+
+    fields, arrays = [], []
+    present = set(rows.column_names)
+    for field_id, name, kind, required in columns:
+        target = arrow_type(kind)
+        field_id_meta = {b"PARQUET:field_id": str(field_id).encode()}
+        fields.append(pa.field(name, target, nullable=not required, metadata=field_id_meta))
+        arrays.append(rows.column(name).cast(target) if name in present else pa.nulls(rows.num_rows, target))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def picked_together(members: Sequence[Pending]) -> Pick | None:
+    """The pick every member's rows come from when they all are one value's rows of the same frame by the
+    same column, and that frame has at most ``DRIVER_ROWS`` rows: the members are then written on the
+    driver. None otherwise."""
+    first = members[0].pick if members else None
+    if first is None or first.bound > DRIVER_ROWS:
+        return None
+    for p in members:
+        if p.pick is None or p.pick.source is not first.source or p.pick.column != first.column:
+            return None
+    return first

@@ -43,6 +43,7 @@ from kconnect.connectors.lakehouse.commits import (
     lead_time,
     sql_string,
     unwritten_from,
+    wait_start,
 )
 from kconnect.connectors.lakehouse.evolution import Evolution, SchemaEvolutionError, plan, quote_name
 from kconnect.connectors.lakehouse.maintenance import MaintenancePolicy, MaintenanceResult, maintenance_due
@@ -78,14 +79,68 @@ class Stage:
 
 
 @dataclass(frozen=True)
+class Pick:
+    """Where a table's rows come from when they are one value's rows of the commit's shared frame: that
+    frame (``source``), its column naming each row's table (the route field's value or the topic) and this
+    table's value; ``bound``: at most how many rows ``source`` has (the records the commit covers).
+
+    Why: a format can then take every table's rows of a round in one pass over ``source`` instead of a
+    scan (and a plan) per table."""
+
+    source: Any
+    column: str
+    value: str
+    bound: int
+
+    def rows(self) -> Any:
+        """This table's rows of ``source`` (without the route column), as a frame made now."""
+        picked = self.source.where(f"{self.column} = {sql_string(self.value)}")
+        return picked.drop(ROUTE) if self.column == ROUTE else picked
+
+    def fields(self) -> list[Any]:
+        """The fields of :meth:`rows`, read from ``source`` (its schema is read once, not once a table)."""
+        return [f for f in self.source.schema.fields if f.name != ROUTE]
+
+
+@dataclass(frozen=True)
 class Pending:
     """One table's part of a commit, ready to write: its rows (META columns kept, rows the table holds
-    dropped), the next offset per partition its commit records, and its id columns in upsert mode."""
+    dropped; None: not made yet, see :meth:`frame`), the next offset per partition its commit records, its
+    id columns in upsert mode, where its rows were picked from (None: not a single value's rows of a
+    shared frame) and the condition that drops the rows it holds (None: none dropped).
+
+    Why rows may be left unmade: making a frame is a plan the JVM analyses; a round of 50 tables made 100
+    of them (a selection and a projection each) that the one-pass write of picked tables never uses."""
 
     table: str
     rows: Any
     covered: Mapping[TopicPartition, int]
     ids: tuple[str, ...]
+    pick: Pick | None = None
+    keep: str | None = None
+
+    def frame(self) -> Any:
+        """The rows to write as a frame: ``rows``, or the pick's rows with ``keep`` applied, made now."""
+        if self.rows is not None:
+            return self.rows
+        if self.pick is None:
+            raise ConnectorError(f"table {self.table}: neither rows nor where to pick them from")
+        picked = self.pick.rows()
+        return picked if self.keep is None else picked.where(self.keep)
+
+    def fields(self) -> list[Any]:
+        """The fields of :meth:`frame`, without making it when the rows are picked."""
+        return (
+            list(self.rows.schema.fields)
+            if self.rows is not None or self.pick is None
+            else self.pick.fields()
+        )
+
+
+#: One table of a commit: its name, its rows (None: to be made from the pick), the next offset per partition
+#: its commit records, and where its rows were picked from (``Pick``; None: not one value's rows of a
+#: shared frame).
+Route = tuple[str, Any, dict[TopicPartition, int], Pick | None]
 
 
 class TableSinkTask(FrameSinkTask):
@@ -93,6 +148,8 @@ class TableSinkTask(FrameSinkTask):
 
     PREFIX: ClassVar[str]
     CONFIG: ClassVar[ConfigDef]
+    #: A commit's rows are routed and written by table, whatever Spark partitions a batch came in.
+    COALESCE_READS = True
 
     def __init__(self) -> None:
         self.config: cfg.TableSinkConfig | None = None
@@ -116,6 +173,11 @@ class TableSinkTask(FrameSinkTask):
         self._last_commit: float | None = None
         #: How long the last commit took (None: none yet): the next starts that much early.
         self._took: float | None = None
+        #: When this task's last commit started (None: none yet), for ``commits.wait_start``.
+        self._last_started: float | None = None
+        #: When the last commit check ended, and the time between the last two (``commits.lead_time``).
+        self._checked_at: float | None = None
+        self._check_gap: float | None = None
 
     def version(self) -> str:
         return __version__
@@ -164,6 +226,8 @@ class TableSinkTask(FrameSinkTask):
         self._tables, self._assigned, self._maintained_at = set(), set(), time.time()
         self._last_commit = None
         self._took = None
+        self._last_started = None
+        self._checked_at = self._check_gap = None
 
     def stop(self) -> None:
         """Staged rows were never committed anywhere: dropping them is safe, Kafka has them."""
@@ -198,7 +262,9 @@ class TableSinkTask(FrameSinkTask):
         from pyspark.sql.types import StructType
 
         frame = batch.frame
-        received = time.time()  # the records were read by now: their wait for a commit counts from here
+        # The records' wait for a commit counts from when the oldest was produced (see commits.wait_start).
+        oldest = None if batch.oldest_ms is None else batch.oldest_ms / 1000
+        received = wait_start(time.time(), oldest, self._last_started)
         if self._spark is None:
             self._spark = frame.sparkSession
             self._prepare(self._spark)
@@ -244,7 +310,12 @@ class TableSinkTask(FrameSinkTask):
         records = sum(hi - lo + 1 for lo, hi in ranges.values())
         policy = self._config().policy
         direct = commit_directly(
-            policy, bool(self._staged), records, self._last_commit, time.time(), lead_time(policy, self._took)
+            policy,
+            bool(self._staged),
+            records,
+            self._last_commit,
+            time.time(),
+            lead_time(policy, self._took, self._check_gap),
         )
         # The tables are written through the session the connector's catalog is set in: a query started
         # again (a rewind) runs its batches in a session of its own, whose frames are staged as before.
@@ -274,11 +345,15 @@ class TableSinkTask(FrameSinkTask):
         records = sum(hi - lo + 1 for s in self._staged for lo, hi in s.ranges.values())
         size = sum(s.size for s in self._staged)
         oldest = self._staged[0].at if self._staged else None
+        now = time.time()
+        if self._checked_at is not None:
+            self._check_gap = now - self._checked_at
         reason = commit_due(
-            config.policy, records, size, oldest, time.time(), lead_time(config.policy, self._took)
+            config.policy, records, size, oldest, now, lead_time(config.policy, self._took, self._check_gap)
         )
         if reason is not None:
             self._commit(reason)
+        self._checked_at = time.time()
         if (
             maintenance_due(config.maintenance, self._maintained_at, time.time())
             and self._session() is not None
@@ -404,6 +479,7 @@ class TableSinkTask(FrameSinkTask):
                 lows[tp] = min(lows.get(tp, lo), lo)
         paths = [s.path for s in stages if s.path is not None]
         started = time.monotonic()
+        began = time.time()
         tables_written: list[str] = []
         try:
             if paths or direct:
@@ -416,13 +492,14 @@ class TableSinkTask(FrameSinkTask):
                 many = config.routing.by_topic or config.routing.route_field is not None
                 if many:  # the staged files are read once, not once per table
                     rows = rows.persist()
+                bound = sum(covered[tp] - lows[tp] for tp in covered)
                 try:
-                    routes = self._routes(rows, covered)
+                    routes = self._routes(rows, covered, bound)
                     self._write_tables(routes, lows)
                 finally:
                     if many:
                         rows.unpersist()
-                for table, _, _ in routes:
+                for table, _, _, _ in routes:
                     tables_written.append(table)
                     self._tables.add(table)
         except Exception:
@@ -435,6 +512,8 @@ class TableSinkTask(FrameSinkTask):
                 shutil.rmtree(stage.path, ignore_errors=True)
         self.commits += 1
         self._last_commit = time.time()
+        self._last_started = began
+        self._checked_at = self._last_commit  # the gap to the next check is a batch's, not this commit's
         self._took = time.monotonic() - started
         log.info(
             "committed to tables",
@@ -446,9 +525,7 @@ class TableSinkTask(FrameSinkTask):
             connector=config.connector,
         )
 
-    def _write_tables(
-        self, routes: list[tuple[str, Any, dict[TopicPartition, int]]], lows: Mapping[TopicPartition, int]
-    ) -> None:
+    def _write_tables(self, routes: list[Route], lows: Mapping[TopicPartition, int]) -> None:
         """Write each table of a commit: first each table is made ready (created or evolved, the offsets it
         holds read, the rows it holds dropped: :meth:`_ready`), then the format writes those it can in one
         go (:meth:`_write_together`), then the rest one by one (:meth:`_write`). Each table's commit is
@@ -463,7 +540,7 @@ class TableSinkTask(FrameSinkTask):
         if pending:
             rest, failed_together = self._write_together(spark, pending)
             errors.extend(failed_together)
-            _, failed = self._each(lambda w: self._write(spark, w.table, w.rows, w.covered, w.ids), rest)
+            _, failed = self._each(lambda w: self._write(spark, w.table, w.frame(), w.covered, w.ids), rest)
             errors.extend(failed)
         if errors:
             raise errors[0]
@@ -499,10 +576,9 @@ class TableSinkTask(FrameSinkTask):
         attempted. By default: all left, none attempted."""
         return pending, []
 
-    def _routes(
-        self, rows: Any, covered: Mapping[TopicPartition, int]
-    ) -> list[tuple[str, Any, dict[TopicPartition, int]]]:
-        """(table, its rows, the offsets its commit records) for each table this commit writes."""
+    def _routes(self, rows: Any, covered: Mapping[TopicPartition, int], bound: int) -> list[Route]:
+        """(table, its rows, the offsets its commit records, where its rows were picked from) for each
+        table this commit writes; ``bound``: at most how many rows ``rows`` has."""
         from pyspark.sql import functions as F
 
         routing = self._config().routing
@@ -512,14 +588,15 @@ class TableSinkTask(FrameSinkTask):
             return [
                 (
                     topic_table(pattern, topic),
-                    rows.where(F.col(TOPIC) == topic),
+                    None,  # made from the pick when needed
                     {tp: o for tp, o in covered.items() if tp.topic == topic},
+                    Pick(rows, TOPIC, topic, bound),
                 )
                 for topic in topics
             ]
         field = routing.route_field
         if field is None:
-            return [(table, rows, dict(covered)) for table in routing.tables]
+            return [(table, rows, dict(covered), None) for table in routing.tables]
         routed = rows
         if routing.dynamic:
             found = [r[0] for r in routed.select(ROUTE).distinct().collect()]
@@ -531,7 +608,7 @@ class TableSinkTask(FrameSinkTask):
             names = sorted(found)
             # SQL text: one gateway call per table (Column objects cost several calls each in PySpark 4).
             return [
-                (name, routed.where(f"{ROUTE} = {sql_string(name)}").drop(ROUTE), dict(covered))
+                (name, None, dict(covered), Pick(routed, ROUTE, name, bound))  # rows: made when needed
                 for name in names
             ]
         return [
@@ -539,6 +616,7 @@ class TableSinkTask(FrameSinkTask):
                 table,
                 routed.where(F.col(ROUTE).rlike(routing.route_regex[table])).drop(ROUTE),
                 dict(covered),
+                None,  # a row may reach several tables
             )
             for table in routing.tables
         ]
@@ -566,6 +644,7 @@ class TableSinkTask(FrameSinkTask):
         table: str,
         rows: Any,
         covered: dict[TopicPartition, int],
+        pick: Pick | None,
         lows: Mapping[TopicPartition, int],
     ) -> Pending | None:
         """Create or evolve the table, read what it holds and drop those rows: what is left to write (None:
@@ -576,7 +655,8 @@ class TableSinkTask(FrameSinkTask):
 
         config = self._config()
         spark = self._spark
-        data_schema = StructType([f for f in rows.schema.fields if f.name not in (*META, OP, ROUTE)])
+        fields = pick.fields() if rows is None and pick is not None else rows.schema.fields
+        data_schema = StructType([f for f in fields if f.name not in (*META, OP, ROUTE)])
         schema = self._table_schema(spark, table)
         if schema is None:
             if not config.auto_create:
@@ -610,9 +690,9 @@ class TableSinkTask(FrameSinkTask):
             return None
         floors = {tp: held[tp] for tp in covered if held.get(tp, 0) > lows.get(tp, 0)}
         condition = below_floors_condition(floors, TOPIC, PARTITION, OFFSET)
-        if condition is not None:  # else every row of the commit is new to the table
-            rows = rows.where(F.expr(condition))
-        return Pending(table, rows, todo, config.ids(table) if config.upsert else ())
+        if condition is not None and rows is not None:  # else every row of the commit is new to the table
+            rows = rows.where(F.expr(condition))  # (picked rows: Pending.frame applies it when made)
+        return Pending(table, rows, todo, config.ids(table) if config.upsert else (), pick, condition)
 
     # --- helpers
 

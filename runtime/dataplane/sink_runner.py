@@ -476,13 +476,24 @@ class SinkTaskRunner(TaskRunner):
 
         from kconnect.runtime.dataplane.errors_policy import split
 
+        if sink.COALESCE_READS:
+            frame = frame.coalesce(max(1, frame.sparkSession.sparkContext.defaultParallelism))
         raw = frame.persist()
         prepared = None
         try:
-            positions = raw.groupBy("topic", "partition").agg(F.min("offset"), F.max("offset")).collect()
+            positions = (
+                raw.groupBy("topic", "partition")
+                .agg(
+                    F.min("offset"),
+                    F.max("offset"),
+                    F.min(F.when(F.col("timestamp") >= 0, F.col("timestamp"))),
+                )
+                .collect()
+            )
             if not positions:
                 return
             ranges = {TopicPartition(str(r[0]), int(r[1])): (int(r[2]), int(r[3])) for r in positions}
+            stamps = [int(r[4]) for r in positions if r[4] is not None]
             self.track_topics({tp.topic for tp in ranges})
             prepared = prepare(self._plan, raw).persist()
             good, failed = split(prepared)
@@ -496,6 +507,7 @@ class SinkTaskRunner(TaskRunner):
                     value_schema=value_schema,
                     offsets=ranges,
                     batch_id=batch_id,
+                    oldest_ms=min(stamps) if stamps else None,
                 )
             )
             if written is not None:

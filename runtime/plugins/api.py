@@ -448,7 +448,9 @@ class FrameBatch:
     ``errors.*`` policy handled them). ``offsets`` holds, per consumed partition, the first and last offset
     the batch read, including records a transform dropped: what a task that names its output by offsets
     (Parquet) needs to be idempotent across restarts. ``batch_id`` is the streaming query's, which restarts
-    at 0 with the query: do not use it as a durable name.
+    at 0 with the query: do not use it as a durable name. ``oldest_ms``: the lowest record timestamp the
+    batch read (ms since the epoch; None: none known), so that a task committing by time can count a
+    record's wait from when it was produced rather than from when its batch was read.
     """
 
     frame: Any
@@ -456,6 +458,7 @@ class FrameBatch:
     value_schema: Any
     offsets: Mapping[TopicPartition, tuple[int, int]]
     batch_id: int
+    oldest_ms: int | None = None
 
 
 class FrameSinkTask(SinkTask):
@@ -467,6 +470,15 @@ class FrameSinkTask(SinkTask):
     ``put_frame`` once per micro-batch, then ``pre_commit`` (default: ``flush`` and commit all consumed
     offsets), exactly as it calls ``put`` for other sink tasks.
     """
+
+    #: Whether the runtime may merge a micro-batch's reads of many Kafka partitions into as many Spark
+    #: tasks as the session has cores (``coalesce``, no shuffle) before converting it. Why: a batch is
+    #: read as one Spark task per Kafka partition, and every job over it (positions, schema sampling,
+    #: conversion, the task's own) runs that many tasks; for a task reading 50 partitions of a few records
+    #: each (a trickle over 50 topics routed to tables) those tasks' overhead, not the records, was most of
+    #: each batch's seconds. Off by default: a task whose output files follow the batch's partitions
+    #: keeps them.
+    COALESCE_READS: ClassVar[bool] = False
 
     def put(self, records: Sequence[SinkRecord]) -> None:
         """Refused: the runtime hands a frame sink task whole batches through ``put_frame``."""

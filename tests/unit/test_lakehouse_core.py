@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -31,11 +32,20 @@ from kconnect.connectors.lakehouse.commits import (
     lead_time,
     resume_offsets,
     unwritten_from,
+    wait_start,
 )
 from kconnect.connectors.lakehouse.delta import DeltaSinkConnector
 from kconnect.connectors.lakehouse.evolution import SchemaEvolutionError, plan
 from kconnect.connectors.lakehouse.iceberg import CONFIG_DEF, IcebergSinkConnector, catalog_properties
-from kconnect.connectors.lakehouse.iceberg_files import local_path, together_key, writable_alone
+from kconnect.connectors.lakehouse.iceberg_files import (
+    DRIVER_ROWS,
+    arrow_rows,
+    arrow_type,
+    local_path,
+    picked_together,
+    together_key,
+    writable_alone,
+)
 from kconnect.connectors.lakehouse.routing import (
     Routing,
     RoutingError,
@@ -44,6 +54,7 @@ from kconnect.connectors.lakehouse.routing import (
     table_parts,
     topic_table,
 )
+from kconnect.connectors.lakehouse.table_sink import Pending, Pick
 from kconnect.runtime.plugins.api import TopicPartition
 from kconnect.runtime.plugins.config_def import ConfigValidationError
 
@@ -128,8 +139,24 @@ def test_an_interval_commit_starts_early_by_the_last_commits_time_at_most_an_int
     assert commit_due(policy, 1, 10, 100.0, 106.9, lead) is None
     assert commit_due(policy, 1, 10, 100.0, 107.0, lead) == "interval"
     assert commit_due(policy, 1, 10, 100.0, 100.0, lead_time(policy, 40.0)) == "interval"
+    # Checks come a batch (2 s) apart: the commit starts at the last check before it would end late.
+    assert lead_time(policy, 3.0, 2.0) == 5.0
+    assert lead_time(policy, 3.0, None) == 3.0
+    assert lead_time(policy, 9.0, 2.0) == 10.0
+    assert commit_due(policy, 1, 10, 100.0, 105.0, lead_time(policy, 3.0, 2.0)) == "interval"
+
     assert commit_directly(policy, False, 5, 100.0, 107.0, lead) == "interval"
     assert commit_directly(policy, False, 5, 100.0, 106.0, lead) is None
+
+
+def test_a_records_wait_counts_from_its_production_not_before_the_last_commit_started() -> None:
+    # Produced at 100 s while a commit ran from 98 s to 104 s, read at 105 s: its wait counts from 100 s.
+    assert wait_start(105.0, 100.0, 98.0) == 100.0
+    # A backlog (produced long ago): from when the last commit started, so still one commit an interval.
+    assert wait_start(105.0, 10.0, 98.0) == 98.0
+    assert wait_start(105.0, 10.0, None) == 10.0  # no commit yet (the first batch commits at once anyway)
+    assert wait_start(105.0, 200.0, 98.0) == 105.0  # a producer's clock ahead: from the reading
+    assert wait_start(105.0, None, 98.0) == 105.0  # no timestamps
 
 
 @given(
@@ -220,6 +247,46 @@ def test_tables_of_the_same_flat_columns_are_written_together_and_others_alone()
     assert local_path("file:/w/db/t/data/a.parquet") == "/w/db/t/data/a.parquet"
     assert local_path("file:///w/a.parquet") == "/w/a.parquet"
     assert local_path("/w/a.parquet") == "/w/a.parquet"
+
+
+def test_a_tables_rows_written_on_the_driver_carry_its_field_ids_types_and_order(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    columns = ((1, "id", "long", True), (2, "tbl", "string", False), (3, "amount", "decimal(10, 2)", False))
+    # The rows' own order and narrower types (an int id, a table widened since); no amount column.
+    rows = pa.table({"tbl": ["a", None], "id": pa.array([7, 8], pa.int32())})
+    out = arrow_rows(rows, columns)
+    assert out.column_names == ["id", "tbl", "amount"]
+    assert out.column("id").to_pylist() == [7, 8] and out.schema.field("id").type == pa.int64()
+    assert out.column("amount").null_count == 2 and out.schema.field("amount").type == pa.decimal128(10, 2)
+    assert not out.schema.field("id").nullable and out.schema.field("tbl").nullable
+    pq.write_table(out, tmp_path / "f.parquet")
+    written = pq.read_schema(tmp_path / "f.parquet")
+    assert [written.field(n).metadata[b"PARQUET:field_id"] for n in ("id", "tbl", "amount")] == [
+        b"1",
+        b"2",
+        b"3",
+    ]
+    with pytest.raises(ValueError, match="timestamptz"):
+        arrow_type("timestamptz")
+
+
+def test_tables_picked_from_one_small_frame_by_one_column_are_written_on_the_driver() -> None:
+    source, other = object(), object()
+    covered = {TopicPartition("t", 0): 5}
+
+    def member(pick: Pick | None) -> Pending:
+        return Pending("db.t", None, covered, (), pick)
+
+    a, b = Pick(source, "_kc_route", "db.a", 100), Pick(source, "_kc_route", "db.b", 100)
+    assert picked_together([member(a), member(b)]) is a
+    assert picked_together([member(a), member(None)]) is None  # one table's rows are not a pick
+    assert picked_together([member(a), member(Pick(other, "_kc_route", "db.b", 100))]) is None
+    assert picked_together([member(a), member(Pick(source, "_kc_topic", "t", 100))]) is None
+    big = Pick(source, "_kc_route", "db.a", DRIVER_ROWS + 1)
+    assert picked_together([member(big), member(Pick(source, "_kc_route", "db.b", DRIVER_ROWS + 1))]) is None
+    assert picked_together([]) is None
 
 
 # --- evolution
