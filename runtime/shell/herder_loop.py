@@ -53,6 +53,11 @@ class RestartTask:
     task: TaskId
 
 
+#: How long the herder thread waits, once a background stop has returned while others are still under way,
+#: for more of them to return before it releases what has stopped (``_drain_events``).
+RELEASE_COALESCE_S = 0.02
+
+
 def now_ms() -> int:
     # Wall-clock time: the next leader reads a scheduled rebalance from the group records' timestamps.
     return int(time.time() * 1000)
@@ -132,10 +137,17 @@ class HerderLoop(ActionDispatch):
         reconfigure: set[str] = set()
         prepared: list[TaskPrepared] = []
         released: set[TaskId] = set()
+        coalesced = False
         while True:
             try:
                 event = self._events.get_nowait()
             except queue.Empty:
+                if released and not coalesced and self.tasks.releasing():
+                    # Stops started together end a few ms apart: a moment's wait releases them in one
+                    # record rather than one each, which every member would read and claim from in turn.
+                    coalesced = True
+                    time.sleep(RELEASE_COALESCE_S)
+                    continue
                 break
             if event is CONFIG_MOVED:
                 config_moved = True

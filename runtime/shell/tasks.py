@@ -248,6 +248,11 @@ class Tasks:
             self._releasing[task] = thread
         thread.start()
 
+    def releasing(self) -> int:
+        """How many background stops are under way."""
+        with self._lock:
+            return len(self._releasing)
+
     def await_releases(self) -> set[TaskId]:
         """Wait for the background stops under way (each bounded by the graceful timeout); the tasks they
         stopped. Before a rejoin: a classic round must not see work as released that still runs."""

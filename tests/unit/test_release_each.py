@@ -242,12 +242,13 @@ def test_the_shell_posts_each_release_as_its_stop_returns() -> None:
     for t in [hung, *fast]:
         tasks.release(hd.StopTask(t, acknowledge=True), 3, events.put)
     first = {events.get(timeout=1.0), events.get(timeout=1.0)}
+    assert tasks.releasing() == 1
     assert first == {TaskReleased(t) for t in fast}
     assert time.monotonic() - began < 1.0, "the fast stops did not wait for the hung one"
     assert tasks.await_releases() == {hung}, "a rejoin waits for the stop still under way"
     assert time.monotonic() - began >= 1.4
     assert events.get(timeout=1.0) == TaskReleased(hung)
-    assert tasks.await_releases() == set()
+    assert tasks.await_releases() == set() and tasks.releasing() == 0
 
 
 @pytest.mark.parametrize("acknowledge", [False, True])
