@@ -416,7 +416,7 @@ class Herder(Reconciliation):
         # A leaving worker learns nothing: its preparations go (the coordinator gives it no learners).
         self.learning, discarded = learner.discard_all(self.learning)
         actions: list[Action] = [*discarded]
-        if not self.owned_connectors and not self.owned_tasks:
+        if not self.owned_connectors and not self.owned_tasks and not self.stopping:
             return [*actions, ReadyToLeave()]
         return [*actions, RequestRejoin("graceful hand-over")]
 

@@ -255,3 +255,21 @@ def test_the_shell_posts_each_release_as_its_stop_returns() -> None:
 def test_stop_task_compares_by_task_alone(acknowledge: bool) -> None:
     # How a stop is carried out is not what it decides: replays compare actions by task.
     assert hd.StopTask(TaskId("a", 0), acknowledge=acknowledge) == hd.StopTask(TaskId("a", 0))
+
+
+def test_a_worker_leaving_while_a_release_is_under_way_waits_for_it() -> None:
+    # Its target moved everything away and one stop is still under way when SIGTERM comes: it is not ready
+    # to leave (it hands over through a round, whose records say when the last task is released).
+    model = ReconcileModel(("m1", "m2"), {"a": 4}, background_stops=True)
+    model.settle()
+    model.begin_round("m1", ["m1", "m2", "m3"])
+    model.complete_all()
+    for m in ("m1", "m2"):
+        model.read(m)
+    holder = next(m for m in ("m1", "m2") if model.members[m].stopping)
+    herder = model.members[holder].herder
+    herder.owned_connectors.clear()
+    herder.owned_tasks.clear()  # as if everything it owned had moved: only the stop under way is left
+    actions = herder.begin_leave()
+    assert not any(isinstance(a, hd.ReadyToLeave) for a in actions)
+    assert any(isinstance(a, hd.RequestRejoin) for a in actions)
