@@ -107,6 +107,9 @@ class Herder(Reconciliation):
     owned_tasks: set[TaskId] = field(default_factory=set)
     running_connectors: dict[str, Properties] = field(default_factory=dict)
     running_tasks: dict[TaskId, Properties] = field(default_factory=dict)
+    #: Tasks released in the background (``StopTask.acknowledge``) whose stop has not finished: still
+    #: listed as held in this member's record, never started here again until ``on_tasks_stopped``.
+    stopping: set[TaskId] = field(default_factory=set)
     rebalances_completed: int = 0
     #: Graceful hand-over (kconnect's, beyond Apache Kafka Connect): the worker announced it is leaving.
     leaving: bool = False
@@ -413,7 +416,7 @@ class Herder(Reconciliation):
         # A leaving worker learns nothing: its preparations go (the coordinator gives it no learners).
         self.learning, discarded = learner.discard_all(self.learning)
         actions: list[Action] = [*discarded]
-        if not self.owned_connectors and not self.owned_tasks:
+        if not self.owned_connectors and not self.owned_tasks and not self.stopping:
             return [*actions, ReadyToLeave()]
         return [*actions, RequestRejoin("graceful hand-over")]
 
@@ -488,15 +491,22 @@ class Herder(Reconciliation):
 
     # -- internals ---------------------------------------------------------------------------------
 
-    def _release(self, connectors: set[str], tasks: set[TaskId]) -> list[Action]:
+    def _release(
+        self, connectors: set[str], tasks: set[TaskId], *, acknowledge: bool = False
+    ) -> list[Action]:
+        """Stop and forget ``connectors`` and ``tasks``. ``acknowledge``: the tasks stop in the background
+        and stay in :attr:`stopping` until the shell says they stopped (``on_tasks_stopped``); otherwise
+        the shell finishes each stop before it carries out the next action."""
         actions: list[Action] = []
         stopped: set[str] = set()  # the connectors something of which stopped here
         for t in sorted(tasks):
             self.owned_tasks.discard(t)
             self.task_targets.pop(t, None)
             if self.running_tasks.pop(t, None) is not None:
-                actions.append(StopTask(t))
+                actions.append(StopTask(t, acknowledge=acknowledge))
                 stopped.add(t.connector)
+                if acknowledge:
+                    self.stopping.add(t)
         for c in sorted(connectors):
             self.owned_connectors.discard(c)
             self.connector_targets.pop(c, None)
@@ -584,6 +594,8 @@ class Herder(Reconciliation):
         for task in sorted(self.owned_tasks):
             if not snap.contains(task.connector) or snap.is_inconsistent(task.connector):
                 continue
+            if task in self.stopping:
+                continue  # its last run here is still stopping: started once it has (on_tasks_stopped)
             configs = snap.task_configs(task.connector)
             if task.task >= len(configs):
                 continue

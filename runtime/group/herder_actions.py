@@ -72,9 +72,16 @@ class StartTask:
 
 @dataclass(frozen=True, slots=True)
 class StopTask:
-    """Stop a task here before anyone else may start it (the rule every rebalance keeps)."""
+    """Stop a task here before anyone else may start it (the rule every rebalance keeps).
+
+    ``acknowledge`` (a task released under reconciliation): the shell stops it without holding up what
+    follows and tells the herder once it has stopped (``Herder.on_tasks_stopped``), which releases it in
+    the member's record then; until then the herder keeps listing it. Otherwise the stop is finished
+    before the shell carries out the next action. Not compared: it says how, not what.
+    """
 
     task: TaskId
+    acknowledge: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

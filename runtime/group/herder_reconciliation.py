@@ -13,7 +13,7 @@ Pure, like the herder: the records and a clock in, actions out.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from kconnect.runtime.group import coordinator, group_records, learner, protocol, reconciler
 from kconnect.runtime.group.coordinator import CoordinatorInput
@@ -41,6 +41,7 @@ class Reconciliation:
     leaving: bool
     owned_connectors: set[str]
     owned_tasks: set[TaskId]
+    stopping: set[TaskId]
     coordinator_settings: CoordinatorSettings
     live_members: Mapping[str, tuple[int, WorkerState]]
     written: CurrentMemberAssignmentValue | None
@@ -60,7 +61,9 @@ class Reconciliation:
     def is_leader(self) -> bool:
         raise NotImplementedError
 
-    def _release(self, connectors: set[str], tasks: set[TaskId]) -> list[Action]:
+    def _release(
+        self, connectors: set[str], tasks: set[TaskId], *, acknowledge: bool = False
+    ) -> list[Action]:
         raise NotImplementedError
 
     def _converge(self) -> list[Action]:
@@ -99,6 +102,21 @@ class Reconciliation:
         coordinator drops it at its deadline and the task moves the plain way."""
         self.learning, discarded = learner.on_preparation_failed(self.learning, task, attempt)
         return [*discarded]
+
+    def on_tasks_stopped(self, tasks: Iterable[TaskId], group: GroupState | None) -> list[Action]:
+        """Tasks released in the background (``StopTask.acknowledge``) have stopped: say so in this member's
+        record at once, so that their new owners may start them while slower ones still stop; the last
+        one lets the member acknowledge its target and start what it claimed. ``group``: the records as
+        read now. Tasks not stopping here (already reported) change nothing."""
+        done = self.stopping & set(tasks)
+        if not done:
+            return []
+        self.stopping -= done
+        if self.rebalancing:
+            return []  # the round's assignment (and under reconciliation its records) says what follows
+        if not self.group.reconciling:
+            return self._converge()  # a task given back meanwhile starts now
+        return self._reconcile(group)
 
     def on_group_write_failed(self) -> None:
         """A group-records write failed: say it again at the next step (and let the leader recompute)."""
@@ -181,13 +199,27 @@ class Reconciliation:
             self.written,
             acknowledged=self.acknowledged,
             learners=reporting,
+            stopping=frozenset(self.stopping),
         )
         if step.fenced:
             # FENCED_MEMBER_EPOCH: stop everything, then start over at epoch 0 from the same records.
             actions += self._release(set(self.owned_connectors), set(self.owned_tasks))
             self._reset_reconciliation()
             return actions + self._reconcile(group)
-        actions += self._release(set(step.revoke.connectors), set(step.revoke.tasks))
+        if step.revoke.connectors or step.revoke.tasks:
+            # Revoked tasks stop in the background, each reported when done (on_tasks_stopped); the record
+            # and the starts are decided again from what is still stopping, so each goes when it is done.
+            actions += self._release(set(step.revoke.connectors), set(step.revoke.tasks), acknowledge=True)
+            held = Assigned(frozenset(self.owned_connectors), frozenset(self.owned_tasks))
+            step = reconciler.reconcile(
+                group,
+                self.group.member_id,
+                held,
+                self.written,
+                acknowledged=self.acknowledged,
+                learners=reporting,
+                stopping=frozenset(self.stopping),
+            )
         if step.record is not None:
             self.written = step.record
             gid = self.coordinator_settings.group_id
@@ -201,7 +233,8 @@ class Reconciliation:
             self.member_epoch = step.epoch
         self.pending = step.pending
         released = mine is not None and not mine.assigned.connectors and not mine.assigned.tasks
-        if self.leaving and released and not self.owned_connectors and not self.owned_tasks:
+        holds = self.owned_connectors or self.owned_tasks or self.stopping
+        if self.leaving and released and not holds:
             actions.append(ReadyToLeave())
         return actions
 

@@ -19,6 +19,14 @@ withdraws in a later record) and waits; so no job runs on two members, whatever 
 claims. The leader's fencing tombstone (``coordinator.judge``) is the one exception, as in the seed: a
 member that did not revoke within ``rebalance.timeout.ms`` loses its claim.
 
+**Released one by one.** A member that stops revoked tasks without waiting for all of them (the herder
+does, so that one task slow to stop holds back no other) keeps listing each task in its record until that
+task has stopped (``stopping``), and writes those records at the epoch it last acknowledged, not the
+target's: the coordinator fences a record at the target's epoch that holds work outside the share
+(``target_assignment.judge``), and one behind it is still revoking, as it is. Each record without a
+stopped task is that task's release: its new owner may start it from then on. The record at the target's
+epoch comes once nothing is stopping, and with it the member's own starts.
+
 Learners (warm-up hand-over, ``handover`` and ``learner``) ride along in the same record: the member lists
 the learners its target asks for, each ready or not, apart from what it runs and claims. They are never
 claimed and never started here, so they change nothing of the above; the record is just how a learner's
@@ -35,6 +43,7 @@ from dataclasses import dataclass, field
 from kconnect.runtime.group import protocol
 from kconnect.runtime.group.group_records import Assigned, CurrentMemberAssignmentValue, GroupState, Learner
 from kconnect.runtime.group.target_assignment import target_member
+from kconnect.runtime.ids import TaskId
 
 __all__ = ["Step", "reconcile"]
 
@@ -85,6 +94,7 @@ def reconcile(
     *,
     acknowledged: bool,
     learners: frozenset[Learner] = frozenset(),
+    stopping: frozenset[TaskId] = frozenset(),
 ) -> Step:
     """The member's next step toward its target share.
 
@@ -92,7 +102,9 @@ def reconcile(
     not), so a record is not written twice; ``acknowledged`` whether its own record has been read back
     since it joined, so that a missing record means the leader deleted it (fenced), not that it was never
     written. ``learners`` are the target's learners for this member as it reports them (``learner.reported``:
-    each ready or not); only those the target still asks for are written.
+    each ready or not); only those the target still asks for are written. ``stopping`` are tasks the member
+    no longer holds but has not finished stopping: they stay listed, at the epoch of the member's last
+    record, and nothing starts until none is left (see the module docstring).
     """
     if group is None:
         return Step()
@@ -113,6 +125,14 @@ def reconcile(
     # The record lists what keeps running and everything of the share nobody else lists (claims).
     asked = {x.task: x.since_ms for x in entry.learners}
     reporting = frozenset(x for x in learners if asked.get(x.task) == x.since_ms)
+    if stopping:
+        # Still releasing: say what is stopping, at the epoch last acknowledged; start nothing yet.
+        prior = written.member_epoch if written is not None else mine.member_epoch if mine is not None else 0
+        prior = min(prior, epoch)
+        listed = kept | Assigned(frozenset(), stopping) | (share - others)
+        desired = _record(prior, listed, entry.version, reporting)
+        record = None if written == desired else desired
+        return Step(epoch=prior, revoke=revoke, record=record, pending=share - kept)
     desired = _record(epoch, kept | (share - others), entry.version, reporting)
     record = None if written == desired else desired
     pending = share - kept - start

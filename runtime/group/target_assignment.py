@@ -13,6 +13,7 @@ readings out.
 from __future__ import annotations
 
 from enum import StrEnum
+from functools import lru_cache
 
 from kconnect.runtime.group import protocol
 from kconnect.runtime.group.group_records import (
@@ -54,6 +55,15 @@ class Verdict(StrEnum):
     FENCED = "fenced"
 
 
+@lru_cache(maxsize=256)
+def _assignment(metadata: bytes) -> protocol.ConnectAssignment:
+    """A target member's Connect assignment, decoded once per distinct value: the readings below run on
+    every coordination step and every reconcile, over the same few targets, and decoding every member's
+    assignment each time was most of a step's cost at 400 tasks (issue 34: the leader's target cadence).
+    Raises ValueError as ``protocol.decode_assignment`` does (not cached)."""
+    return protocol.decode_assignment(metadata)
+
+
 def target_member(target: TargetAssignmentValue | None, member_id: str) -> TargetMember | None:
     """``member_id``'s entry in ``target``; None when it has none."""
     for member in target.members if target is not None else ():
@@ -75,7 +85,7 @@ def is_reconciled_target(target: TargetAssignmentValue | None) -> bool:
         return False
     for member in target.members:
         try:
-            if not protocol.decode_assignment(member.metadata).reconcile:
+            if not _assignment(member.metadata).reconcile:
                 return False
         except ValueError:
             return False
@@ -88,7 +98,7 @@ def target_config_offset(target: TargetAssignmentValue | None) -> int:
     offset = -1
     for member in target.members if target is not None else ():
         try:
-            offset = max(offset, protocol.decode_assignment(member.metadata).config_offset)
+            offset = max(offset, _assignment(member.metadata).config_offset)
         except ValueError:
             continue
     return offset
@@ -136,7 +146,7 @@ def scheduled_rebalance(state: GroupState) -> tuple[int, int] | None:
         if not member.metadata:
             continue
         try:
-            delay = max(delay, protocol.decode_assignment(member.metadata).delay_ms)
+            delay = max(delay, _assignment(member.metadata).delay_ms)
         except ValueError:
             continue  # a member entry we cannot read tells nothing about the delay
     if delay <= 0:

@@ -57,8 +57,11 @@ class ActionDispatch:
         i = 0
         while i < len(actions):
             stops: list[hd.StopTask] = []
-            while i + len(stops) < len(actions) and isinstance(actions[i + len(stops)], hd.StopTask):
-                stops.append(actions[i + len(stops)])  # type: ignore[arg-type]
+            while i + len(stops) < len(actions):
+                nxt = actions[i + len(stops)]
+                if not isinstance(nxt, hd.StopTask) or nxt.acknowledge:
+                    break  # a background stop (acknowledge) holds nothing up: see _execute_one
+                stops.append(nxt)
             if len(stops) > 1:
                 # A release stops its tasks together, as Java's Worker.stopAndAwaitTasks: one after
                 # another, each waiting task.shutdown.graceful.timeout.ms, held the herder thread past
@@ -110,7 +113,10 @@ class ActionDispatch:
         elif isinstance(action, DiscardPreparedTask):
             self.tasks.discard(action)
         elif isinstance(action, hd.StopTask):
-            self.tasks.stop(action, gen)
+            if action.acknowledge:
+                self.tasks.release(action, gen, self._events.put)  # answered with a TaskReleased event
+            else:
+                self.tasks.stop(action, gen)
         elif isinstance(action, hd.TransitionConnector):
             self.connectors.transition(action.name, action.target_state, gen)
         elif isinstance(action, hd.TransitionTask):

@@ -24,7 +24,7 @@ from kconnect.runtime.shell.connectors import (
 )
 from kconnect.runtime.shell.leader import LeaderRound
 from kconnect.runtime.shell.stores import StartupError as StartupError  # raised here; the CLI imports it
-from kconnect.runtime.shell.tasks import TaskPrepared
+from kconnect.runtime.shell.tasks import TaskPrepared, TaskReleased
 from kconnect.runtime.storage.config_log import TargetState
 from kconnect.runtime.storage.kafka_log import KafkaLogError
 
@@ -51,6 +51,11 @@ class RestartTask:
     """A REST task restart that reached this worker, the task's owner; the herder thread carries it out."""
 
     task: TaskId
+
+
+#: How long the herder thread waits, once a background stop has returned while others are still under way,
+#: for more of them to return before it releases what has stopped (``_drain_events``).
+RELEASE_COALESCE_S = 0.02
 
 
 def now_ms() -> int:
@@ -95,6 +100,11 @@ class HerderLoop(ActionDispatch):
             self._rejoin_at = None
             member.request_rejoin()
         if member.need_rejoin():
+            # Background stops finish first: what the worker reports in JoinGroup must not leave out work
+            # that still runs (a round can move it at once).
+            released = self.tasks.await_releases()
+            if released:
+                self._on_tasks_released(released)
             with self._lock:
                 # A member a coordinator dropped keeps its work under the cooperative protocols and
                 # rejoins reporting it (Java's WorkerCoordinator.onJoinPrepare revokes nothing; the
@@ -126,10 +136,18 @@ class HerderLoop(ActionDispatch):
         config_moved = group_moved = False
         reconfigure: set[str] = set()
         prepared: list[TaskPrepared] = []
+        released: set[TaskId] = set()
+        coalesced = False
         while True:
             try:
                 event = self._events.get_nowait()
             except queue.Empty:
+                if released and not coalesced and self.tasks.releasing():
+                    # Stops started together end a few ms apart: a moment's wait releases them in one
+                    # record rather than one each, which every member would read and claim from in turn.
+                    coalesced = True
+                    time.sleep(RELEASE_COALESCE_S)
+                    continue
                 break
             if event is CONFIG_MOVED:
                 config_moved = True
@@ -150,12 +168,16 @@ class HerderLoop(ActionDispatch):
                 self._on_connector_answer(event)
             elif isinstance(event, TaskPrepared):
                 prepared.append(event)
+            elif isinstance(event, TaskReleased):
+                released.add(event.task)
         if config_moved:
             with self._lock:
                 snapshot = self.stores.snapshot()
                 fresh = snapshot is not self.herder.snapshot
                 actions = self.herder.on_config(snapshot, self.stores.status_state()) if fresh else []
             self._execute(actions)
+        if released:
+            self._on_tasks_released(released)
         wake = self.herder.wake_at_ms
         if config_moved or group_moved or (wake is not None and now_ms() >= wake):
             self._reconcile()
@@ -196,6 +218,20 @@ class HerderLoop(ActionDispatch):
             if not self.herder.group.reconciling:
                 return
             actions = self.herder.on_group_records(self.stores.group_state(self.config.group_id), now_ms())
+        self._execute(actions)
+
+    def _on_tasks_released(self, tasks: set[TaskId]) -> None:
+        """Background stops finished: the herder releases those tasks in this member's record (from the
+        records read to their end, as a reconcile reads them), so their new owners may start them."""
+        if self._records_behind and not self._catch_up_group_records():
+            for task in sorted(tasks):
+                self._events.put(TaskReleased(task))  # the next tick tries again
+            return
+        with self._lock:
+            actions = self.herder.on_tasks_stopped(tasks, self.stores.group_state(self.config.group_id))
+        self.log.info(
+            "tasks released", tasks=[str(t) for t in sorted(tasks)], still=len(self.herder.stopping)
+        )
         self._execute(actions)
 
     def _on_task_prepared(self, event: TaskPrepared) -> None:

@@ -48,6 +48,14 @@ class TaskPrepared:
     trace: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class TaskReleased:
+    """A task stopped in the background (``StopTask.acknowledge``) has stopped (or was abandoned past
+    ``task.shutdown.graceful.timeout.ms``). Posted from its stop's thread to the herder's."""
+
+    task: TaskId
+
+
 class Tasks:
     """Carries out the herder's task actions through the executor and reports each outcome."""
 
@@ -70,6 +78,8 @@ class Tasks:
         self.log = logs.get("kconnect.worker", worker=worker_id)
         #: Orders the status writes of the herder's thread and of the tasks' threads (module docstring).
         self._lock = threading.Lock()
+        #: The threads of background stops under way (:meth:`release`), by task.
+        self._releasing: dict[TaskId, threading.Thread] = {}
 
     def _report(self, status: status_log.ConnectorStatus | status_log.TaskStatus) -> None:
         self.stores.put_status(status)
@@ -205,6 +215,52 @@ class Tasks:
             thread.join()  # each is bounded by the graceful timeout: a runner past it is abandoned
         for action in actions:
             self._stopped(action, generation)
+
+    def release(self, action: hd.StopTask, generation: int, done: Callable[[object], None]) -> None:
+        """Stop a task on a thread of its own, report it as :meth:`stop` does, then post
+        :class:`TaskReleased` through ``done``: the herder's thread goes on meanwhile, so one task slow to
+        stop (a source whose records the broker has not acknowledged) holds back neither the release of
+        the others nor anything else the herder does."""
+        timeout_s = self.config.task_shutdown_graceful_timeout_ms / 1000
+        task = action.task
+
+        def run() -> None:
+            started = time.monotonic()
+            try:
+                self.executor.stop_task(task, timeout_s)  # bounded: a runner past it is abandoned
+                self._stopped(action, generation)
+            except Exception as exc:  # the herder must hear of it in any case, or it would list it forever
+                self.log.error("task stop failed", task=str(task), error=str(exc))
+            finally:
+                with self._lock:
+                    self._releasing.pop(task, None)
+                seconds = round(time.monotonic() - started, 3)
+                self.log.info("task released", task=str(task), seconds=seconds)
+                done(TaskReleased(task))
+
+        thread = threading.Thread(
+            target=contextvars.copy_context().run,  # the worker's log context
+            args=(run,),
+            name=f"release-{task}",
+            daemon=True,
+        )
+        with self._lock:
+            self._releasing[task] = thread
+        thread.start()
+
+    def releasing(self) -> int:
+        """How many background stops are under way."""
+        with self._lock:
+            return len(self._releasing)
+
+    def await_releases(self) -> set[TaskId]:
+        """Wait for the background stops under way (each bounded by the graceful timeout); the tasks they
+        stopped. Before a rejoin: a classic round must not see work as released that still runs."""
+        with self._lock:
+            pending = dict(self._releasing)
+        for thread in pending.values():
+            thread.join()
+        return set(pending)
 
     def _stopped(self, action: hd.StopTask, generation: int) -> None:
         """Report a stopped task UNASSIGNED, unless a newer generation's status of another worker stands

@@ -295,6 +295,7 @@ class Worker(HerderLoop):
         self._stopping.set()
         if self._thread is not None:
             self._stopped.wait(30)
+        self.tasks.await_releases()  # a hand-over cut short may leave background stops under way
         with self._lock:
             actions = self.herder.on_rejoin_preparing(True, None)
         self._execute(actions)

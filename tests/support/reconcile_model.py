@@ -31,6 +31,12 @@ Pure: no sockets, no threads, no clock of its own. What it models, as the worker
   target keeps learners apart from owners: never in the learner's own share, always in exactly one other
   member's share, at most ``max.warmup.tasks`` per member.
 
+* **Stops in the background** (``StopTask.acknowledge``, a task released under reconciliation): the task
+  keeps running on its member until its stop finishes, which the model reports to the herder
+  (``on_tasks_stopped``) at once after the actions that asked for it, or, with ``background_stops``, when a
+  step says so (``("stopped", member)`` or ``("stopped", member, task)``, and every pass of
+  :meth:`ReconcileModel.settle`), so a replay can hold one stop while others finish.
+
 Actions carried out: Start*/Stop* update what each member runs; ``WriteGroupRecords`` appends;
 ``RequestRejoin`` is recorded (a config change must never need a classic round while reconciling; only
 the graceful hand-over starts one) and otherwise ignored. After every step
@@ -114,6 +120,8 @@ class ModelMember:
     preparing: dict[TaskId, int] = field(default_factory=dict)
     prepared: dict[TaskId, int] = field(default_factory=dict)
     activations: int = 0
+    #: Tasks whose background stop (``StopTask.acknowledge``) has not finished: they still run.
+    stopping: set[TaskId] = field(default_factory=set)
 
     @property
     def url(self) -> str:
@@ -142,6 +150,7 @@ class ReconcileModel:
         warmup: WarmupSettings | None = None,
         learns: bool = False,
         prepare_in_settle: bool = True,
+        background_stops: bool = False,
     ) -> None:
         self.config = ConfigTopic()
         self.versions = 1
@@ -156,6 +165,7 @@ class ReconcileModel:
         )
         self.learns = learns
         self.prepare_in_settle = prepare_in_settle
+        self.background_stops = background_stops
         self.activations = 0
         self.learners_seen = 0
         #: The group-records partition: (key, value, timestamp).
@@ -285,6 +295,9 @@ class ReconcileModel:
             self.depart(str(op[1]))
         elif kind == "prepare":
             self.prepare(str(op[1]))
+        elif kind == "stopped":
+            task = op[2] if len(op) > 2 and isinstance(op[2], TaskId) else None
+            self.finish_stops(str(op[1]), None if task is None else {task})
         else:
             raise ValueError(f"unknown step {op!r}")
 
@@ -370,6 +383,21 @@ class ReconcileModel:
             self.execute(m, m.herder.on_task_prepared(task, attempt, m.state))
             self.check_exclusive(f"after {member_id} prepared {task}")
 
+    def finish_stops(self, member_id: str, tasks: set[TaskId] | None = None) -> None:
+        """``member_id``'s background stops of ``tasks`` (None: all of them) finish and are reported."""
+        m = self.members.get(member_id)
+        if m is None:
+            return
+        done = m.stopping if tasks is None else m.stopping & tasks
+        if not done:
+            return
+        done = set(done)
+        m.stopping -= done
+        m.tasks -= done
+        self.steps += 1
+        self.execute(m, m.herder.on_tasks_stopped(done, m.state))
+        self.check_exclusive(f"after {member_id} finished stopping {sorted(map(str, done))}")
+
     def remove(self, member_id: str) -> None:
         """``member_id``'s process stops (everything it ran stops with it) and it leaves the group."""
         m = self.members.pop(member_id)
@@ -377,6 +405,7 @@ class ReconcileModel:
         m.tasks.clear()
         m.preparing.clear()
         m.prepared.clear()
+        m.stopping.clear()
 
     def _classic_round(self, leader: str) -> None:
         """One classic cooperative round on a fresh group, recorded as ``leader_memory`` records it."""
@@ -424,6 +453,13 @@ class ReconcileModel:
     # -- actions -----------------------------------------------------------------------------------
 
     def execute(self, m: ModelMember, actions: Sequence[Action]) -> None:
+        """Carry out ``actions`` as the shell does; background stops finish right after them unless the
+        model holds them (``background_stops``)."""
+        self._execute(m, actions)
+        if not self.background_stops and m.stopping and m.member_id in self.members:
+            self.finish_stops(m.member_id)
+
+    def _execute(self, m: ModelMember, actions: Sequence[Action]) -> None:
         for action in actions:
             if isinstance(action, StartConnector):
                 m.connectors.add(action.name)
@@ -452,8 +488,11 @@ class ReconcileModel:
                 m.activations += 1
                 self.activations += 1
             elif isinstance(action, StopTask):
-                m.tasks.discard(action.task)
                 self.stops += 1
+                if action.acknowledge:
+                    m.stopping.add(action.task)  # it runs until the stop finishes (finish_stops)
+                else:
+                    m.tasks.discard(action.task)
             elif isinstance(action, WriteGroupRecords):
                 self.append(m, action)
             elif isinstance(action, RequestRejoin):
@@ -553,6 +592,8 @@ class ReconcileModel:
         if self.prepare_in_settle:
             for mid in sorted(self.members):
                 self.prepare(mid)
+        for mid in sorted(self.members):
+            self.finish_stops(mid)
         for mid in sorted(self.members):
             if self.members[mid].ready_to_leave:
                 self.depart(mid)
