@@ -1,8 +1,8 @@
 """A real Apache Iceberg REST catalog server for the Iceberg sink's REST catalog test.
 
 Apache Iceberg's own ``RESTCatalogServer`` (the ``iceberg-open-api`` test fixture that Apache Iceberg's REST
-fixture image runs: a JdbcCatalog on in-memory SQLite behind the REST protocol, on Jetty), its jars from
-Maven Central (``tests/lakehouse/rest-catalog/pom.xml``) copied once into
+fixture image runs: a JdbcCatalog on SQLite behind the REST protocol, on Jetty; here on a SQLite file), its
+jars from Maven Central (``tests/lakehouse/rest-catalog/pom.xml``) copied once into
 ``~/.cache/kconnect/iceberg-rest-<version>/libs`` (``make lakehouse`` does it ahead of ``make test``), and
 Hadoop's client jars (the server writes table metadata through HadoopFileIO) from PySpark's own jars
 directory. Configured through its ``CATALOG_*`` environment variables: ``CATALOG_REST_PORT`` and
@@ -94,6 +94,10 @@ def start_iceberg_rest(workdir: Path, timeout: float = 180) -> IcebergRestServer
         **os.environ,
         "CATALOG_REST_PORT": str(port),
         "CATALOG_WAREHOUSE": str(workdir / "rest-warehouse"),
+        # A file, not the server's default ``jdbc:sqlite::memory:``: each connection of the JdbcCatalog's
+        # pool opens its own in-memory database, so a request served while another holds the first
+        # connection found no catalog tables ("no such table: iceberg_tables", a 500; CI, 2026-11-29).
+        "CATALOG_URI": f"jdbc:sqlite:{workdir / 'rest-catalog.db'}",
     }
     with open(log, "ab") as out:
         proc = subprocess.Popen(
