@@ -178,7 +178,6 @@ class Reconciliation:
         return actions
 
     def _reconcile(self, group: GroupState | None) -> list[Action]:
-        held = Assigned(frozenset(self.owned_connectors), frozenset(self.owned_tasks))
         mine = group.current.get(self.group.member_id) if group is not None else None
         if mine is not None and mine == self.written:
             self.acknowledged = True
@@ -192,15 +191,21 @@ class Reconciliation:
             self.learning, prepared = learner.on_target(self.learning, asked, share, configs)
             actions += prepared
             reporting = learner.reported(self.learning, asked)
-        step = reconciler.reconcile(
-            group,
-            self.group.member_id,
-            held,
-            self.written,
-            acknowledged=self.acknowledged,
-            learners=reporting,
-            stopping=frozenset(self.stopping),
-        )
+
+        def decide() -> reconciler.Step:
+            """The reconciler's step from what this member holds and is still stopping right now."""
+            held = Assigned(frozenset(self.owned_connectors), frozenset(self.owned_tasks))
+            return reconciler.reconcile(
+                group,
+                self.group.member_id,
+                held,
+                self.written,
+                acknowledged=self.acknowledged,
+                learners=reporting,
+                stopping=frozenset(self.stopping),
+            )
+
+        step = decide()
         if step.fenced:
             # FENCED_MEMBER_EPOCH: stop everything, then start over at epoch 0 from the same records.
             actions += self._release(set(self.owned_connectors), set(self.owned_tasks))
@@ -210,16 +215,7 @@ class Reconciliation:
             # Revoked tasks stop in the background, each reported when done (on_tasks_stopped); the record
             # and the starts are decided again from what is still stopping, so each goes when it is done.
             actions += self._release(set(step.revoke.connectors), set(step.revoke.tasks), acknowledge=True)
-            held = Assigned(frozenset(self.owned_connectors), frozenset(self.owned_tasks))
-            step = reconciler.reconcile(
-                group,
-                self.group.member_id,
-                held,
-                self.written,
-                acknowledged=self.acknowledged,
-                learners=reporting,
-                stopping=frozenset(self.stopping),
-            )
+            step = decide()
         if step.record is not None:
             self.written = step.record
             gid = self.coordinator_settings.group_id
