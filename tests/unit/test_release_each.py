@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import queue
 import time
-from collections.abc import Mapping
 
 import pytest
 from hypothesis import given, settings
@@ -22,10 +21,6 @@ from kconnect.config.worker import WorkerConfig
 from kconnect.runtime.group import herder as hd
 from kconnect.runtime.group.group_records import (
     Assigned,
-    CurrentMemberAssignmentValue,
-    GroupState,
-    TargetAssignmentValue,
-    TargetMember,
 )
 from kconnect.runtime.group.reconciler import reconcile
 from kconnect.runtime.ids import TaskId
@@ -33,6 +28,7 @@ from kconnect.runtime.shell.tasks import TaskReleased, Tasks
 from kconnect.runtime.shell.view import WorkerMetrics
 from kconnect.runtime.storage.config_log import ClusterConfigSnapshot
 from tests.support.reconcile_model import ReconcileModel
+from tests.unit.test_reconciler import group, parse, rec
 
 BASE = {
     "group.id": "g",
@@ -44,27 +40,6 @@ BASE = {
 }
 
 # ------------------------------------------------------------------------------ the reconciler's rule
-
-
-def parse(text: str) -> Assigned:
-    connectors, tasks = set(), set()
-    for item in text.split():
-        if "-" in item:
-            tasks.add(TaskId.parse(item))
-        else:
-            connectors.add(item)
-    return Assigned(frozenset(connectors), frozenset(tasks))
-
-
-def rec(epoch: int, text: str) -> CurrentMemberAssignmentValue:
-    return CurrentMemberAssignmentValue(epoch, 0, parse(text), 2, b"")
-
-
-def group(current: Mapping[str, CurrentMemberAssignmentValue], target: Mapping[str, str]) -> GroupState:
-    value = TargetAssignmentValue(
-        5, tuple(TargetMember(m, 0, parse(s), 2, b"") for m, s in sorted(target.items()))
-    )
-    return GroupState("connect-cluster", epoch=5, target=value, current=dict(current))
 
 
 def test_a_task_still_stopping_stays_listed_at_the_last_acknowledged_epoch() -> None:
