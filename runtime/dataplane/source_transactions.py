@@ -4,6 +4,7 @@ per boundary (``transaction.boundary``: poll, interval or connector).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import Any
@@ -240,7 +241,7 @@ class TransactionalSourceLoop(SourceRecordPreparation):
             self._generation += 1
             self._in_transaction = False
             try:
-                producer.abort_transaction(max(self._flush_timeout_s, 30.0))
+                _settle_then_abort(producer, max(self._flush_timeout_s, 30.0))
             except KafkaException as exc:
                 raise ConnectorError(self._transaction_failure("aborting a transaction", exc)) from exc
             self._acks = {}
@@ -288,7 +289,7 @@ class TransactionalSourceLoop(SourceRecordPreparation):
 
     def _try_abort(self, producer: Any) -> None:
         try:
-            producer.abort_transaction(10)
+            _settle_then_abort(producer, 10.0)
         except Exception as exc:  # fenced or fatal: the broker aborts it when the new instance inits
             self.log.warning("aborting the transaction failed", error=str(exc))
 
@@ -300,3 +301,22 @@ class TransactionalSourceLoop(SourceRecordPreparation):
             self._open = []
             self._acks = {}
             self._try_abort(producer)
+
+
+def _settle_then_abort(producer: Any, timeout_s: float) -> None:
+    """Abort the open transaction once what it sent was acknowledged.
+
+    librdkafka sends EndTxn as soon as the transaction's AddPartitionsToTxn request has been *sent*, not
+    answered (confluentinc/librdkafka#4849): an abort right after the transaction's first produce can
+    reach the coordinator while the transaction is still Empty there, and the coordinator's
+    INVALID_TXN_STATE is fatal to the producer (a task failed so, 2026-11-29). A delivered record proves
+    its partition was added, so the records are waited for first; they stay invisible to read_committed
+    readers all the same, since the transaction is then aborted. The records' delivery reports belong to
+    the aborted generation and are ignored. A producer that cannot flush (fenced, fatal) still gets the
+    abort, which raises the real cause.
+    """
+    deadline = time.monotonic() + timeout_s
+    # A fatal producer's flush raises a bare SystemError; the abort below raises the cause.
+    with contextlib.suppress(Exception):
+        producer.flush(timeout_s)
+    producer.abort_transaction(max(deadline - time.monotonic(), 1.0))

@@ -119,7 +119,8 @@ class RecordingProducer:
     """A transactional producer that logs calls; records become visible per transaction outcome.
 
     Delivery reports wait for ``flush``/``commit`` (``poll(0)`` finds none in yet), and an abort reports
-    what is still queued as purged (an error), as librdkafka does.
+    what is still queued as purged (an error), as librdkafka does; an abort while none of the open
+    transaction's records was acknowledged fails fatally, as librdkafka's can (librdkafka#4849).
     """
 
     def __init__(self, _settings: Mapping[str, Any]) -> None:
@@ -163,6 +164,13 @@ class RecordingProducer:
         self._open = []
 
     def abort_transaction(self, _timeout: float) -> None:
+        if self._open and len(self._pending) >= len(self._open):
+            # librdkafka#4849: nothing of the transaction acknowledged yet, so its AddPartitionsToTxn may
+            # still be in flight, and the coordinator answers the EndTxn with a fatal INVALID_TXN_STATE.
+            from confluent_kafka import KafkaError, KafkaException
+
+            self.events.append(("abort refused", [v for t, v in self._open if t == "t"]))
+            raise KafkaException(KafkaError(KafkaError.INVALID_TXN_STATE, "EndTxn on Empty", fatal=True))
         purged, self._pending = self._pending, []
         for callback, message in purged:
             if callback is not None:
