@@ -31,7 +31,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.interop]
 needs_39 = pytest.mark.skipif(not _AVAILABLE, reason=f"reference worker 3.9 unavailable: {_WHY}")
 needs_4x = pytest.mark.skipif(not _AVAILABLE_4X, reason=f"reference worker 4.x unavailable: {_WHY_4X}")
 
-SESSION_MS = 6000
+#: Connect's default session timeout: a shorter one let a worker busy starting Spark on CI's loaded 2-core
+#: machine miss its session and drop out of the group.
+SESSION_MS = 10000
+#: No case here is about the delay for a departed member's work; a member that dropped out under load (and
+#: joined again) must not leave its tasks unassigned for the default 5 minutes, longer than any wait here.
+DELAY_MS = 5000
 
 
 def _kconnect(
@@ -42,6 +47,7 @@ def _kconnect(
     props["offset.storage.partitions"] = "1"
     props["status.storage.partitions"] = "1"
     props["rebalance.timeout.ms"] = "60000"
+    props["scheduled.rebalance.max.delay.ms"] = str(DELAY_MS)
     props["file.connectors.enable"] = "true"  # the cases run FileStream connectors, as the Java side
     # sessioned unless the case is about the fall-back from static (kconnect's default): the embedded
     # development broker keeps the first generation's protocol, and would refuse the Java worker from a
@@ -58,6 +64,7 @@ def _java(bootstrap: str, group: str, log_path: Path, version: str = REFERENCE_3
         protocol="sessioned",
         session_timeout_ms=SESSION_MS,
         heartbeat_interval_ms=1000,
+        scheduled_rebalance_max_delay_ms=DELAY_MS,
         version=version,
     )
 
