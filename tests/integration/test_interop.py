@@ -401,7 +401,10 @@ def test_kconnect_and_a_4x_java_worker_run_tasks_side_by_side(
         try:
             owners = wait_until(spread, 240, "the tasks RUNNING, one on each worker")
         except AssertionError as exc:
-            raise AssertionError(f"{exc}; statuses as each side last reported them: {seen_last}") from None
+            raise AssertionError(
+                f"{exc}; statuses as each side last reported them: {seen_last}; kconnect's view of the "
+                f"group: {kc.workers()}; the Java worker's last assignments: {java.assignments()[-4:]}"
+            ) from None
         # What kconnect reports as its own assignment is what the statuses say it runs.
         mine = wait_until(
             lambda: (v := kc.workers()) and v["this_worker"]["assignment"], 30, "kconnect's view"
