@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kconnect.runtime.client_config import task_clients
 from kconnect.runtime.errors import BadRequestError
 from kconnect.runtime.storage.offset_log import OffsetMap, SourceOffset
 
@@ -227,6 +228,31 @@ def all_partitions(topics: Mapping[str, Iterable[int]]) -> list[tuple[str, int]]
     group for, since a consumer's OffsetFetch must name partitions and the group may hold offsets of
     topics its connector no longer reads (Java's admin call asks for all of them)."""
     return sorted((topic, partition) for topic, partitions in topics.items() for partition in partitions)
+
+
+def admin_settings(
+    connector: str,
+    config: Mapping[str, str],
+    *,
+    bootstrap_servers: Sequence[str],
+    security_protocol: str,
+    worker_passthrough: Mapping[str, str],
+) -> dict[str, str] | None:
+    """The librdkafka settings of a connector's admin client for its offsets calls, as Java's
+    ``Worker.adminConfigs`` makes them: the worker's top-level settings, its ``admin.*``, then the
+    connector's ``admin.override.*`` (the override policy was checked when the config was validated).
+    None when the connector overrides nothing: the worker's own admin client has those settings. A sink
+    whose consumers read another cluster (``consumer.override.bootstrap.servers``) keeps its group there
+    and names that cluster to its admin calls with ``admin.override.bootstrap.servers``. A setting
+    librdkafka cannot take raises ConfigError naming the key as written."""
+    if not any(key.startswith("admin.override.") for key in config):
+        return None
+    translated = task_clients("admin", security_protocol, worker_passthrough, config)
+    return {
+        "bootstrap.servers": ",".join(bootstrap_servers),
+        "client.id": f"connector-worker-adminclient-{connector}",  # Java's default for these calls
+        **translated.settings,
+    }
 
 
 def sink_group_id(connector: str, config: Mapping[str, str | None]) -> str:

@@ -17,7 +17,9 @@ from typing import Any
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
+from confluent_kafka.admin import AdminClient
 
+from kconnect.config.errors import ConfigError
 from kconnect.runtime import logs
 from kconnect.runtime.dataplane.sink_reader import group_committed
 from kconnect.runtime.errors import (
@@ -244,16 +246,16 @@ class ConnectorOperations:
         OffsetFetch both leave out the topics the worker's principal may not describe. Only a topic created
         between the two requests, a race Java's single request does not have, is missed."""
         group = connector_offsets.sink_group_id(name, props)
+        admin, settings = self._admin_for(name, props)
         try:
-            metadata = self.worker.admin().list_topics(timeout=ADMIN_TIMEOUT_S)
+            metadata = admin.list_topics(timeout=ADMIN_TIMEOUT_S)
             partitions = connector_offsets.all_partitions(
                 {topic: list(meta.partitions) for topic, meta in metadata.topics.items()}
             )
-            # A consumer of the group made with the admin client's settings (``admin.*`` overrides too:
-            # it stands in for Java's admin call).
+            # A consumer of the group made with the connector's admin settings (it stands in for Java's
+            # admin call).
             conf = {
-                "bootstrap.servers": ",".join(self.worker.config.bootstrap_servers),
-                **self.worker.clients.admin,
+                **settings,
                 "group.id": group,
                 "client.id": f"{self.worker.worker_id}-offsets",
                 "enable.auto.commit": False,
@@ -263,6 +265,26 @@ class ConnectorOperations:
             raise ConnectError(
                 f"Failed to retrieve consumer group offsets for sink connector {name}: {exc}"
             ) from exc
+
+    def _admin_for(self, name: str, props: Mapping[str, str]) -> tuple[AdminClient, dict[str, Any]]:
+        """The connector's admin client for an offsets call and its settings
+        (:func:`connector_offsets.admin_settings`): the worker's own where the connector overrides
+        nothing, else one made for the call, as Java makes one per offsets request."""
+        worker = self.worker.config
+        try:
+            settings = connector_offsets.admin_settings(
+                name,
+                props,
+                bootstrap_servers=worker.bootstrap_servers,
+                security_protocol=worker.security_protocol,
+                worker_passthrough=worker.passthrough,
+            )
+        except ConfigError as exc:
+            raise BadRequestError(f"Connector {name}'s admin client settings: {exc}") from exc
+        if settings is None:
+            own = {"bootstrap.servers": ",".join(worker.bootstrap_servers), **self.worker.clients.admin}
+            return self.worker.admin(), own
+        return AdminClient(dict[str, str | int | float | bool](settings)), settings
 
     def _check_modifiable(self, name: str) -> tuple[Connector, dict[str, str]]:
         self.worker.require_leader()
@@ -317,8 +339,9 @@ class ConnectorOperations:
         )
         if not request.topic_partitions:
             return
+        admin, _settings = self._admin_for(name, props)
         try:
-            self.worker.admin().alter_consumer_group_offsets([request])[group].result(timeout=ADMIN_TIMEOUT_S)
+            admin.alter_consumer_group_offsets([request])[group].result(timeout=ADMIN_TIMEOUT_S)
         except KafkaException as exc:
             raise ConnectError(f"Failed to alter consumer group offsets for connector {name}: {exc}") from exc
 
@@ -328,8 +351,9 @@ class ConnectorOperations:
         DeleteGroups is an admin request only, and librdkafka's parser of its answer does not touch a
         consumer group (no #5040 path), so it stays on the admin client."""
         group = connector_offsets.sink_group_id(name, props)
+        admin, _settings = self._admin_for(name, props)
         try:
-            self.worker.admin().delete_consumer_groups([group])[group].result(timeout=ADMIN_TIMEOUT_S)
+            admin.delete_consumer_groups([group])[group].result(timeout=ADMIN_TIMEOUT_S)
         except KafkaException as exc:
             if not _is(exc, KafkaError.GROUP_ID_NOT_FOUND):
                 raise ConnectError(

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from kconnect.config.errors import ConfigError
 from kconnect.rest.connectors import config_patch, java_boolean
 from kconnect.runtime.errors import BadRequestError
 from kconnect.runtime.shell import connector_offsets as co
@@ -176,3 +177,58 @@ def test_query_booleans_and_config_patches() -> None:
         config_patch({"a": [1]})
     with pytest.raises(BadRequestError, match="must be a JSON object"):
         config_patch([1, 2])
+
+
+# ------------------------------------------------------- the connector's admin client (Java's adminConfigs)
+
+_WORKER_FILE = {"admin.request.timeout.ms": "5000", "ssl.ca.location": "/ca.pem", "producer.acks": "all"}
+
+
+def _admin(config: dict[str, str]) -> dict[str, str] | None:
+    return co.admin_settings(
+        "s",
+        config,
+        bootstrap_servers=["a:9092", "b:9092"],
+        security_protocol="SSL",
+        worker_passthrough=_WORKER_FILE,
+    )
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        # no override: the worker's own admin client serves
+        ({"connector.class": "X", "consumer.override.group.id": "g"}, None),
+        # the worker's top-level and admin.* settings, then the connector's overrides (which win)
+        (
+            {"admin.override.bootstrap.servers": "other:9092", "admin.override.request.timeout.ms": "9000"},
+            {
+                "bootstrap.servers": "other:9092",
+                "client.id": "connector-worker-adminclient-s",
+                "security.protocol": "SSL",
+                "ssl.ca.location": "/ca.pem",
+                "request.timeout.ms": "9000",
+            },
+        ),
+        (
+            {"admin.override.client.id": "mine"},
+            {
+                "bootstrap.servers": "a:9092,b:9092",
+                "client.id": "mine",
+                "security.protocol": "SSL",
+                "ssl.ca.location": "/ca.pem",
+                "request.timeout.ms": "5000",
+            },
+        ),
+    ],
+)
+def test_a_connectors_admin_settings_are_the_workers_then_its_overrides(
+    config: dict[str, str], expected: dict[str, str] | None
+) -> None:
+    assert _admin(config) == expected
+
+
+def test_an_admin_override_librdkafka_cannot_take_is_named_as_written() -> None:
+    with pytest.raises(ConfigError) as err:
+        _admin({"admin.override.receive.buffer.bytes": "lots"})
+    assert "admin.override.receive.buffer.bytes" in str(err.value)
