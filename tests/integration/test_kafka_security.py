@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka.admin import (
@@ -196,13 +197,41 @@ def test_a_scram_worker_forms_its_group_and_its_tasks_log_in(secure: SecureKafka
         def lines() -> list[str]:
             return sink.read_text().splitlines() if sink.exists() else []
 
+        # A sink whose group only another principal may use: its consumer and its admin calls log in as
+        # that principal (``consumer.override.*``, ``admin.override.*``), and its offsets are read with
+        # the connector's admin settings, as Java's are, not the worker's (whose principal may not).
+        elsewhere = f"{group}-elsewhere"
+        other_group = f"other-{uuid.uuid4().hex[:6]}"  # outside the worker's ACLs
+        as_admin = jaas(SCRAM_LOGIN, "admin", ADMIN_PASSWORD)
+        create(
+            worker,
+            elsewhere,
+            {
+                "connector.class": "FileStreamSink",
+                "file": str(tmp_path / "elsewhere.txt"),
+                "topics": topic,
+                "consumer.override.group.id": other_group,
+                "consumer.override.sasl.jaas.config": as_admin,
+                "admin.override.sasl.jaas.config": as_admin,
+            },
+        )
+
         wait_until(lambda: len(lines()) >= 50, 180, "50 lines through the SCRAM-secured broker")
         assert lines() == [f"scram {n}" for n in range(50)]
-        for name in (f"{group}-src", f"{group}-sink"):
+        for name in (f"{group}-src", f"{group}-sink", elsewhere):
             status = worker.get(f"/connectors/{name}/status").json()
             assert [t["state"] for t in status["tasks"]] == ["RUNNING"], status
+
+        def committed_elsewhere() -> list[Any] | None:
+            resp = worker.get(f"/connectors/{elsewhere}/offsets")
+            assert resp.status_code == 200, resp.text  # the worker's own principal would be refused
+            offsets = resp.json()["offsets"]
+            return offsets if offsets and offsets[0]["offset"]["kafka_offset"] == 50 else None
+
+        [offset] = wait_until(committed_elsewhere, 60, f"{other_group}'s committed offset read over REST")
+        assert offset["partition"] == {"kafka_topic": topic, "kafka_partition": 0}
         log = worker.log_text()
-        assert WORKER_PASSWORD not in log
+        assert WORKER_PASSWORD not in log and ADMIN_PASSWORD not in log
         # The internal topics' readers use no group (as Java's KafkaBasedLog): no group ACL is needed, and
         # the broker's refusal of the one confluent-kafka makes them name is no warning.
         assert "GROUP_AUTHORIZATION_FAILED" not in log, log[-3000:]
