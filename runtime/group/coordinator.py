@@ -155,8 +155,17 @@ def _member_value(name: ProtocolName, version: int, state: WorkerState) -> Membe
 
 
 def _work(work: Mapping[str, int]) -> Assigned:
+    """Every connector and task of ``work`` (connector -> task count), as the group accounts for it."""
+    return _work_of(tuple(sorted(work.items())))
+
+
+@lru_cache(maxsize=8)
+def _work_of(counts: tuple[tuple[str, int], ...]) -> Assigned:
+    """:func:`_work` once per distinct configuration: the leader steps on every record it reads, and
+    rebuilding a set of 400 tasks each time cost about 1 ms a step idle, 7 ms under load (issue 34)."""
     return Assigned(
-        frozenset(work), frozenset(TaskId(c, n) for c, count in work.items() for n in range(count))
+        frozenset(c for c, _count in counts),
+        frozenset(TaskId(c, n) for c, count in counts for n in range(count)),
     )
 
 
