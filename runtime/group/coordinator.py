@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from kconnect.runtime.group import handover, protocol
 from kconnect.runtime.group import homes as home_rule
@@ -154,8 +155,17 @@ def _member_value(name: ProtocolName, version: int, state: WorkerState) -> Membe
 
 
 def _work(work: Mapping[str, int]) -> Assigned:
+    """Every connector and task of ``work`` (connector -> task count), as the group accounts for it."""
+    return _work_of(tuple(sorted(work.items())))
+
+
+@lru_cache(maxsize=8)
+def _work_of(counts: tuple[tuple[str, int], ...]) -> Assigned:
+    """:func:`_work` once per distinct configuration: the leader steps on every record it reads, and
+    rebuilding a set of 400 tasks each time cost about 1 ms a step idle, 7 ms under load (issue 34)."""
     return Assigned(
-        frozenset(work), frozenset(TaskId(c, n) for c, count in work.items() for n in range(count))
+        frozenset(c for c, _count in counts),
+        frozenset(TaskId(c, n) for c, count in counts for n in range(count)),
     )
 
 
@@ -176,13 +186,78 @@ def _all_gone(group: GroupState, inp: CoordinatorInput) -> bool:
     return not any(m.member_id in inp.members for m in target.members)
 
 
+@lru_cache(maxsize=256)
+def _announced_leaving(metadata: bytes) -> bool:
+    """Whether a member's recorded worker metadata (its JoinGroup metadata, as the leader wrote it in its
+    member-metadata record) carries the leaving flag; metadata that does not decode says nothing."""
+    try:
+        return protocol.decode_metadata(metadata)[1].leaving
+    except ValueError:
+        return False
+
+
+def departed_leaving(group: GroupState, inp: CoordinatorInput) -> frozenset[str]:
+    """Members of the records' target that are gone from the group after announcing a graceful leave (the
+    member-metadata record the leader wrote for them carries the leaving flag).
+
+    Why they matter: such a member's work is not lost but released. A leaving worker goes on handing its
+    work over until it holds nothing, or until its hand-over has run ``rebalance.timeout.ms``; then it
+    stops whatever it still runs and only after that sends LeaveGroup (``runtime/shell/worker.py``'s
+    ``stop``). At 5 x 200 a hand-over took 10-17 s, twice past the bench's 20 s, and the leader held the
+    2-3 tasks still in the departed worker's share for ``scheduled.rebalance.max.delay.ms`` as if it had
+    crashed (bench/rolling.py, 2026-11-29: a 304 s gap in their output). Java's assignor likewise keeps a
+    member that announced it was leaving out of its ``previousMembers``; only a member that vanished
+    unannounced has its work held for its return (KIP-415).
+
+    Why a task still stops before another worker starts it: the new owner claims the task only once no
+    other member's current-assignment record lists it (``reconciler``), and the departed member's record is
+    deleted in the very step that hands its work out; so what matters is that the member no longer runs
+    the task when it is out of the group. It leaves in one of three ways, each after it stopped:
+
+    * LeaveGroup from ``Worker.stop``: sent after every task and connector it ran has stopped (background
+      releases awaited, the rest stopped together, each bounded by ``task.shutdown.graceful.timeout.ms``),
+      and the worker keeps polling its member meanwhile so that its own poll timeout cannot send
+      LeaveGroup first;
+    * dropped by the coordinator (its session expired, or it did not rejoin a round within
+      ``rebalance.timeout.ms``): when it learns it (the next heartbeat or join answers "unknown member
+      id"), a leaving herder releases everything before rejoining (``Herder.on_rejoin_preparing``,
+      ``dropped``), and reading its record's tombstone it stops everything too (fenced);
+    * its process died: nothing runs.
+
+    The second way leaves a window, as for any zombie member: a leaving worker dropped while its process
+    is stalled (no heartbeat for ``session.timeout.ms``) runs its tasks until it resumes and hears of it.
+    Java closes the same window for a vanished member only by waiting ``scheduled.rebalance.max.delay.ms``
+    (and a zombie that cannot reach the coordinator stops its work itself, KAFKA-9184); a leaving worker
+    is not a vanished one: it was shutting down."""
+    target = group.target
+    if target is None:
+        return frozenset()
+    out: set[str] = set()
+    for entry in target.members:
+        if entry.member_id in inp.members:
+            continue
+        recorded = group.members.get(entry.member_id)
+        if recorded is not None and any(_announced_leaving(a.metadata) for a in recorded.assignors):
+            out.add(entry.member_id)
+    return frozenset(out)
+
+
 def _memory(group: GroupState, inp: CoordinatorInput, version: int, reconciled: bool) -> CooperativeState:
     """The assignor's memory as the records hold it (what the last target accounted for, the delay
     running), so that every leader, old or new, computes from the same state. ``reconciled``: the
-    records' target is a coordinator's (``is_reconciled_target``) and the leader is not ``fresh``."""
+    records' target is a coordinator's (``is_reconciled_target``) and the leader is not ``fresh``.
+
+    A member that departed after announcing its leave (:func:`departed_leaving`) is not a previous member
+    whose return the delay waits for, and what its share still held is not remembered as assigned: the
+    assignor sees it as work to assign now, with no delay, like new work."""
     target, accounted = group.target, group.connectors_tasks
     if not reconciled or target is None or accounted is None:
         return CooperativeState(previous_version=version, homes=target.homes if target is not None else ())
+    gone_leaving = departed_leaving(group, inp)
+    released = Assigned()
+    for entry in target.members:
+        if entry.member_id in gone_leaving:
+            released = released | entry.assigned
     due = scheduled_rebalance(group)
     scheduled_ms, delay_ms = (due[0], max(0, due[0] - inp.now_ms)) if due is not None else (0, 0)
     candidates = tuple(
@@ -192,9 +267,9 @@ def _memory(group: GroupState, inp: CoordinatorInput, version: int, reconciled: 
     )
     return CooperativeState(
         previous_generation=target.assignment_epoch,
-        previous_members=frozenset(m.member_id for m in target.members),
-        previous_connectors=accounted.assigned.connectors,
-        previous_tasks=accounted.assigned.tasks,
+        previous_members=frozenset(m.member_id for m in target.members if m.member_id not in gone_leaving),
+        previous_connectors=accounted.assigned.connectors - released.connectors,
+        previous_tasks=accounted.assigned.tasks - released.tasks,
         scheduled_rebalance_ms=scheduled_ms,
         delay_ms=delay_ms,
         candidates=candidates,

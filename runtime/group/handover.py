@@ -41,7 +41,10 @@ record lists it) to ``B``:
   100 tasks, 2026-11-28): the plain moves of a departure stopped their tasks' output 1.5-1.7 s (median,
   p95 2.5-2.7 s), the learned ones 0.05-0.07 s (p95 0.4-0.5 s). The departure stays bounded: each such
   learner is dropped, and its task moved plainly, ``task.shutdown.graceful.timeout.ms`` after it was
-  asked for.
+  asked for;
+* a leaving ``A``'s task that ``B`` is learning stays headed for ``B`` in every later target, wherever the
+  assignor, re-spreading the tasks still learned over loads that each promotion changed, puts it this time
+  (``_follow_learners``): the first plan is carried out, not re-drawn with each promotion.
 
 Pure: plain data in, the shares and learners of the next target out.
 """
@@ -179,6 +182,43 @@ def due_learners(
     return False, wake
 
 
+def _follow_learners(
+    desired: Mapping[str, Assigned],
+    owners: Mapping[TaskId, str],
+    learning: Mapping[TaskId, tuple[str, Learner]],
+    candidates: Mapping[str, Candidate],
+) -> dict[str, Assigned]:
+    """``desired`` with each task of a leaving owner that a live member is learning headed for that member,
+    wherever the assignor put it this time.
+
+    Why: the assignor spreads a leaving member's work over the others by their loads (``_level``), and it
+    runs again for every target of the hand-over, while the tasks still being learned are kept in the
+    leaving member's share. Each promotion adds to its learner's load, so the tasks still learned were
+    spread differently each time: their learners moved to other members (a new since, a preparation
+    discarded and started again elsewhere), and the deadline that bounds a departure
+    (``task.shutdown.graceful.timeout.ms`` after a learner was asked for) started over with each move.
+    bench/rolling.py at 5 x 200 (2026-11-29 07:00): a leaving worker's 80 tasks drew several hundred
+    preparations discarded in 20 s, and three hand-overs in five ran past ``rebalance.timeout.ms``.
+    Headed where the first plan sent them, they end balanced as that plan was: every later target only
+    carries out the first plan, one promotion after another."""
+    shares = dict(desired)
+    placed = {task: member_id for member_id, share in desired.items() for task in share.tasks}
+    for task, (learner_id, _learner) in sorted(learning.items()):
+        owner = owners.get(task)
+        if owner is None or not candidates.get(owner, Candidate()).leaving:
+            continue
+        learner_member = candidates.get(learner_id)
+        if learner_member is None or learner_member.leaving or not learner_member.learns:
+            continue
+        now = placed.get(task)
+        if now is None or now == learner_id or learner_id not in shares:
+            continue
+        one = Assigned(tasks=frozenset({task}))
+        shares[now] = shares[now] - one
+        shares[learner_id] = shares[learner_id] | one
+    return shares
+
+
 def plan(
     desired: Mapping[str, Assigned],
     previous: TargetAssignmentValue | None,
@@ -203,8 +243,9 @@ def plan(
         return HandOver(shares, {m: frozenset() for m in desired})
     owners = _share_owner(previous)
     learning = _target_learners(previous)
+    shares = _follow_learners(shares, owners, learning, candidates)
     moves: list[tuple[TaskId, str, str]] = []  # (task, from A, to B)
-    for member_id, share in sorted(desired.items()):
+    for member_id, share in sorted(shares.items()):
         for task in sorted(share.tasks):
             owner = owners.get(task)
             if owner is None or owner == member_id or owner not in desired:

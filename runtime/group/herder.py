@@ -219,18 +219,28 @@ class Herder(Reconciliation):
         """This worker, as leader, computed a round: remember what it implies until the round completes."""
         self.leader_outcome = outcome
 
-    def on_rejoin_preparing(self, member_lost: bool, selected_protocol: ProtocolName | None) -> list[Action]:
-        """Before (re)joining: eager workers release everything; so does a member that lost touch.
+    def on_rejoin_preparing(
+        self, member_lost: bool, selected_protocol: ProtocolName | None, *, dropped: bool = False
+    ) -> list[Action]:
+        """Before (re)joining: eager workers release everything; so does a member that lost touch, and a
+        leaving member that is no longer in the group.
 
         ``member_lost``: no coordinator was known for longer than heartbeat.interval.ms
         (``Membership.isolated``, Java's KAFKA-9184 rule), so the work may be given to others, and keeping
         it would break the rule that a task stops before another worker starts it. A cooperative member
         that a coordinator dropped is not lost in this sense: it keeps its work and rejoins reporting it,
         as Java's ``WorkerCoordinator`` does.
+
+        ``dropped``: the member lost its generation (the coordinator answered "unknown member id" or
+        "illegal generation", or the member left on its own poll timeout). A *leaving* member releases
+        everything then: the leader hands what a departed leaving member's share still held to the others
+        at once (``coordinator.departed_leaving``), not after ``scheduled.rebalance.max.delay.ms`` as a
+        crashed member's, so a leaving member out of the group must not go on running any of it.
         """
         self.rebalancing = True
         eager = selected_protocol is None or protocol.version_for_protocol(selected_protocol) == 0
-        if (eager and self.group.known) or member_lost:
+        gone_leaving = self.leaving and dropped and self.group.known
+        if (eager and self.group.known) or member_lost or gone_leaving:
             return self._release(set(self.owned_connectors), set(self.owned_tasks))
         return []
 

@@ -112,9 +112,12 @@ class HerderLoop(ActionDispatch):
                 # heartbeat.interval.ms releases everything first, as Java's WorkerCoordinator.poll
                 # (eager protocols release in any case).
                 lost = self.herder.group.known and member.isolated()
+                # A generation lost (dropped by the coordinator, or left on the poll timeout): a leaving
+                # worker stops everything then, since the leader hands its work out at once.
+                dropped = member.generation()[0] < 0
                 if not self.herder.rebalancing:
                     self.metrics.rebalance_started_at = time.monotonic()
-                actions = self.herder.on_rejoin_preparing(lost, member.last_protocol)
+                actions = self.herder.on_rejoin_preparing(lost, member.last_protocol, dropped=dropped)
             self._execute(actions)
             if self.metrics.rebalance_started_at is None:
                 self.metrics.rebalance_started_at = time.monotonic()

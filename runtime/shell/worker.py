@@ -295,10 +295,17 @@ class Worker(HerderLoop):
         self._stopping.set()
         if self._thread is not None:
             self._stopped.wait(30)
+        # Still a member while what it runs stops: the herder's loop no longer polls, and the member's own
+        # poll timeout (rebalance.timeout.ms) would send LeaveGroup before the stops end. A leaving
+        # worker's departure hands its remaining work out at once (``coordinator.departed_leaving``), so
+        # LeaveGroup must come after its last stop, below.
+        self._poll_member()
         self.tasks.await_releases()  # a hand-over cut short may leave background stops under way
+        self._poll_member()
         with self._lock:
             actions = self.herder.on_rejoin_preparing(True, None)
         self._execute(actions)
+        self._poll_member()
         self.connectors.close(self.config.task_shutdown_graceful_timeout_ms / 1000)
         self.executor.close(self.config.task_shutdown_graceful_timeout_ms / 1000)
         if self._member is not None:
@@ -308,6 +315,15 @@ class Worker(HerderLoop):
         self.log.info("worker stopped", seconds=round(time.monotonic() - started, 2))
 
     # ======================================================================================= helpers
+
+    def _poll_member(self) -> None:
+        """Tell the member the worker is alive (as the herder's loop does each tick) while it stops."""
+        if self._member is None:
+            return
+        try:
+            self._member.poll_heartbeat()
+        except Exception as exc:  # a member already closed or never connected: nothing to keep alive
+            self.log.info("could not poll the group member while stopping", error=str(exc))
 
     def _member_generation(self) -> int:
         return self._require_member().generation()[0]

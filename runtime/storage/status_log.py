@@ -430,6 +430,26 @@ def _is_stale(current: TaskStatus | None, incoming: TaskStatus) -> bool:
     )
 
 
+def _is_late_release(current: ConnectorStatus | None, incoming: ConnectorStatus) -> bool:
+    """A connector's UNASSIGNED from the worker that stopped it, read after another worker's RUNNING of
+    the same or a newer generation: the old owner's report of its stop, landed late, not news.
+
+    Why, beyond Java (whose reader keeps every connector status): the old owner writes UNASSIGNED when it
+    stops a connector that moves and does not wait for the write, and its new owner writes RUNNING once
+    started; two producers, so under load the first can land after the second. Under
+    ``group.protocol=connect`` both carry the same classic generation (targets move work without a
+    round), so the writer's guard (``can_write_safely``) cannot tell them apart either. bench/rolling.py at
+    5 x 200 (2026-11-29 07:46, load 40): 26 connectors that went home stayed UNASSIGNED in the status
+    topic while they ran. An UNASSIGNED from the worker that reported RUNNING still applies."""
+    return (
+        incoming.state is State.UNASSIGNED
+        and current is not None
+        and current.state is State.RUNNING
+        and current.worker_id != incoming.worker_id
+        and current.generation >= incoming.generation
+    )
+
+
 class StatusFold:
     """The fold over the status topic, mutable between snapshots so that reading N records costs O(N).
 
@@ -453,6 +473,8 @@ class StatusFold:
         """Fold one status record (the topic has several partitions, so there is no single offset to keep)."""
         match record:
             case ConnectorStatus(connector):
+                if _is_late_release(self._connectors.get(connector), record):
+                    return
                 self._connectors.set(connector, record)
             case ConnectorStatusDeletion(connector):
                 self._connectors.pop(connector)

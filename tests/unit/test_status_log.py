@@ -218,9 +218,26 @@ def test_stale_unassigned_does_not_replace_running_of_same_or_newer_generation()
     assert fold(running, failed).task_status(T0) == failed
     unassigned = tstatus(State.UNASSIGNED, "w1", 3)
     assert fold(tstatus(State.PAUSED, "w2", 5), unassigned).task_status(T0) == unassigned
-    # Connector statuses have no such rule in Java.
+    # An older generation's connector UNASSIGNED from another worker is stale too (see the next test).
     conn = ConnectorStatus("foo", State.UNASSIGNED, None, "w1", 1)
-    assert fold(ConnectorStatus("foo", State.RUNNING, None, "w2", 5), conn).connector_status("foo") == conn
+    running_c = ConnectorStatus("foo", State.RUNNING, None, "w2", 5)
+    assert fold(running_c, conn).connector_status("foo") == running_c
+
+
+def test_a_connectors_late_unassigned_from_its_old_owner_does_not_replace_the_new_owners_running() -> None:
+    # w4 stopped the connector (it went home to w1) and wrote UNASSIGNED; w1 started it and wrote RUNNING;
+    # w4's write landed last. Same generation: no round moved it (group.protocol=connect).
+    running = ConnectorStatus("foo", State.RUNNING, None, "w1", 10)
+    late = ConnectorStatus("foo", State.UNASSIGNED, None, "w4", 10)
+    assert fold(running, late).connector_status("foo") == running
+    # From the worker that runs it, or of a newer generation (a leader's report), UNASSIGNED applies.
+    own = ConnectorStatus("foo", State.UNASSIGNED, None, "w1", 10)
+    assert fold(running, own).connector_status("foo") == own
+    newer = ConnectorStatus("foo", State.UNASSIGNED, None, "w4", 11)
+    assert fold(running, newer).connector_status("foo") == newer
+    # Only UNASSIGNED over RUNNING: a FAILED or PAUSED from another worker is news.
+    failed = ConnectorStatus("foo", State.FAILED, "boom", "w4", 10)
+    assert fold(running, failed).connector_status("foo") == failed
 
 
 def test_tombstones_delete() -> None:
