@@ -39,6 +39,7 @@ from kconnect.connectors.lakehouse.evolution import SchemaEvolutionError, plan
 from kconnect.connectors.lakehouse.iceberg import CONFIG_DEF, IcebergSinkConnector, catalog_properties
 from kconnect.connectors.lakehouse.iceberg_files import (
     DRIVER_ROWS,
+    appended,
     arrow_rows,
     arrow_type,
     local_path,
@@ -287,6 +288,18 @@ def test_tables_picked_from_one_small_frame_by_one_column_are_written_on_the_dri
     big = Pick(source, "_kc_route", "db.a", DRIVER_ROWS + 1)
     assert picked_together([member(big), member(Pick(source, "_kc_route", "db.b", DRIVER_ROWS + 1))]) is None
     assert picked_together([]) is None
+
+
+def test_the_iceberg_helpers_answer_reads_as_one_outcome_per_table() -> None:
+    answer = "ok\t7\t6\t1\nok\t9\t-\t0\nerror\torg.apache.iceberg.exceptions.CommitFailedException: x\n"
+    assert appended(answer, 3) == [
+        (7, 6, True),
+        (9, None, False),
+        "org.apache.iceberg.exceptions.CommitFailedException: x",
+    ]
+    # An answer of another shape: every table failed (nothing is taken as committed).
+    assert appended("ok\t7\t6\t1\n", 2) == ["the Iceberg helper answered 1 lines for 2 tables"] * 2
+    assert appended("ok\tseven\t6\t1\n", 1) == ["unreadable answer: 'ok\\tseven\\t6\\t1'"]
 
 
 # --- evolution
