@@ -69,6 +69,12 @@ def main() -> int:
         action="store_true",
         help="leave the Iceberg helper jar off the classpath (each table appended through py4j)",
     )
+    parser.add_argument(
+        "--java-options",
+        default="",
+        help="the driver JVM's extra options, e.g. a Flight Recorder profile: "
+        "-XX:StartFlightRecording=filename=/tmp/round.jfr",
+    )
     args = parser.parse_args()
 
     from pyspark.sql import SparkSession
@@ -82,6 +88,8 @@ def main() -> int:
         "spark.sql.shuffle.partitions": "1",
         **spark_properties(),
     }
+    if args.java_options:
+        settings["spark.driver.extraJavaOptions"] = args.java_options
     if args.no_helper:
         settings["spark.jars"] = ",".join(j for j in settings["spark.jars"].split(",") if "helper" not in j)
     for key, value in settings.items():
