@@ -21,28 +21,25 @@ import os
 import shutil
 import threading
 import time
-import uuid
 from collections.abc import Mapping
-from functools import reduce
 from typing import Any
 
 from kconnect.connectors.lakehouse import config as cfg
-from kconnect.connectors.lakehouse.commits import encode_offsets, offsets_key, resume_offsets, sql_string
-from kconnect.connectors.lakehouse.evolution import Evolution, quote_name, quote_path
+from kconnect.connectors.lakehouse.commits import encode_offsets, offsets_key, resume_offsets
+from kconnect.connectors.lakehouse.evolution import Evolution, quote_path
 from kconnect.connectors.lakehouse.iceberg_catalog import (
     catalog_name,
     catalog_problems,
     catalog_properties,
 )
 from kconnect.connectors.lakehouse.iceberg_files import (
-    FIELD_ID,
+    DRIVER_ROWS,
     HELPER_CLASS,
     HELPER_VERSION,
     TABLE_INDEX,
     Columns,
     Described,
     appended,
-    arrow_rows,
     described,
     local_path,
     picked_together,
@@ -50,6 +47,7 @@ from kconnect.connectors.lakehouse.iceberg_files import (
     writable_alone,
 )
 from kconnect.connectors.lakehouse.iceberg_merge import merge_rows
+from kconnect.connectors.lakehouse.iceberg_round import files_in_one_job, files_on_driver
 from kconnect.connectors.lakehouse.maintenance import (
     OFF,
     MaintenancePolicy,
@@ -61,7 +59,6 @@ from kconnect.connectors.lakehouse.routing import table_parts
 from kconnect.connectors.lakehouse.table_sink import (
     COMMIT_THREADS,
     Pending,
-    Pick,
     Route,
     TableSinkTask,
 )
@@ -609,9 +606,12 @@ class IcebergSinkTask(TableSinkTask):
         pick = picked_together([p for p, _ in members])
         try:
             if pick is not None:
-                self._files_on_driver(columns, members, pick, target)
+                files_on_driver(columns, members, pick, target)
             else:
-                self._files_in_one_job(spark, columns, members, target)
+                types = {
+                    f.name: f.dataType.simpleString() for f in self._schema_of(spark, members[0][1]).fields
+                }
+                files_in_one_job(spark, types, columns, [p for p, _ in members], target)
             written = time.monotonic() - started
             helper = self._helper(spark)
             if helper is not None:
@@ -639,67 +639,16 @@ class IcebergSinkTask(TableSinkTask):
         if errors:
             raise errors[0]
 
-    def _files_in_one_job(
-        self, spark: Any, columns: Columns, members: list[tuple[Pending, Any]], target: Any
-    ) -> None:
-        """One Spark job writes the members' rows, ``partitionBy`` the table's index in ``members``."""
-        from pyspark.sql import DataFrame
-        from pyspark.sql import functions as F
-
-        types = {f.name: f.dataType.simpleString() for f in self._schema_of(spark, members[0][1]).fields}
-        frames = []
-        for index, (p, _) in enumerate(members):
-            # SQL text: one gateway call per table (Column objects cost several calls each in PySpark 4).
-            rows = p.frame()
-            present = set(rows.columns)
-            frames.append(
-                rows.selectExpr(
-                    *[
-                        f"CAST({quote_name(name) if name in present else 'NULL'} AS {types[name]}) "
-                        f"AS {quote_name(name)}"
-                        for _, name, _, _ in columns
-                    ],
-                    f"{index} AS {TABLE_INDEX}",
-                )
-            )
-        united = reduce(DataFrame.union, frames)
-        data = united.select(
-            *[F.col(quote_name(name)).alias(name, metadata={FIELD_ID: fid}) for fid, name, _, _ in columns],
-            TABLE_INDEX,
-        )
-        data.coalesce(max(1, spark.sparkContext.defaultParallelism)).write.partitionBy(TABLE_INDEX).parquet(
-            str(target)
-        )
-
-    def _files_on_driver(
-        self, columns: Columns, members: list[tuple[Pending, Any]], pick: Pick, target: Any
-    ) -> None:
-        """The shared frame's rows come to the driver once (Arrow); each member's are written there with
-        pyarrow (``iceberg_files.arrow_rows``). A member that drops rows its table holds (``keep``) has
-        them dropped in the collect's query."""
-        import pyarrow.compute as pc
-        import pyarrow.parquet as pq
-
-        frame = pick.source
-        for p, _ in members:
-            if p.keep is not None and p.pick is not None:
-                frame = frame.where(f"{pick.column} <> {sql_string(p.pick.value)} OR ({p.keep})")
-        present = set(frame.columns)
-        names = [name for _, name, _, _ in columns if name in present]
-        batch = frame.selectExpr(pick.column, *[quote_name(n) for n in names]).toArrow()
-        routes = batch.column(pick.column)
-        for index, (p, _) in enumerate(members):
-            assert p.pick is not None  # picked_together checked every member
-            part = batch.filter(pc.equal(routes, p.pick.value))
-            if part.num_rows == 0:
-                continue  # no file: the table's commit carries the offsets only
-            out = target / f"{TABLE_INDEX}={index}"
-            out.mkdir(parents=True)
-            pq.write_table(
-                arrow_rows(part.drop_columns([pick.column]), columns),
-                str(out / f"part-00000-{uuid.uuid4()}.parquet"),
-                compression="zstd",
-            )
+    def _collect_small(self, rows: Any, bound: int) -> Any:
+        """A commit of at most ``DRIVER_ROWS`` appended records comes to the driver once, as Arrow: its
+        tables' files are written there (``_files_on_driver``) and its routes read from it."""
+        if bound > DRIVER_ROWS or self._config().upsert:
+            return None
+        try:
+            return rows.toArrow()
+        except Exception as exc:  # a type Arrow cannot hold: routed and written the Spark way
+            log.info("rows not collected as Arrow; routed by a Spark job", reason=str(exc).splitlines()[0])
+            return None
 
     def _helper(self, spark: Any) -> Any:
         """The JVM helper appending a round's tables in one call (``iceberg_files.HELPER_CLASS``), looked
