@@ -7,6 +7,8 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -37,7 +39,8 @@ import org.apache.iceberg.parquet.ParquetUtil;
  * (the data file's builder, its metrics, the commit, the new snapshot read back): for a trickle's round of
  * 50 tables ~1 s and ~2.5 s on a 2-core machine, most of it Python threads taking turns on the GIL. Here
  * the same steps run in the JVM, up to {@code threads} tables at once; tables are named, and answered,
- * in text (a py4j list argument costs a round trip per element).
+ * in text (a py4j list argument costs a round trip per element), and a table the round's description
+ * loaded is appended through that load.
  *
  * <p>Each table gets exactly the commit the Python path makes: its files moved into the table's data
  * location (a local file system: the caller checks), their metrics read from their footers under the
@@ -47,6 +50,21 @@ import org.apache.iceberg.parquet.ParquetUtil;
  */
 public final class IcebergAppends {
   private IcebergAppends() {}
+
+  /**
+   * The tables {@link #describeAll} loaded, by catalog and name, taken by the round's {@link #appendAll}
+   * so that it does not load each table from the catalog again. A table changed since (created, evolved,
+   * committed to by another writer) is still appended correctly: Iceberg's commit finds its metadata stale,
+   * refreshes and retries, as it does for any concurrent commit.
+   */
+  private static final Map<String, Table> LOADED = new ConcurrentHashMap<>();
+
+  /** At most this many tables are held (a round's tables not appended, e.g. upserts, are left behind). */
+  private static final int LOADED_MAX = 10_000;
+
+  private static String loadedKey(Catalog catalog, String name) {
+    return System.identityHashCode(catalog) + "/" + name;
+  }
 
   /** The version of this helper's contract with the Python side; the sink checks it before use. */
   public static int version() {
@@ -64,6 +82,9 @@ public final class IcebergAppends {
   public static String describeAll(Object catalog, String names, int threads) throws InterruptedException {
     Catalog iceberg = (Catalog) catalog;
     List<String> lines = lines(names);
+    if (LOADED.size() > LOADED_MAX) {
+      LOADED.clear();
+    }
     return each(lines.size(), threads, i -> describeOne(iceberg, lines.get(i)));
   }
 
@@ -89,7 +110,7 @@ public final class IcebergAppends {
               + valueList.size());
     }
     return each(
-        n, threads, i -> appendOne(load(iceberg, tables.get(i)), dirList.get(i), key, valueList.get(i)));
+        n, threads, i -> appendOne(loaded(iceberg, tables.get(i)), dirList.get(i), key, valueList.get(i)));
   }
 
   private interface Step {
@@ -154,6 +175,12 @@ public final class IcebergAppends {
     return catalog.loadTable(TableIdentifier.of(Namespace.of(namespace), parts[parts.length - 1]));
   }
 
+  /** The table as this round's {@link #describeAll} loaded it, else loaded now. */
+  private static Table loaded(Catalog catalog, String name) {
+    Table held = LOADED.remove(loadedKey(catalog, name));
+    return held != null ? held : load(catalog, name);
+  }
+
   private static String describeOne(Catalog catalog, String name) {
     Table table;
     try {
@@ -161,6 +188,7 @@ public final class IcebergAppends {
     } catch (NoSuchTableException e) {
       return "missing";
     }
+    LOADED.put(loadedKey(catalog, name), table);
     Snapshot snapshot = table.currentSnapshot();
     return "found\t" + (snapshot == null ? "-" : Long.toString(snapshot.snapshotId())) + "\t"
         + (table.spec().isUnpartitioned() ? "1" : "0") + "\t" + clean(table.location()) + "\t"
