@@ -42,6 +42,7 @@ from kconnect.connectors.lakehouse.iceberg_files import (
     appended,
     arrow_rows,
     arrow_type,
+    described,
     local_path,
     picked_together,
     together_key,
@@ -300,6 +301,26 @@ def test_the_iceberg_helpers_answer_reads_as_one_outcome_per_table() -> None:
     # An answer of another shape: every table failed (nothing is taken as committed).
     assert appended("ok\t7\t6\t1\n", 2) == ["the Iceberg helper answered 1 lines for 2 tables"] * 2
     assert appended("ok\tseven\t6\t1\n", 1) == ["unreadable answer: 'ok\\tseven\\t6\\t1'"]
+
+
+def test_the_iceberg_helpers_description_reads_as_one_table_each() -> None:
+    iceberg_schema = json.dumps(
+        {"type": "struct", "fields": [{"id": 1, "name": "id", "required": True, "type": "long"}]}
+    )
+    spark_schema = '{"type":"struct","fields":[]}'
+    answer = (
+        f"found\t12\t1\tfile:/wh/db/a\t{spark_schema}\t{iceberg_schema}\n"
+        f"found\t-\t0\tfile:/wh/db/b\t{spark_schema}\t{iceberg_schema}\n"
+        "missing\n"
+        "error\tjava.io.IOException: disk\n"
+    )
+    assert described(answer, 4) == [
+        (12, spark_schema, ((1, "id", "long", True),)),
+        (None, spark_schema, None),  # partitioned: written on its own
+        None,
+        "java.io.IOException: disk",
+    ]
+    assert described("missing\n", 2) == ["the Iceberg helper answered 1 lines for 2 tables"] * 2
 
 
 # --- evolution
