@@ -35,6 +35,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -214,6 +215,22 @@ class Worker:
             out[kind] += (own + reaped) / process_cpu.TICK
         return out
 
+    def jvm_threads(self) -> dict[str, float]:
+        """CPU seconds so far of the Spark JVM's live threads, by kind (a thread's name with its number
+        dropped: the JIT's compiler threads, the garbage collector's, Spark's task threads ...)."""
+        out: dict[str, float] = {}
+        if self.kc is None or self.kc.proc is None:
+            return out
+        for pid in descendants(self.kc.proc.pid):
+            if command_name(pid) != "java":
+                continue
+            with contextlib.suppress(OSError):
+                for task in os.listdir(f"/proc/{pid}/task"):
+                    own, _ = process_cpu.cpu_ticks(int(task))
+                    kind = re.sub(r"[\d#-]+", "", command_name(int(task))).strip() or "?"
+                    out[kind] = out.get(kind, 0.0) + own / process_cpu.TICK
+        return out
+
     def dump_profile(self) -> None:
         """Before a kill: the JVM's Flight Recorder dumped now (a SIGKILL loses it)."""
         if not self.profile or self.kc is None or self.kc.proc is None:
@@ -368,6 +385,7 @@ def big_phase(worker: Worker, row: Row, args: argparse.Namespace, warehouse: Pat
         "iceberg.tables": "bench.big",
     }
     cpu0, t0_ms, split0 = worker.cpu(), time.time() * 1000, worker.cpu_split()
+    threads0 = worker.jvm_threads() if worker.profile else {}
     # Named for the system: a sink's consumer group is connect-<name>, and both run on one cluster.
     name = f"big-{worker.kind}"
     worker.create(name, config)
@@ -390,6 +408,14 @@ def big_phase(worker: Worker, row: Row, args: argparse.Namespace, warehouse: Pat
             "kconnect CPU s per 1,000 records: "
             + ", ".join(f"{k} {v * per:.3f}" for k, v in split.items())
             + f" (of {row.big_cpu_s * per:.3f})",
+            flush=True,
+        )
+    if worker.profile and worker.kind == "kconnect":  # the JVM's share by thread kind
+        threads = worker.jvm_threads()
+        spent = sorted(((v - threads0.get(k, 0.0), k) for k, v in threads.items()), reverse=True)
+        print(
+            "kconnect Spark JVM CPU s by thread: "
+            + ", ".join(f"{k} {v:.1f}" for v, k in spent[:12] if v > 0.05),
             flush=True,
         )
     # The kill lands mid-interval with records in flight: the second half is produced, read and staged
