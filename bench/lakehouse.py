@@ -226,9 +226,12 @@ class Worker:
                 continue
             with contextlib.suppress(OSError):
                 for task in os.listdir(f"/proc/{pid}/task"):
-                    own, _ = process_cpu.cpu_ticks(int(task))
-                    kind = re.sub(r"[\d#-]+", "", command_name(int(task))).strip() or "?"
-                    out[kind] = out.get(kind, 0.0) + own / process_cpu.TICK
+                    with contextlib.suppress(OSError, ValueError, IndexError):
+                        base = Path(f"/proc/{pid}/task/{task}")
+                        fields = (base / "stat").read_text().rsplit(")", 1)[1].split()
+                        own = int(fields[11]) + int(fields[12])  # utime + stime of this thread alone
+                        kind = re.sub(r"\d+", "N", (base / "comm").read_text().strip()) or "?"
+                        out[kind] = out.get(kind, 0.0) + own / process_cpu.TICK
         return out
 
     def dump_profile(self) -> None:
