@@ -81,7 +81,7 @@ def jfr(path: Path, top: int) -> None:
         own[names[0]] += 1
         for name in set(names):
             anywhere[name] += 1
-        for package in {".".join(n.split(".")[:3]) for n in names}:
+        for package in {".".join(n.replace("/", ".").split(".")[:3]) for n in names}:
             packages[package] += 1
     total = len(events)
     print(f"\n{path.name}: {total} execution samples")
