@@ -36,7 +36,7 @@ kafka: setup
 # through spark.jars, and Apache Iceberg's REST catalog server (tests/lakehouse/rest-catalog/pom.xml) for the
 # REST catalog test: copied once from Maven Central into ~/.cache/kconnect; tests fetch them too if missing.
 lakehouse: setup
-	$(BIN)/python -c 'from tests.support.lakehouse_jars import lakehouse_jars; print("lakehouse jars:", *lakehouse_jars())'
+	$(BIN)/python -c 'from tests.support.lakehouse_jars import helper_jar, lakehouse_jars; print("lakehouse jars:", *lakehouse_jars(), helper_jar())'
 	$(BIN)/python -c 'from tests.support.iceberg_rest import rest_jars; print("Iceberg REST catalog server:", len(rest_jars()), "jars")'
 
 # The reference Apache Kafka Connect worker (for interop tests) needs Java 17 and its jars; without

@@ -35,7 +35,10 @@ import argparse
 import contextlib
 import json
 import os
+import re
+import shutil
 import signal
+import subprocess
 import sys
 import time
 import uuid
@@ -55,7 +58,7 @@ from kconnect.runtime.cli.broker import free_port
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
 from tests.support.iceberg_kafka_connect import CONNECTOR_CLASS, iceberg_plugin
 from tests.support.lakehouse_jars import lakehouse_jars, spark_properties
-from tests.support.processes import descendants
+from tests.support.processes import command_name, descendants
 from tests.support.reference import REFERENCE_4X, ReferenceWorker, reference_available
 
 SYSTEMS = ("apache", "kconnect")
@@ -128,9 +131,13 @@ def rows_in(warehouse: Path, table: str) -> int:
 class Worker:
     """One system's worker, started again after a SIGKILL with the same group and topics."""
 
-    def __init__(self, kind: str, bootstrap: str, work: Path, event_log: bool = False) -> None:
+    def __init__(
+        self, kind: str, bootstrap: str, work: Path, event_log: bool = False, profile: bool = False
+    ) -> None:
         self.kind, self.bootstrap, self.work = kind, bootstrap, work
         self.event_log = event_log
+        self.profile = profile
+        self.spy: subprocess.Popen[bytes] | None = None
         self.group = f"bench-lh-{kind}-{uuid.uuid4().hex[:6]}"
         self.starts = 0
         self.ref: ReferenceWorker | None = None
@@ -170,10 +177,73 @@ class Worker:
                 events = self.work / "spark-events"
                 events.mkdir(exist_ok=True)
                 props.update({"spark.eventLog.enabled": "true", "spark.eventLog.dir": events.as_uri()})
+            if self.profile:  # the Spark JVM's samples (Flight Recorder), dumped before a kill or at exit
+                jfr = self.work / f"kconnect-{self.starts}.jfr"
+                props["spark.driver.extraJavaOptions"] = (
+                    f"-XX:StartFlightRecording=filename={jfr},settings=profile"
+                )
             kc = WorkerProcess(self.work, props, name=f"kconnect-{self.starts}", spark=True).start()
             self.kc = kc
+            if self.profile and (shutil.which("py-spy") or (Path(sys.executable).parent / "py-spy").exists()):
+                self._spy(kc.proc.pid if kc.proc else 0)
             wait_until(lambda: (kc.workers() or {}).get("generation", -1) >= 0, 180, "the kconnect worker")
         return self
+
+    def _spy(self, pid: int) -> None:
+        """py-spy samples the worker's Python (and Spark's Python workers below it) until it exits: raw
+        collapsed stacks in ``<work>/kconnect-<n>.pyspy.txt`` (``bench/profile_report.py`` reads them)."""
+        spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+        out = self.work / f"kconnect-{self.starts}.pyspy.txt"
+        self.spy = subprocess.Popen(
+            [spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "49", "--subprocesses",
+             "--nonblocking", "--output", str(out)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+
+    def cpu_split(self) -> dict[str, float]:
+        """CPU seconds so far of the worker's Python process, its Spark JVM and Spark's Python workers (the
+        Kafka reader's data source runs there), each with the children it reaped."""
+        out = {"worker python": 0.0, "spark jvm": 0.0, "python workers": 0.0}
+        if self.kc is None or self.kc.proc is None:
+            return out
+        root = self.kc.proc.pid
+        for pid in [root, *descendants(root)]:
+            own, reaped = process_cpu.cpu_ticks(pid)
+            name = command_name(pid)
+            kind = "worker python" if pid == root else "spark jvm" if name == "java" else "python workers"
+            out[kind] += (own + reaped) / process_cpu.TICK
+        return out
+
+    def jvm_threads(self) -> dict[str, float]:
+        """CPU seconds so far of the Spark JVM's live threads, by kind (a thread's name with its number
+        dropped: the JIT's compiler threads, the garbage collector's, Spark's task threads ...)."""
+        out: dict[str, float] = {}
+        if self.kc is None or self.kc.proc is None:
+            return out
+        for pid in descendants(self.kc.proc.pid):
+            if command_name(pid) != "java":
+                continue
+            with contextlib.suppress(OSError):
+                for task in os.listdir(f"/proc/{pid}/task"):
+                    with contextlib.suppress(OSError, ValueError, IndexError):
+                        base = Path(f"/proc/{pid}/task/{task}")
+                        fields = (base / "stat").read_text().rsplit(")", 1)[1].split()
+                        own = int(fields[11]) + int(fields[12])  # utime + stime of this thread alone
+                        kind = re.sub(r"\d+", "N", (base / "comm").read_text().strip()) or "?"
+                        out[kind] = out.get(kind, 0.0) + own / process_cpu.TICK
+        return out
+
+    def dump_profile(self) -> None:
+        """Before a kill: the JVM's Flight Recorder dumped now (a SIGKILL loses it)."""
+        if not self.profile or self.kc is None or self.kc.proc is None:
+            return
+        for pid in descendants(self.kc.proc.pid):
+            if command_name(pid) == "java":
+                jfr = self.work / f"kconnect-{self.starts}.jfr"
+                subprocess.run(
+                    ["jcmd", str(pid), "JFR.dump", f"filename={jfr}"], capture_output=True, timeout=120
+                )
 
     @property
     def pid(self) -> int:
@@ -213,15 +283,24 @@ class Worker:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
             self.kc = None
+            if self.spy is not None:  # its samples are written once the worker is gone
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.spy.wait(60)
+                self.spy = None
 
     def stop(self) -> None:
         if self.ref is not None:
             self.ref.close()
             self.ref = None
         if self.kc is not None:
+            self.dump_profile()
             with contextlib.suppress(Exception):  # one that would not stop in time was killed by stop()
                 self.kc.stop(60)
             self.kc = None
+        if self.spy is not None:  # it writes its samples once the worker is gone
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.spy.wait(60)
+            self.spy = None
 
 
 def connector_config(kind: str, warehouse: Path, commit_ms: int, control: str) -> dict[str, str]:
@@ -308,7 +387,8 @@ def big_phase(worker: Worker, row: Row, args: argparse.Namespace, warehouse: Pat
         "topics": topic,
         "iceberg.tables": "bench.big",
     }
-    cpu0, t0_ms = worker.cpu(), time.time() * 1000
+    cpu0, t0_ms, split0 = worker.cpu(), time.time() * 1000, worker.cpu_split()
+    threads0 = worker.jvm_threads() if worker.profile else {}
     # Named for the system: a sink's consumer group is connect-<name>, and both run on one cluster.
     name = f"big-{worker.kind}"
     worker.create(name, config)
@@ -324,12 +404,30 @@ def big_phase(worker: Worker, row: Row, args: argparse.Namespace, warehouse: Pat
     print(
         f"{worker.kind}: {row.big_records} rows in {row.big_s:.1f} s ({row.records_per_s:,.0f}/s)", flush=True
     )
+    if worker.kind == "kconnect":  # where the worker tree's CPU went, per 1,000 records
+        split = {k: v - split0[k] for k, v in worker.cpu_split().items()}
+        per = 1000 / max(row.big_records, 1)
+        print(
+            "kconnect CPU s per 1,000 records: "
+            + ", ".join(f"{k} {v * per:.3f}" for k, v in split.items())
+            + f" (of {row.big_cpu_s * per:.3f})",
+            flush=True,
+        )
+    if worker.profile and worker.kind == "kconnect":  # the JVM's share by thread kind
+        threads = worker.jvm_threads()
+        spent = sorted(((v - threads0.get(k, 0.0), k) for k, v in threads.items()), reverse=True)
+        print(
+            "kconnect Spark JVM CPU s by thread: "
+            + ", ".join(f"{k} {v:.1f}" for v, k in spent[:12] if v > 0.05),
+            flush=True,
+        )
     # The kill lands mid-interval with records in flight: the second half is produced, read and staged
     # (Apache: written to data files its coordinator has not committed) but not yet committed.
     produce_big(worker.bootstrap, topic, half, args.records - half)
     time.sleep(args.commit_ms / 2000)
     in_table = rows_in(warehouse, "bench.big")
     print(f"{worker.kind}: SIGKILL with {in_table} rows in the table", flush=True)
+    worker.dump_profile()
     worker.kill()
     worker.start()
     wait_until(
@@ -448,7 +546,7 @@ def run_one(kind: str, bootstrap: str, _broker_pid: int | None, work: Path, args
     control = f"lh-control-{kind}"
     topics = [f"lh-trickle-{i:02d}-{kind}" for i in range(args.topics)]
     create_topics(bootstrap, {control: 1, **dict.fromkeys(topics, 1)})
-    worker = Worker(kind, bootstrap, work, args.event_log)
+    worker = Worker(kind, bootstrap, work, args.event_log, args.profile)
     try:
         worker.start()
         if "big" in args.phases:
@@ -545,6 +643,12 @@ def main(argv: list[str] | None = None) -> int:
         "--event-log",
         action="store_true",
         help="kconnect's Spark event log in <work>/spark-events (with --keep: per-stage CPU to read after)",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="kconnect's worker under py-spy and its Spark JVM under Flight Recorder, in <work> (with "
+        "--keep; bench/profile_report.py reads them)",
     )
     bench_results.add_argument(parser)
     args = parser.parse_args(argv)

@@ -7,8 +7,9 @@ a field (``iceberg.tables.dynamic-enabled``), and ``--rounds`` commits of ``--ro
 given to the task as a batch that is due on its own (the direct commit). It prints each round's seconds
 and the task's own log lines (``tables written together``: the one job's seconds). ``--one-by-one`` turns
 off the one-job path (each table its own Spark append, as before issue 31's s31w session), so the two can
-be compared on the same machine one after the other. Round 0 creates the tables; the rest are the steady
-state. Heavy (a Spark JVM): run it under the heavy-bench lock.
+be compared on the same machine one after the other; ``--no-helper`` leaves the Iceberg helper jar
+(``kconnect.lakehouse.IcebergAppends``: the round's appends in one JVM call) off the classpath. Round 0
+creates the tables; the rest are the steady state. Heavy (a Spark JVM): run it under the heavy-bench lock.
 
     flock /tmp/kconnect-heavy.lock .venv/bin/python bench/lakehouse_round.py
     flock /tmp/kconnect-heavy.lock .venv/bin/python bench/lakehouse_round.py --one-by-one
@@ -63,6 +64,17 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=10, help="rows per table per round")
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--one-by-one", action="store_true", help="each table its own Spark append")
+    parser.add_argument(
+        "--no-helper",
+        action="store_true",
+        help="leave the Iceberg helper jar off the classpath (each table appended through py4j)",
+    )
+    parser.add_argument(
+        "--java-options",
+        default="",
+        help="the driver JVM's extra options, e.g. a Flight Recorder profile: "
+        "-XX:StartFlightRecording=filename=/tmp/round.jfr",
+    )
     args = parser.parse_args()
 
     from pyspark.sql import SparkSession
@@ -76,6 +88,10 @@ def main() -> int:
         "spark.sql.shuffle.partitions": "1",
         **spark_properties(),
     }
+    if args.java_options:
+        settings["spark.driver.extraJavaOptions"] = args.java_options
+    if args.no_helper:
+        settings["spark.jars"] = ",".join(j for j in settings["spark.jars"].split(",") if "helper" not in j)
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
@@ -99,7 +115,8 @@ def main() -> int:
     print(
         f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; load average "
         f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; {args.tables} tables x {args.rows} rows; "
-        f"{'one by one' if args.one_by_one else 'together'}",
+        f"{'one by one' if args.one_by_one else 'together'}"
+        f"{'; no helper' if args.no_helper else ''}",
         flush=True,
     )
     try:

@@ -16,31 +16,38 @@ with table caching off, so a table another worker committed to is read fresh.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import threading
 import time
-import uuid
 from collections.abc import Mapping
-from functools import reduce
 from typing import Any
 
-from kconnect.config.masking import is_sensitive
 from kconnect.connectors.lakehouse import config as cfg
-from kconnect.connectors.lakehouse.commits import encode_offsets, offsets_key, resume_offsets, sql_string
-from kconnect.connectors.lakehouse.evolution import Evolution, quote_name, quote_path
+from kconnect.connectors.lakehouse.commits import encode_offsets, offsets_key, resume_offsets
+from kconnect.connectors.lakehouse.evolution import Evolution, quote_path
+from kconnect.connectors.lakehouse.iceberg_catalog import (
+    catalog_name,
+    catalog_problems,
+    catalog_properties,
+)
 from kconnect.connectors.lakehouse.iceberg_files import (
-    FIELD_ID,
+    DRIVER_ROWS,
+    HELPER_CLASS,
+    HELPER_VERSION,
     TABLE_INDEX,
     Columns,
-    arrow_rows,
+    Described,
+    appended,
+    described,
     local_path,
     picked_together,
     together_key,
     writable_alone,
 )
+from kconnect.connectors.lakehouse.iceberg_merge import merge_rows
+from kconnect.connectors.lakehouse.iceberg_round import files_in_one_job, files_on_driver
 from kconnect.connectors.lakehouse.maintenance import (
     OFF,
     MaintenancePolicy,
@@ -50,14 +57,10 @@ from kconnect.connectors.lakehouse.maintenance import (
 )
 from kconnect.connectors.lakehouse.routing import table_parts
 from kconnect.connectors.lakehouse.table_sink import (
-    META,
-    OFFSET,
-    PARTITION,
-    TOPIC,
+    COMMIT_THREADS,
     Pending,
-    Pick,
+    Route,
     TableSinkTask,
-    merge_statement,
 )
 from kconnect.connectors.uniform import UniformTasks
 from kconnect.runtime import logs
@@ -68,7 +71,6 @@ from kconnect.runtime.plugins.config_def import Type as ConfigType
 log = logs.get(__name__)
 
 PREFIX = "iceberg."
-CATALOG_PREFIX = "iceberg.catalog."
 EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 JDBC_PASSWORD = "iceberg.catalog.jdbc.password"
 
@@ -173,64 +175,7 @@ CONFIG_DEF = cfg.config_def(
 )
 
 
-_CALLBACK_LOCK = threading.Lock()
 _NAMESPACE_LOCK = threading.Lock()
-
-
-def catalog_properties(props: Mapping[str, str]) -> dict[str, str]:
-    """Spark catalog options from ``iceberg.catalog.*``: hadoop by default, table caching off (a table
-    another worker committed to must be read fresh: its snapshots hold the offsets)."""
-    out = {
-        k[len(CATALOG_PREFIX) :]: v
-        for k, v in props.items()
-        if k.startswith(CATALOG_PREFIX) and v is not None
-    }
-    if "type" not in out and "catalog-impl" not in out:
-        out["type"] = "hadoop"
-    out["cache-enabled"] = "false"
-    return out
-
-
-def catalog_name(props: Mapping[str, str]) -> str:
-    """The connector's catalog's name in the worker's SparkSession: one per distinct catalog config.
-    Credentials are left out of the hash: the name is logged, and a short hash of a password is a clue.
-
-    A jdbc catalog keeps its tables under its own name (the ``catalog_name`` column of ``iceberg_tables``),
-    so there the name is ``iceberg.catalog`` (default ``iceberg``, as in Apache's sink): readers, and tables
-    Apache's sink wrote, see the same tables."""
-    if catalog_properties(props).get("type") == "jdbc":
-        return props.get("iceberg.catalog") or "iceberg"
-    text = "\n".join(
-        f"{k}={v}"
-        for k, v in sorted(catalog_properties(props).items())
-        if not is_sensitive(CATALOG_PREFIX + k)
-    )
-    return "kc_" + hashlib.sha1(text.encode()).hexdigest()[:12]
-
-
-def catalog_problems(props: Mapping[str, str | None]) -> dict[str, str]:
-    """What the catalog keys lack: the hadoop catalog needs a warehouse, the jdbc catalog a jdbc: uri and a
-    warehouse (where its tables' files go)."""
-    catalog = catalog_properties({k: v for k, v in props.items() if v is not None})
-    kind = catalog.get("type")
-    if kind == "hadoop" and not catalog.get("warehouse"):
-        return {
-            "iceberg.catalog.warehouse": (
-                "the hadoop catalog (the default iceberg.catalog.type) needs a warehouse directory"
-            )
-        }
-    if kind == "jdbc":
-        if not catalog.get("uri", "").startswith("jdbc:"):
-            return {
-                "iceberg.catalog.uri": (
-                    "the jdbc catalog needs a JDBC URL (jdbc:postgresql://host:port/database)"
-                )
-            }
-        if not catalog.get("warehouse"):
-            return {
-                "iceberg.catalog.warehouse": "the jdbc catalog needs a warehouse location for table files"
-            }
-    return {}
 
 
 class IcebergSinkConnector(UniformTasks, SinkConnector):
@@ -280,6 +225,14 @@ class IcebergSinkTask(TableSinkTask):
         #: The snapshot id seen and what the table held then, read just before the write being made
         #: (None and {} when this task created it).
         self._held_before: dict[str, tuple[int | None, dict[TopicPartition, int]]] = {}
+        #: The session's JVM the helper was looked for in, and the helper (None: absent, see _helper).
+        self._helper_of: tuple[Any, Any] | None = None
+        #: A commit round's tables as the helper read them at its start, each consumed by the table's
+        #: first schema read (None: missing); and the together keys of those read so (``_write_together``).
+        self._described: dict[str, Described | None] = {}
+        self._keys: dict[str, Columns | None] = {}
+        #: The session whose Iceberg catalog (``SparkCatalog.icebergCatalog``) is held, and that catalog.
+        self._iceberg_of: tuple[Any, Any] | None = None
 
     def _ident(self, table: str) -> str:
         return self._catalog + "." + ".".join(f"`{p}`" for p in table_parts(table))
@@ -371,6 +324,17 @@ class IcebergSinkTask(TableSinkTask):
     def _table_schema(self, spark: Any, table: str) -> Any:
         from pyspark.sql.types import StructType
 
+        if table in self._described:  # the round's helper read it: no py4j calls of its own
+            found = self._described.pop(table)
+            if found is None:
+                self._schemas.pop(table, None)
+                self._seen.pop(table, None)
+                return None
+            snapshot, schema_json, key = found
+            schema = StructType.fromJson(json.loads(schema_json))
+            self._schemas[table], self._keys[table], self._seen[table] = schema, key, snapshot
+            self._loaded.pop(table, None)
+            return schema
         loaded = self._load(spark, table)
         if loaded is None:
             self._schemas.pop(table, None)
@@ -481,8 +445,15 @@ class IcebergSinkTask(TableSinkTask):
             )
             aligned.writeTo(self._ident(table)).option("snapshot-property." + key, encoded).append()
         else:
-            self._merge(
-                spark, table, rows, [c.name for c in columns.fields if c.name in present], ids, {key: encoded}
+            merge_rows(
+                spark,
+                self._ident(table),
+                table,
+                f"kc_merge_{self._catalog}_{abs(hash((table, id(self))))}",
+                rows,
+                [c.name for c in columns.fields if c.name in present],
+                ids,
+                {key: encoded},
             )
         self._remember(spark, table, key, encoded, covered)
 
@@ -504,18 +475,60 @@ class IcebergSinkTask(TableSinkTask):
         before = self._held_before.pop(table, None)
         if before is None:
             return
-        parent, held = before
         if committed is None:
             loaded = self._load(spark, table)
             committed = None if loaded is None else loaded.table()
         snapshot = None if committed is None else committed.currentSnapshot()
         if snapshot is None or snapshot.summary().get(key) != encoded:
             return
-        if (None if snapshot.parentId() is None else int(snapshot.parentId())) != parent:
-            return
-        self._known[table] = (int(snapshot.snapshotId()), {**held, **covered})
+        parent = None if snapshot.parentId() is None else int(snapshot.parentId())
+        self._note(table, before, int(snapshot.snapshotId()), parent, covered)
+
+    def _note(
+        self,
+        table: str,
+        before: tuple[int | None, dict[TopicPartition, int]],
+        snapshot: int,
+        parent: int | None,
+        covered: Mapping[TopicPartition, int],
+    ) -> None:
+        """Note the table's new snapshot (made by this task, carrying ``covered``) with what the table holds
+        now, if its parent is the snapshot whose offsets were read before the write (``before``)."""
+        if parent == before[0]:
+            self._known[table] = (snapshot, {**before[1], **covered})
 
     # --- many tables' data files in one job (iceberg_files)
+
+    def _write_tables(self, routes: list[Route], lows: Mapping[TopicPartition, int]) -> None:
+        """With the helper, a round of several tables reads them all in one JVM call first (what each
+        table's preparation would read through py4j: ``_table_schema``), then goes on as without it."""
+        spark = self._spark
+        helper = self._helper(spark) if len(routes) >= 2 else None
+        try:
+            if helper is not None:
+                self._described = self._describe(spark, helper, [r[0] for r in routes])
+            super()._write_tables(routes, lows)
+        finally:
+            self._described, self._keys = {}, {}
+
+    def _describe(self, spark: Any, helper: Any, tables: list[str]) -> dict[str, Described | None]:
+        """The tables as the helper reads them from the catalog, in one call (a table it could not read
+        is left out: it is read the other way)."""
+        names = "\n".join("\x1f".join(table_parts(t)) for t in tables)
+        answer = helper.describeAll(self._iceberg_catalog(spark), names, COMMIT_THREADS)
+        return {
+            t: found
+            for t, found in zip(tables, described(str(answer), len(tables)), strict=True)
+            if not isinstance(found, str)
+        }
+
+    def _iceberg_catalog(self, spark: Any) -> Any:
+        """The connector's Iceberg catalog (Java) under its Spark catalog, looked up once per session."""
+        session = spark._jsparkSession
+        held = self._iceberg_of
+        if held is None or held[0] is not session:
+            held = self._iceberg_of = (session, self._spark_catalog(spark).icebergCatalog())
+        return held[1]
 
     def _write_together(
         self, spark: Any, pending: list[Pending]
@@ -526,7 +539,11 @@ class IcebergSinkTask(TableSinkTask):
         appends = [p for p in pending if not p.ids]
         if len(appends) < 2 or spark.conf.get("spark.sql.parquet.fieldId.write.enabled", "true") != "true":
             return pending, []
-        loaded, _ = self._each(lambda p: (p, self._loaded_table(spark, p.table)), appends)
+        loaded = (
+            self._described_tables(spark, appends)
+            if self._helper(spark) is not None
+            else self._each(lambda p: (p, self._loaded_table(spark, p.table)), appends)[0]
+        )
         groups: dict[Columns, list[tuple[Pending, Any]]] = {}
         for p, (itable, key) in loaded:
             nullable = {f.name: f.nullable for f in p.fields()}
@@ -543,6 +560,29 @@ class IcebergSinkTask(TableSinkTask):
                 except Exception as exc:
                     errors.append(exc)
         return rest, errors
+
+    def _described_tables(
+        self, spark: Any, appends: list[Pending]
+    ) -> list[tuple[Pending, tuple[Any, Columns | None]]]:
+        """With the helper: each table's Spark schema and together key as the round's start read them
+        (or, for a table created or evolved since, as one more helper call reads it now)."""
+        again = [p.table for p in appends if p.table not in self._schemas or p.table not in self._keys]
+        fresh = self._describe(spark, self._helper(spark), again) if again else {}
+        out = []
+        for p in appends:
+            if p.table in fresh:
+                found = fresh[p.table]
+                if found is None:
+                    continue
+                from pyspark.sql.types import StructType
+
+                schema, key = StructType.fromJson(json.loads(found[1])), found[2]
+            elif p.table in self._keys and p.table in self._schemas:
+                schema, key = self._schemas[p.table], self._keys.pop(p.table)
+            else:
+                continue  # the helper could not read it: its own write says why
+            out.append((p, (schema, key)))
+        return out
 
     def _loaded_table(self, spark: Any, table: str) -> tuple[Any, Columns | None]:
         """The Iceberg table (Java) as the commit's preparation loaded it (or loaded now, when it was
@@ -566,16 +606,23 @@ class IcebergSinkTask(TableSinkTask):
         pick = picked_together([p for p, _ in members])
         try:
             if pick is not None:
-                self._files_on_driver(columns, members, pick, target)
+                files_on_driver(columns, members, pick, target)
             else:
-                self._files_in_one_job(spark, columns, members, target)
+                types = {
+                    f.name: f.dataType.simpleString() for f in self._schema_of(spark, members[0][1]).fields
+                }
+                files_in_one_job(spark, types, columns, [p for p, _ in members], target)
             written = time.monotonic() - started
-            _, errors = self._each(
-                lambda m: self._append_files(
-                    spark, m[1][0].table, m[1][1], m[1][0].covered, target / f"{TABLE_INDEX}={m[0]}"
-                ),
-                list(enumerate(members)),
-            )
+            helper = self._helper(spark)
+            if helper is not None:
+                errors = self._append_round(spark, helper, members, target)
+            else:
+                _, errors = self._each(
+                    lambda m: self._append_files(
+                        spark, m[1][0].table, m[1][1], m[1][0].covered, target / f"{TABLE_INDEX}={m[0]}"
+                    ),
+                    list(enumerate(members)),
+                )
         finally:
             shutil.rmtree(target, ignore_errors=True)
         log.info(
@@ -583,6 +630,7 @@ class IcebergSinkTask(TableSinkTask):
             tables=len(members),
             columns=len(columns),
             on_driver=pick is not None,
+            one_call=helper is not None,
             job_seconds=round(written, 2),
             seconds=round(time.monotonic() - started, 2),
             failed=len(errors),
@@ -591,71 +639,70 @@ class IcebergSinkTask(TableSinkTask):
         if errors:
             raise errors[0]
 
-    def _files_in_one_job(
-        self, spark: Any, columns: Columns, members: list[tuple[Pending, Any]], target: Any
-    ) -> None:
-        """One Spark job writes the members' rows, ``partitionBy`` the table's index in ``members``."""
-        from pyspark.sql import DataFrame
-        from pyspark.sql import functions as F
+    def _collect_small(self, rows: Any, bound: int) -> Any:
+        """A commit of at most ``DRIVER_ROWS`` appended records comes to the driver once, as Arrow: its
+        tables' files are written there (``_files_on_driver``) and its routes read from it."""
+        if bound > DRIVER_ROWS or self._config().upsert:
+            return None
+        try:
+            return rows.toArrow()
+        except Exception as exc:  # a type Arrow cannot hold: routed and written the Spark way
+            log.info("rows not collected as Arrow; routed by a Spark job", reason=str(exc).splitlines()[0])
+            return None
 
-        types = {f.name: f.dataType.simpleString() for f in self._schema_of(spark, members[0][1]).fields}
-        frames = []
-        for index, (p, _) in enumerate(members):
-            # SQL text: one gateway call per table (Column objects cost several calls each in PySpark 4).
-            rows = p.frame()
-            present = set(rows.columns)
-            frames.append(
-                rows.selectExpr(
-                    *[
-                        f"CAST({quote_name(name) if name in present else 'NULL'} AS {types[name]}) "
-                        f"AS {quote_name(name)}"
-                        for _, name, _, _ in columns
-                    ],
-                    f"{index} AS {TABLE_INDEX}",
-                )
+    def _helper(self, spark: Any) -> Any:
+        """The JVM helper appending a round's tables in one call (``iceberg_files.HELPER_CLASS``), looked
+        up once per session's JVM; None when it is not on Spark's classpath or speaks another version:
+        then each table is appended through py4j (:meth:`_append_files`), as the helper would."""
+        held = self._helper_of
+        if held is not None and held[0] is spark._jvm:
+            return held[1]
+        helper = None
+        try:
+            loader = self._jclass(spark, "org.apache.spark.util.Utils").getContextOrSparkClassLoader()
+            self._jclass(spark, "java.lang.Class").forName(HELPER_CLASS, True, loader)
+            found = self._jclass(spark, HELPER_CLASS)
+            if int(found.version()) == HELPER_VERSION:
+                helper = found
+        except Exception as exc:
+            log.info(
+                "the Iceberg helper is not on the classpath; tables are appended one by one",
+                reason=str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
             )
-        united = reduce(DataFrame.union, frames)
-        data = united.select(
-            *[F.col(quote_name(name)).alias(name, metadata={FIELD_ID: fid}) for fid, name, _, _ in columns],
-            TABLE_INDEX,
-        )
-        data.coalesce(max(1, spark.sparkContext.defaultParallelism)).write.partitionBy(TABLE_INDEX).parquet(
-            str(target)
-        )
+        self._helper_of = (spark._jvm, helper)
+        return helper
 
-    def _files_on_driver(
-        self, columns: Columns, members: list[tuple[Pending, Any]], pick: Pick, target: Any
-    ) -> None:
-        """The shared frame's rows come to the driver once (Arrow); each member's are written there with
-        pyarrow (``iceberg_files.arrow_rows``). A member that drops rows its table holds (``keep``) has
-        them dropped in the collect's query."""
-        import pyarrow.compute as pc
-        import pyarrow.parquet as pq
-
-        frame = pick.source
-        for p, _ in members:
-            if p.keep is not None and p.pick is not None:
-                frame = frame.where(f"{pick.column} <> {sql_string(p.pick.value)} OR ({p.keep})")
-        present = set(frame.columns)
-        names = [name for _, name, _, _ in columns if name in present]
-        batch = frame.selectExpr(pick.column, *[quote_name(n) for n in names]).toArrow()
-        routes = batch.column(pick.column)
-        for index, (p, _) in enumerate(members):
-            assert p.pick is not None  # picked_together checked every member
-            part = batch.filter(pc.equal(routes, p.pick.value))
-            if part.num_rows == 0:
-                continue  # no file: the table's commit carries the offsets only
-            out = target / f"{TABLE_INDEX}={index}"
-            out.mkdir(parents=True)
-            pq.write_table(
-                arrow_rows(part.drop_columns([pick.column]), columns),
-                str(out / f"part-00000-{uuid.uuid4()}.parquet"),
-                compression="zstd",
-            )
+    def _append_round(
+        self, spark: Any, helper: Any, members: list[tuple[Pending, Any]], target: Any
+    ) -> list[BaseException]:
+        """Every member's files (``target/<TABLE_INDEX>=<index>``) appended and committed with its offsets
+        by the helper in one py4j call, as :meth:`_append_files` does each; the errors of those that
+        failed."""
+        key = offsets_key(self._config().connector)
+        answer = helper.appendAll(
+            self._iceberg_catalog(spark),
+            "\n".join("\x1f".join(table_parts(p.table)) for p, _ in members),
+            "\n".join(str(target / f"{TABLE_INDEX}={i}") for i in range(len(members))),
+            key,
+            "\n".join(encode_offsets(p.covered) for p, _ in members),
+            COMMIT_THREADS,
+        )
+        errors: list[BaseException] = []
+        for (p, _), outcome in zip(members, appended(str(answer), len(members)), strict=True):
+            self._known.pop(p.table, None)
+            before = self._held_before.pop(p.table, None)
+            if isinstance(outcome, str):
+                errors.append(ConnectorError(f"table {p.table}: the append failed: {outcome}"))
+            elif outcome[2] and before is not None:
+                self._note(p.table, before, outcome[0], outcome[1], p.covered)
+        return errors
 
     def _schema_of(self, spark: Any, itable: Any) -> Any:
+        """The Spark schema of an Iceberg table (Java), or the one given (the helper read it)."""
         from pyspark.sql.types import StructType
 
+        if isinstance(itable, StructType):
+            return itable
         spark_schema = self._jclass(spark, "org.apache.iceberg.spark.SparkSchemaUtil").convert(
             itable.schema()
         )
@@ -693,57 +740,6 @@ class IcebergSinkTask(TableSinkTask):
         append.set(key, encoded)
         append.commit()
         self._remember(spark, table, key, encoded, covered, itable)
-
-    def _merge(
-        self,
-        spark: Any,
-        table: str,
-        rows: Any,
-        columns: list[str],
-        ids: tuple[str, ...],
-        summary: Mapping[str, str],
-    ) -> None:
-        """MERGE INTO by ``ids``, newest record per id (the highest offset), inside Iceberg's
-        ``CommitMetadata.withCommitProperties`` so that the MERGE's snapshot carries the offsets."""
-        from pyspark.java_gateway import ensure_callback_server_started
-        from pyspark.sql import Window
-        from pyspark.sql import functions as F
-
-        missing = [i for i in ids if i not in columns]
-        if missing:
-            raise ConnectorError(
-                f"table {table}: id column(s) {', '.join(missing)} are not fields of the records"
-            )
-        newest = Window.partitionBy(*[F.col(f"`{i}`") for i in ids]).orderBy(
-            F.col(TOPIC).desc(), F.col(PARTITION).desc(), F.col(OFFSET).desc()
-        )
-        source = (
-            rows.withColumn("_kc_rank", F.row_number().over(newest)).where("_kc_rank = 1").drop("_kc_rank")
-        )
-        view = f"kc_merge_{self._catalog}_{abs(hash((table, id(self))))}"
-        source.drop(*META).createOrReplaceTempView(view)
-
-        statement = merge_statement(self._ident(table), view, columns, ids)
-
-        class _Merge:
-            def call(self) -> None:
-                spark.sql(statement)
-
-            class Java:
-                implements = ["java.util.concurrent.Callable"]
-
-        jvm = spark._jvm
-        properties = jvm.java.util.HashMap()
-        for k, v in summary.items():
-            properties.put(k, v)
-        try:
-            with _CALLBACK_LOCK:
-                ensure_callback_server_started(spark.sparkContext._gateway)  # type: ignore[no-untyped-call]
-            jvm.org.apache.iceberg.spark.CommitMetadata.withCommitProperties(
-                properties, _Merge(), jvm.java.lang.Class.forName("java.lang.RuntimeException")
-            )
-        finally:
-            spark.catalog.dropTempView(view)
 
 
 IcebergSinkConnector.TASK = IcebergSinkTask

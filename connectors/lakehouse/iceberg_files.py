@@ -137,3 +137,64 @@ def picked_together(members: Sequence[Pending]) -> Pick | None:
         if p.pick is None or p.pick.source is not first.source or p.pick.column != first.column:
             return None
     return first
+
+
+#: The JVM helper that appends a round's tables in one py4j call (``connectors/lakehouse/java``, compiled
+#: by ``make lakehouse`` onto Spark's classpath), and the version of its contract this code speaks.
+HELPER_CLASS = "kconnect.lakehouse.IcebergAppends"
+HELPER_VERSION = 2
+
+#: One table's outcome from the helper: (new snapshot id, its parent's id or None, whether its summary
+#: carries the offsets given), or the error's text.
+Appended = tuple[int, int | None, bool] | str
+
+
+def appended(answer: str, tables: int) -> list[Appended]:
+    """The helper's answer (``IcebergAppends.appendAll``: a line per table, ``ok<TAB>id<TAB>parent or
+    -<TAB>1|0`` or ``error<TAB>text``) as one outcome per table, in order. An answer of the wrong shape is
+    every table's error (the helper and this code disagree: nothing is taken as committed)."""
+    lines = answer.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if len(lines) != tables:
+        return [f"the Iceberg helper answered {len(lines)} lines for {tables} tables"] * tables
+    out: list[Appended] = []
+    for line in lines:
+        parts = line.split("\t")
+        if parts[0] == "ok" and len(parts) == 4:
+            try:
+                out.append((int(parts[1]), None if parts[2] == "-" else int(parts[2]), parts[3] == "1"))
+                continue
+            except ValueError:
+                pass
+        out.append(parts[1] if parts[0] == "error" and len(parts) > 1 else f"unreadable answer: {line!r}")
+    return out
+
+
+#: A table as the helper's ``describeAll`` found it: its current snapshot id (None: none yet), its Spark
+#: schema's JSON and its :func:`together_key`.
+Described = tuple[int | None, str, Columns | None]
+
+
+def described(answer: str, tables: int) -> list[Described | str | None]:
+    """The helper's ``describeAll`` answer (a line per table: ``missing``, ``error<TAB>text`` or
+    ``found<TAB>snapshot or -<TAB>1 if unpartitioned<TAB>location<TAB>Spark schema JSON<TAB>Iceberg
+    schema JSON``) as one entry per table, in order: the table (:data:`Described`), None when it does not
+    exist, or the error's text (that table is then loaded the other way). An answer of the wrong shape is
+    every table's error."""
+    lines = answer.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if len(lines) != tables:
+        return [f"the Iceberg helper answered {len(lines)} lines for {tables} tables"] * tables
+    out: list[Described | str | None] = []
+    for line in lines:
+        parts = line.split("\t")
+        if parts == ["missing"]:
+            out.append(None)
+        elif parts[0] == "found" and len(parts) == 6:
+            snapshot = None if parts[1] == "-" else int(parts[1])
+            out.append((snapshot, parts[4], together_key(parts[5], parts[3], parts[2] != "1")))
+        else:
+            out.append(parts[1] if parts[0] == "error" and len(parts) > 1 else f"unreadable answer: {line!r}")
+    return out

@@ -82,7 +82,9 @@ class Stage:
 class Pick:
     """Where a table's rows come from when they are one value's rows of the commit's shared frame: that
     frame (``source``), its column naming each row's table (the route field's value or the topic) and this
-    table's value; ``bound``: at most how many rows ``source`` has (the records the commit covers).
+    table's value; ``bound``: at most how many rows ``source`` has (the records the commit covers);
+    ``collected``: ``source``'s rows already on the driver as a pyarrow Table, when the commit collected
+    them to route them (:meth:`TableSinkTask._collect_small`), else None.
 
     Why: a format can then take every table's rows of a round in one pass over ``source`` instead of a
     scan (and a plan) per table."""
@@ -91,6 +93,7 @@ class Pick:
     column: str
     value: str
     bound: int
+    collected: Any = None
 
     def rows(self) -> Any:
         """This table's rows of ``source`` (without the route column), as a frame made now."""
@@ -599,7 +602,13 @@ class TableSinkTask(FrameSinkTask):
             return [(table, rows, dict(covered), None) for table in routing.tables]
         routed = rows
         if routing.dynamic:
-            found = [r[0] for r in routed.select(ROUTE).distinct().collect()]
+            # A small commit's rows may come to the driver once (the format writes them from there): its
+            # routes are read from them, not from a job of their own.
+            collected = self._collect_small(routed, bound)
+            if collected is not None:
+                found = list(set(collected.column(ROUTE).to_pylist()))
+            else:
+                found = [r[0] for r in routed.select(ROUTE).distinct().collect()]
             if None in found:
                 m = routed.where(F.col(ROUTE).isNull()).select(*META).limit(1).collect()[0]
                 raise ConnectorError(
@@ -608,7 +617,7 @@ class TableSinkTask(FrameSinkTask):
             names = sorted(found)
             # SQL text: one gateway call per table (Column objects cost several calls each in PySpark 4).
             return [
-                (name, None, dict(covered), Pick(routed, ROUTE, name, bound))  # rows: made when needed
+                (name, None, dict(covered), Pick(routed, ROUTE, name, bound, collected))  # rows: when needed
                 for name in names
             ]
         return [
@@ -620,6 +629,12 @@ class TableSinkTask(FrameSinkTask):
             )
             for table in routing.tables
         ]
+
+    def _collect_small(self, rows: Any, bound: int) -> Any:
+        """A commit's rows (``bound``: at most this many) as a pyarrow Table on the driver, when the format
+        writes a commit this small from there anyway (then routing them needs no Spark job of its own);
+        None otherwise. By default: None."""
+        return None
 
     def _cdc(self, flat: Any) -> Any:
         """Upsert mode: a Debezium envelope (``op``, ``before``, ``after``) becomes the row image (``after``,

@@ -34,7 +34,11 @@ from kconnect.runtime.dataplane.converters import (
     connect_schema_of,
     converter_from_config,
 )
-from kconnect.runtime.dataplane.converters.json_converter import sample_envelopes
+from kconnect.runtime.dataplane.converters.json_converter import (
+    envelope_bounds,
+    sample_envelopes,
+    samples_from_bounds,
+)
 from kconnect.runtime.dataplane.errors_policy import (
     ERROR_CLASS,
     ERROR_MESSAGE,
@@ -51,7 +55,9 @@ __all__ = [
     "FAILURE_COLUMNS",
     "RECORD_COLUMNS",
     "SinkPlan",
+    "envelope_aggregates",
     "infers_schemas",
+    "merged_bounds",
     "prepare",
     "prepared_on_stream",
     "python_value",
@@ -124,28 +130,69 @@ def prepared_on_stream(plan: SinkPlan) -> bool:
     return not infers_schemas(plan) and not any(c.reads_batch for c in converters)
 
 
-def prepare(plan: SinkPlan, frame: DataFrame, keep_dropped: bool = False) -> DataFrame:
+def _sampled(plan: SinkPlan) -> dict[str, JsonConverter]:
+    """The columns whose JSON envelope schema ``prepare`` samples from the batch, with their converters.
+    (A converter that samples has schemas on: never one whose schema is inferred, ``_infers``.)"""
+    return {
+        column: converter
+        for column, converter in (("key", plan.key_converter), ("value", plan.value_converter))
+        if isinstance(converter, JsonConverter) and converter.reads_batch
+    }
+
+
+def envelope_aggregates(plan: SinkPlan) -> list[Any]:
+    """Aggregate columns a caller may add to a job of its own over the raw batch (grouped or not), so that
+    ``prepare`` needs no job to sample the envelope schemas: pass :func:`merged_bounds` of their values
+    as ``prepare``'s ``bounds``. Empty when nothing is sampled."""
+    return envelope_bounds(_sampled(plan))
+
+
+def merged_bounds(rows: Iterable[Any], first: int) -> list[str | None]:
+    """The least and greatest envelope text per sampled column over all groups of a grouped aggregation:
+    ``rows`` are its rows, whose :func:`envelope_aggregates` values start at index ``first``."""
+    out: list[str | None] = []
+    for row in rows:
+        values = list(row)[first:]
+        if not out:
+            out = [None] * len(values)
+        for n, value in enumerate(values):
+            if value is None:
+                continue
+            held = out[n]
+            low = n % 2 == 0
+            if held is None or (value < held if low else value > held):
+                out[n] = value
+    return out
+
+
+def prepare(
+    plan: SinkPlan,
+    frame: DataFrame,
+    keep_dropped: bool = False,
+    bounds: list[str | None] | None = None,
+) -> DataFrame:
     """The raw batch (``records.RAW_SCHEMA``) converted and transformed, each row's first error collected.
 
     Schemaless JSON stays JSON text unless the connector has transforms: then its schema is inferred over
     the batch (one more Spark pass) so that struct transforms (InsertField, Cast, ...) apply to it, as
     Java's transforms apply to schemaless maps. An inferred struct has every field optional: a key one
     record lacks reaches the task as None, where Java's map would not hold the key. ``keep_dropped``
-    keeps the rows a transformation drops, marked in ``transforms.DROPPED``.
+    keeps the rows a transformation drops, marked in ``transforms.DROPPED``. ``bounds``: the batch's
+    :func:`envelope_aggregates` values (:func:`merged_bounds`), read by the caller's own job; without
+    them the envelope schemas are sampled in a job here.
     """
     key_schema = value_schema = None
     if plan.chain.transforms:
         key_schema = _inferred(plan.key_converter, frame, "key")
         value_schema = _inferred(plan.value_converter, frame, "value")
-    # Envelope schemas the converters would each sample in a job of their own: one job for both.
-    sampling = {
-        column: converter
-        for column, converter, given in (
-            ("key", plan.key_converter, key_schema),
-            ("value", plan.value_converter, value_schema),
-        )
-        if isinstance(converter, JsonConverter) and converter.reads_batch and given is None
-    }
+    # Envelope schemas the converters would each sample in a job of their own: one job for both, or none
+    # when the caller's job read them.
+    sampling = _sampled(plan)
+    samples = (
+        sample_envelopes(frame, sampling)
+        if bounds is None or len(bounds) != 2 * len(sampling)
+        else samples_from_bounds(frame, sampling, bounds)
+    )
     return convert_and_transform(
         frame,
         plan.key_converter,
@@ -154,7 +201,7 @@ def prepare(plan: SinkPlan, frame: DataFrame, keep_dropped: bool = False) -> Dat
         key_schema,
         value_schema,
         drop=not keep_dropped,
-        samples=sample_envelopes(frame, sampling),
+        samples=samples,
     )
 
 

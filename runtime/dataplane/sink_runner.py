@@ -30,7 +30,9 @@ from kconnect.runtime.dataplane.sink_batch import (
     FAILURE_COLUMNS,
     RECORD_COLUMNS,
     SinkPlan,
+    envelope_aggregates,
     infers_schemas,
+    merged_bounds,
     prepare,
     prepared_on_stream,
     record_schemas,
@@ -481,12 +483,14 @@ class SinkTaskRunner(TaskRunner):
         raw = frame.persist()
         prepared = None
         try:
+            # The envelope schemas' texts come with the positions: one job over the batch, not two.
             positions = (
                 raw.groupBy("topic", "partition")
                 .agg(
                     F.min("offset"),
                     F.max("offset"),
                     F.min(F.when(F.col("timestamp") >= 0, F.col("timestamp"))),
+                    *envelope_aggregates(self._plan),
                 )
                 .collect()
             )
@@ -495,7 +499,7 @@ class SinkTaskRunner(TaskRunner):
             ranges = {TopicPartition(str(r[0]), int(r[1])): (int(r[2]), int(r[3])) for r in positions}
             stamps = [int(r[4]) for r in positions if r[4] is not None]
             self.track_topics({tp.topic for tp in ranges})
-            prepared = prepare(self._plan, raw).persist()
+            prepared = prepare(self._plan, raw, bounds=merged_bounds(positions, 5)).persist()
             good, failed = split(prepared)
             self._handle_failed(failed)
             key_schema, value_schema = record_schemas(prepared)

@@ -7,6 +7,11 @@ the same ahead of the run) and :func:`spark_properties` gives the worker propert
 
 from __future__ import annotations
 
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 
 from tests.support.maven import copy_dependencies, kconnect_cache
@@ -19,6 +24,12 @@ DELTA_VERSION = "4.0.1"
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 DELTA_EXTENSIONS = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+
+
+#: The Iceberg sink's JVM helper (``kconnect.lakehouse.IcebergAppends``: a commit round's appends in one py4j
+#: call), compiled from this source by :func:`helper_jar`; the sink falls back to appending through py4j
+#: table by table when the class is not on the session's classpath.
+HELPER_SOURCES = REPO / "connectors" / "lakehouse" / "java"
 
 
 class LakehouseJarsError(RuntimeError):
@@ -42,11 +53,71 @@ def lakehouse_jars() -> list[Path]:
     return sorted(libs.glob("*.jar"))
 
 
+def helper_jar() -> Path | None:
+    """The Iceberg sink's helper jar, compiled with the JDK's ``javac`` against Iceberg's Spark runtime the
+    first time (``make lakehouse`` does it ahead of a test run) into the cache, under a name carrying a
+    hash of its sources, so an edited source is compiled again. None when this machine has no JDK
+    compiler (the sink then appends table by table through py4j, as before the helper)."""
+    sources = sorted(HELPER_SOURCES.rglob("*.java"))
+    javac, jar_tool = shutil.which("javac"), shutil.which("jar")
+    if not sources or javac is None or jar_tool is None:
+        return None
+    iceberg = [p for p in lakehouse_jars() if p.name.startswith("iceberg-spark-runtime")]
+    import pyspark  # Spark's own jars: the helper names Spark's schema type
+
+    jars_dir = Path(pyspark.__file__).parent / "jars"
+    spark_jars = sorted([*jars_dir.glob("spark-*.jar"), *jars_dir.glob("scala-library-*.jar")])
+    digest = hashlib.sha256()
+    for source in sources:
+        digest.update(source.relative_to(HELPER_SOURCES).as_posix().encode() + b"\0" + source.read_bytes())
+    digest.update(" ".join(p.name for p in [*iceberg, *spark_jars]).encode())
+    target = lakehouse_home() / "helper" / f"kconnect-lakehouse-helper-{digest.hexdigest()[:12]}.jar"
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="kconnect-helper-") as work:
+        classes = Path(work) / "classes"
+        built = Path(work) / target.name
+        try:
+            subprocess.run(
+                [
+                    javac,
+                    "--release",
+                    "17",
+                    "-nowarn",
+                    "-cp",
+                    os.pathsep.join(map(str, [*iceberg, *spark_jars])),
+                    "-d",
+                    str(classes),
+                    *map(str, sources),
+                ],
+                check=True,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            subprocess.run(
+                [jar_tool, "cf", str(built), "-C", str(classes), "."],
+                check=True,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+        except subprocess.CalledProcessError as exc:
+            raise LakehouseJarsError(
+                f"compiling the Iceberg sink's helper ({HELPER_SOURCES}) failed: {exc.stderr or exc.stdout}"
+            ) from exc
+        os.replace(built, target)  # written whole or not at all: a reader never sees half a jar
+    return target
+
+
 def spark_properties() -> dict[str, str]:
-    """Worker properties whose SparkSession writes Iceberg and Delta tables: the jars, both SQL extensions
-    and Delta's session catalog (Delta needs it; Iceberg's catalogs are registered per connector)."""
+    """Worker properties whose SparkSession writes Iceberg and Delta tables: the jars (and the Iceberg
+    sink's helper, when this machine can compile it), both SQL extensions and Delta's session catalog
+    (Delta needs it; Iceberg's catalogs are registered per connector)."""
+    helper = helper_jar()
     return {
-        "spark.jars": ",".join(str(p) for p in lakehouse_jars()),
+        "spark.jars": ",".join(str(p) for p in [*lakehouse_jars(), *([helper] if helper else [])]),
         "spark.sql.extensions": f"{ICEBERG_EXTENSIONS},{DELTA_EXTENSIONS}",
         "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
         # Delta's log replay shuffles into 50 partitions by default: far too many for a 2-core test machine.

@@ -39,8 +39,10 @@ from kconnect.connectors.lakehouse.evolution import SchemaEvolutionError, plan
 from kconnect.connectors.lakehouse.iceberg import CONFIG_DEF, IcebergSinkConnector, catalog_properties
 from kconnect.connectors.lakehouse.iceberg_files import (
     DRIVER_ROWS,
+    appended,
     arrow_rows,
     arrow_type,
+    described,
     local_path,
     picked_together,
     together_key,
@@ -287,6 +289,38 @@ def test_tables_picked_from_one_small_frame_by_one_column_are_written_on_the_dri
     big = Pick(source, "_kc_route", "db.a", DRIVER_ROWS + 1)
     assert picked_together([member(big), member(Pick(source, "_kc_route", "db.b", DRIVER_ROWS + 1))]) is None
     assert picked_together([]) is None
+
+
+def test_the_iceberg_helpers_answer_reads_as_one_outcome_per_table() -> None:
+    answer = "ok\t7\t6\t1\nok\t9\t-\t0\nerror\torg.apache.iceberg.exceptions.CommitFailedException: x\n"
+    assert appended(answer, 3) == [
+        (7, 6, True),
+        (9, None, False),
+        "org.apache.iceberg.exceptions.CommitFailedException: x",
+    ]
+    # An answer of another shape: every table failed (nothing is taken as committed).
+    assert appended("ok\t7\t6\t1\n", 2) == ["the Iceberg helper answered 1 lines for 2 tables"] * 2
+    assert appended("ok\tseven\t6\t1\n", 1) == ["unreadable answer: 'ok\\tseven\\t6\\t1'"]
+
+
+def test_the_iceberg_helpers_description_reads_as_one_table_each() -> None:
+    iceberg_schema = json.dumps(
+        {"type": "struct", "fields": [{"id": 1, "name": "id", "required": True, "type": "long"}]}
+    )
+    spark_schema = '{"type":"struct","fields":[]}'
+    answer = (
+        f"found\t12\t1\tfile:/wh/db/a\t{spark_schema}\t{iceberg_schema}\n"
+        f"found\t-\t0\tfile:/wh/db/b\t{spark_schema}\t{iceberg_schema}\n"
+        "missing\n"
+        "error\tjava.io.IOException: disk\n"
+    )
+    assert described(answer, 4) == [
+        (12, spark_schema, ((1, "id", "long", True),)),
+        (None, spark_schema, None),  # partitioned: written on its own
+        None,
+        "java.io.IOException: disk",
+    ]
+    assert described("missing\n", 2) == ["the Iceberg helper answered 1 lines for 2 tables"] * 2
 
 
 # --- evolution

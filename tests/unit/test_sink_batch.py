@@ -24,6 +24,8 @@ from kconnect.runtime.dataplane.errors_policy import split
 from kconnect.runtime.dataplane.records import RAW_SCHEMA
 from kconnect.runtime.dataplane.sink_batch import (
     RECORD_COLUMNS,
+    envelope_aggregates,
+    merged_bounds,
     prepare,
     prepared_on_stream,
     python_value,
@@ -179,6 +181,41 @@ def test_a_batch_becomes_routed_sink_records_and_failed_rows(spark) -> None:  # 
     assert records[1].key == "k" and records[1].value is None
     [bad] = failed.collect()
     assert bad["offset"] == 1 and bad["error__stage"] == "VALUE_CONVERTER"
+
+
+def test_envelope_bounds_merge_across_groups_ignoring_nulls() -> None:
+    """A grouped aggregation's rows: least of the lows, greatest of the highs, per column; none: []."""
+    rows = [("t", 0, 1, 2, None, "b", "c", None, None), ("t", 1, 3, 4, 5, "a", "b", None, None)]
+    assert merged_bounds(rows, 5) == ["a", "c", None, None]
+    assert merged_bounds([], 5) == []
+
+
+def test_a_batchs_envelopes_sampled_in_the_callers_own_aggregation_need_no_job(spark) -> None:  # type: ignore[no-untyped-def]
+    """The sink runner reads the envelope schemas' texts with the batch's positions (one grouped job):
+    ``prepare`` given them runs no Spark job of its own to sample, and converts as it would have."""
+    plan = sink_plan(WORKER, {}, "c", 0)
+    conv = JsonConverter()
+    conv.configure({}, False)
+    raw: list[tuple[Any, ...]] = [
+        (topic, p, o, 1000, None, conv.from_connect({"id": o, "name": "a"}, STRUCT), [])
+        for topic, p, o in (("a", 0, 0), ("a", 1, 1), ("b", 0, 2))
+    ]
+    frame = spark.createDataFrame(raw, RAW_SCHEMA).persist()
+    aggregates = envelope_aggregates(plan)
+    assert len(aggregates) == 4  # least and greatest text of the key's and the value's envelopes
+    rows = frame.groupBy("topic", "partition").agg(*aggregates).collect()
+    bounds = merged_bounds(rows, 2)
+    sc = spark.sparkContext
+    sc.setJobGroup("kc-bounds-test", "under test")
+    try:
+        prepared = prepare(plan, frame, bounds=bounds)
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert len(sc.statusTracker().getJobIdsForGroup("kc-bounds-test")) == 0
+    assert record_schemas(prepared)[1] == STRUCT
+    good, failed = split(prepared)
+    assert sorted(r["value"]["id"] for r in good.collect()) == [0, 1, 2] and failed.count() == 0
+    frame.unpersist()
 
 
 def test_source_records_encode_as_javas_json_converter() -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -43,7 +44,14 @@ from kconnect.runtime.dataplane.converters.schema_columns import (
 from kconnect.runtime.plugins.config_def import ConfigDef, ConfigValidationError
 from kconnect.runtime.plugins.converter_configs import converter_config_def
 
-__all__ = ["SCHEMA_TEXT_CACHE", "JsonConverter", "Sample", "sample_envelopes"]
+__all__ = [
+    "SCHEMA_TEXT_CACHE",
+    "JsonConverter",
+    "Sample",
+    "envelope_bounds",
+    "sample_envelopes",
+    "samples_from_bounds",
+]
 
 
 #: How many schema objects' envelope JSON a JsonConverter keeps written (Java's ``schemas.cache.size``
@@ -345,6 +353,16 @@ class JsonConverter(Converter):
         return F.when(c.isNotNull(), out.cast("binary"))
 
 
+def envelope_bounds(columns: Iterable[str]) -> list[Column]:
+    """Per column (in order), the least and greatest envelope schema text of the batch's records, as
+    aggregate columns: what :func:`samples_from_bounds` reads. A caller that aggregates over the batch
+    anyway (a sink batch's positions) adds these to its own job instead of a job of their own."""
+    texts = [
+        F.when(F.col(c).isNotNull(), F.get_json_object(F.col(c).cast("string"), "$.schema")) for c in columns
+    ]
+    return [f(t) for t in texts for f in (F.min, F.max)]
+
+
 def sample_envelopes(df: DataFrame, columns: Mapping[str, JsonConverter]) -> dict[str, Sample]:
     """Each column's envelope schema (its first record's) and every spelling of it the batch holds, for all
     ``columns`` in one Spark job over the batch.
@@ -357,24 +375,34 @@ def sample_envelopes(df: DataFrame, columns: Mapping[str, JsonConverter]) -> dic
     """
     if not columns:
         return {}
-    texts = {
-        column: F.when(F.col(column).isNotNull(), F.get_json_object(F.col(column).cast("string"), "$.schema"))
-        for column in columns
-    }
-    # First the least and greatest text of each column: an aggregate Spark compiles, with no set of
-    # strings kept per row. Equal (the usual case: one producer, one spelling), that text is every
-    # record's, so it is the first record's too; only columns whose records differ take the second
-    # job, which finds the first record's text and the distinct ones.
-    bounds = df.agg(*[f(texts[c]) for c in columns for f in (F.min, F.max)]).first()
+    row = df.agg(*envelope_bounds(columns)).first()
+    return samples_from_bounds(df, columns, None if row is None else list(row))
+
+
+def samples_from_bounds(
+    df: DataFrame, columns: Mapping[str, JsonConverter], bounds: Sequence[str | None] | None
+) -> dict[str, Sample]:
+    """The samples of :func:`sample_envelopes` from the batch's :func:`envelope_bounds` (``bounds``: least
+    and greatest text per column, in ``columns``' order; None: the batch has no rows).
+
+    The least and greatest text of each column come first: an aggregate Spark compiles, with no set of
+    strings kept per row. Equal (the usual case: one producer, one spelling), that text is every
+    record's, so it is the first record's too, and its schema is parsed once for as long as it stays the
+    same (:func:`_one_spelling`); only columns whose records differ take a second job, which finds the
+    first record's text and the distinct ones."""
     found: dict[str, Sample] = {}
     mixed = []
     for n, column in enumerate(columns):
         low, high = (bounds[2 * n], bounds[2 * n + 1]) if bounds is not None else (None, None)
         if low == high:
-            found[column] = _read_sample(low, [])
+            found[column] = _one_spelling(low)
         else:
             mixed.append(column)
     if mixed:
+        texts = {
+            c: F.when(F.col(c).isNotNull(), F.get_json_object(F.col(c).cast("string"), "$.schema"))
+            for c in mixed
+        }
         row = df.agg(
             *[
                 agg
@@ -389,6 +417,13 @@ def sample_envelopes(df: DataFrame, columns: Mapping[str, JsonConverter]) -> dic
             first, spelled = (row[2 * n], row[2 * n + 1]) if row is not None else (None, None)
             found[column] = _read_sample(first, spelled or [])
     return {column: found[column] for column in columns}
+
+
+@functools.lru_cache(maxsize=_SCHEMA_SPELLINGS)
+def _one_spelling(text: str | None) -> Sample:
+    """:func:`_read_sample` of a batch whose records all spell their schema ``text``: a topic's batches
+    name the same schema batch after batch, and its JSON is parsed once (a Sample is immutable)."""
+    return _read_sample(text, [])
 
 
 def _read_sample(first: str | None, texts: list[str]) -> Sample:
