@@ -12,7 +12,7 @@ bench/rolling.py at 5 x 200 (2026-11-29): the leader held such a worker's 2-3 ta
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from kconnect.runtime.group import group_records as gr
 from kconnect.runtime.group import protocol
@@ -20,7 +20,6 @@ from kconnect.runtime.group.coordinator import CoordinatorInput, Decision, coord
 from kconnect.runtime.group.group_records import (
     CurrentMemberAssignmentKey,
     CurrentMemberAssignmentValue,
-    GroupState,
     RecordKey,
     RecordValue,
 )
@@ -29,6 +28,7 @@ from kconnect.runtime.group.herder import StopTask
 from kconnect.runtime.group.protocol import ProtocolName, WorkerState
 from kconnect.runtime.ids import TaskId
 from tests.support.reconcile_model import ReconcileModel
+from tests.unit.test_handover import Topic as HandoverTopic
 
 G = "connect-cluster"
 NOW = 1_700_000_000_000
@@ -37,32 +37,8 @@ WARMUP = WarmupSettings(max_warmup_tasks=2, warmup_timeout_ms=60_000, graceful_t
 Record = tuple[RecordKey, RecordValue | None]
 
 
-@dataclass
-class Topic:
-    """The group-records partition, folded back from bytes as a worker folds it."""
-
-    folded: gr.GroupRecords = field(default_factory=gr.GroupRecords)
-    offset: int = 0
-
-    @property
-    def state(self) -> GroupState | None:
-        return self.folded.groups.get(G)
-
-    def write(self, records: Sequence[Record], now: int) -> None:
-        for key, value in records:
-            kb, vb = gr.encode_key(key), None if value is None else gr.encode_value(value)
-            self.folded = gr.apply(self.folded, kb, vb, offset=self.offset, timestamp_ms=now)
-            self.offset += 1
-
-    def report(self, member: str, now: int) -> None:
-        """``member`` acknowledges the target in force: it runs its whole share, learners not ready."""
-        state = self.state
-        assert state is not None and state.target is not None
-        entry = next(m for m in state.target.members if m.member_id == member)
-        value = CurrentMemberAssignmentValue(
-            state.target.assignment_epoch, 0, entry.assigned, 2, b"", entry.learners
-        )
-        self.write([(CurrentMemberAssignmentKey(G, member), value)], now)
+class Topic(HandoverTopic):
+    """test_handover's folded group-records partition, with each member's share of the target."""
 
     def shares(self) -> dict[str, set[TaskId]]:
         state = self.state
