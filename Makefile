@@ -18,8 +18,6 @@ $(STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-# The demo's pipeline ends in an Iceberg table written by Spark: `lakehouse` fetches Spark's Iceberg runtime
-# first (from Maven Central, once; `kconnect demo` finds it in ~/.cache/kconnect).
 # The demo's pipeline ends in an Iceberg table: Spark's Iceberg runtime is fetched first (once, cached).
 demo: setup
 	$(BIN)/python -c 'from tests.support.lakehouse_jars import lakehouse_jars; lakehouse_jars()'
