@@ -13,7 +13,10 @@ How the tasks stay apart:
   inbox of the task its partition is assigned to. A task's thread waits on its own inbox only, so an
   idle task's thread sleeps until a record (or a stop) arrives.
 - Every change to the consumer (assign, unassign, pause, resume) is a request run on the reader's thread
-  between polls: librdkafka's consumer is not shared across threads here.
+  between polls: librdkafka's consumer is not shared across threads here. The requests queued at a time
+  run as one batch, after one metadata request for the topics new to the consumer among them, and a
+  poll follows each batch: a burst of assignments (a worker taking its sink tasks home) must not hold
+  the other tasks' records while a request per topic goes to the broker in turn.
 - A task whose inbox holds more than ``INBOX_HIGH`` messages has its partitions paused until it has taken
   them below ``INBOX_LOW``: a slow task never fills the worker's memory nor holds up the others.
 - A rewind (``SinkTaskContext.offset``) re-assigns the partition at the new offset; the reader then puts a
