@@ -14,6 +14,13 @@ Prints two tables (markdown, for bench/README.md):
 2. **every move** of the roll, by task kind and direction (away from the restarted worker, or home to it),
    each phase's p50 / p95 / max.
 
+With the run's Kafka data kept (``kafka/node*/data``, Apache Kafka only), each line's produce time (its
+record's CreateTime, set by the source task's producer) splits a line's way in two: written to produced
+(the source side: the FileStream task's poll interval, its producer) and produced to arrived (the sink
+side: the broker, the worker's shared reader, the sink task). The first table then gives, for the line
+after the gap's last, when it was written, produced and arrived, each from that last arrival; and a third
+table those two sides' latencies over every line, in the steady window and the roll.
+
 Pipeline ``i``'s tasks are ``density-<tag>-<i>-source-0`` and ``-sink-0`` (``density.create_pipelines``);
 worker ``n`` logs to ``<group>-<n>.log``. The times are the workers' log stamps (one clock, one machine).
 """
@@ -25,6 +32,7 @@ import bisect
 import itertools
 import json
 import math
+import struct
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -137,6 +145,68 @@ def longest_gap(times: list[float], start: float, end: float) -> tuple[float, fl
     return best
 
 
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    """A zigzag varint (Kafka's record fields) at ``at``: its value and the offset after it."""
+    shift = result = 0
+    while True:
+        byte = data[at]
+        at += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (result >> 1) ^ -(result & 1), at
+        shift += 7
+
+
+def produced_at(work: Path, topic: str) -> dict[int, float]:
+    """Line number -> its record's CreateTime (s), from the topic's kept log segments (record batch v2;
+    compressed and control batches are skipped: the bench's producers do not compress). Empty when the
+    run's Kafka data was not kept."""
+    out: dict[int, float] = {}
+    for segment in sorted(work.glob(f"kafka/node*/data/{topic}-0/*.log")):
+        data = segment.read_bytes()
+        at = 0
+        while at + 61 <= len(data):
+            length = struct.unpack(">i", data[at + 8 : at + 12])[0]
+            if length <= 0:
+                break
+            end = at + 12 + length
+            attributes = struct.unpack(">h", data[at + 21 : at + 23])[0]
+            base_ms = struct.unpack(">q", data[at + 27 : at + 35])[0]
+            count = struct.unpack(">i", data[at + 57 : at + 61])[0]
+            if attributes & 0x07 or attributes & 0x20:
+                at = end
+                continue
+            pos = at + 61
+            for _ in range(count):
+                size, pos = _varint(data, pos)
+                after = pos + size
+                delta_ms, pos = _varint(data, pos + 1)  # past the record's attributes byte
+                _offset_delta, pos = _varint(data, pos)
+                key_size, pos = _varint(data, pos)
+                pos += max(0, key_size)
+                value_size, pos = _varint(data, pos)
+                value = data[pos : pos + max(0, value_size)]
+                pos = after
+                try:
+                    out[int(value.split(b" ", 3)[1])] = (base_ms + delta_ms) / 1000
+                except (IndexError, ValueError):
+                    continue
+            at = end
+    return out
+
+
+def written_at(work: Path, tag: str, pipeline: int) -> dict[int, float]:
+    """Line number -> when the feeder wrote it (the stamp in the line), from the pipeline's sink file."""
+    out: dict[int, float] = {}
+    for line in (work / f"out-{tag}-{pipeline}.txt").read_text(errors="replace").splitlines():
+        parts = line.split(" ", 3)
+        try:
+            out[int(parts[1])] = float(parts[2])
+        except (IndexError, ValueError):
+            continue
+    return out
+
+
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     if not ordered:
@@ -171,11 +241,15 @@ def main(argv: list[str] | None = None) -> int:
 
     steady = sorted(longest_gap(times, *dump["steady"])[0] for times in arrivals)
     print(f"{group}: steady window's longest gap {steady[-1]:.2f} s (p95 {_pct(steady, 95):.2f})\n")
+    produced = [produced_at(args.work, f"density-{tag}-{i}-lines") for i in range(len(arrivals))]
+    kept = any(produced)
+    written = [written_at(args.work, tag, i) for i in range(len(arrivals))] if kept else []
     print(
         "| pipeline | gap s | at (roll +s) | turn | what moved | in flight before the stop | stop "
         "| release record | claim to start | start to loop running | loop running to first line |"
+        + (" next line written / produced / arrived |" if kept else "")
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if kept else ""))
     gaps = sorted(
         ((*longest_gap(times, roll_start, roll_end), i) for i, times in enumerate(arrivals)), reverse=True
     )
@@ -186,16 +260,41 @@ def main(argv: list[str] | None = None) -> int:
             for m in moves_of(per_task.get(f"density-{tag}-{i}-{kind}-0", []), kind, i, a - 2, b)
         ]
         head = f"| {i} | {seconds:.2f} | {a - roll_start:.1f} | w{turn_at(a)} |"
+        tail = ""
+        if kept:  # line k arrived k-th: the sink file holds the lines in order, none lost nor repeated
+            line = bisect.bisect_right(arrivals[i], a)
+            w, p = written[i].get(line), produced[i].get(line)
+            tail = f" {w - a:+.2f} / {p - a:+.2f} / {b - a:+.2f} |" if w and p else " - |"
         if not moved:
-            print(f"{head} nothing (a stall of unmoved tasks) | | | | | | |")
+            print(f"{head} nothing (a stall of unmoved tasks) | | | | | |{tail}")
             continue
         m = moved[0]
         where = "home" if turn_at(m.started) == m.new else "away"
         print(
             f"{head} {m.kind} w{m.old}->w{m.new} ({where}) | {m.stop_began - a:.2f} "
             f"| {m.stopped - m.stop_began:.2f} | {m.released - m.stopped:.2f} | {m.started - m.released:.2f} "
-            f"| {m.running - m.started:.2f} | {b - m.running:.2f} |"
+            f"| {m.running - m.started:.2f} | {b - m.running:.2f} |{tail}"
         )
+    if kept:
+        print(
+            "\n| window | lines | written to produced p50 / p99 / max s "
+            "| produced to arrived p50 / p99 / max s |"
+        )
+        print("|---|---|---|---|")
+        for name, (lo, hi) in (("steady", dump["steady"]), ("roll", dump["roll"])):
+            source_side, sink_side = [], []
+            for i, times in enumerate(arrivals):
+                for line, arrived in enumerate(times):
+                    w, p = written[i].get(line), produced[i].get(line)
+                    if w is not None and p is not None and lo <= w <= hi:
+                        source_side.append(p - w)
+                        sink_side.append(arrived - p)
+            if source_side:
+                print(
+                    f"| {name} | {len(source_side)} | {_pct(source_side, 50):.2f} "
+                    f"/ {_pct(source_side, 99):.2f} / {max(source_side):.2f} | {_pct(sink_side, 50):.2f} "
+                    f"/ {_pct(sink_side, 99):.2f} / {max(sink_side):.2f} |"
+                )
 
     phases: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for i, times in enumerate(arrivals):
