@@ -13,7 +13,10 @@ How the tasks stay apart:
   inbox of the task its partition is assigned to. A task's thread waits on its own inbox only, so an
   idle task's thread sleeps until a record (or a stop) arrives.
 - Every change to the consumer (assign, unassign, pause, resume) is a request run on the reader's thread
-  between polls: librdkafka's consumer is not shared across threads here.
+  between polls: librdkafka's consumer is not shared across threads here. The requests queued at a time
+  run as one batch, after one metadata request for the topics new to the consumer among them, and a
+  poll follows each batch: a burst of assignments (a worker taking its sink tasks home) must not hold
+  the other tasks' records while a request per topic goes to the broker in turn.
 - A task whose inbox holds more than ``INBOX_HIGH`` messages has its partitions paused until it has taken
   them below ``INBOX_LOW``: a slow task never fills the worker's memory nor holds up the others.
 - A rewind (``SinkTaskContext.offset``) re-assigns the partition at the new offset; the reader then puts a
@@ -26,6 +29,7 @@ How the tasks stay apart:
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
@@ -277,6 +281,10 @@ class SinkReader:
         self._metadata_lock = threading.Lock()
         self._metadata: tuple[float, Any] = (0.0, None)
         self._requests: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        #: Topics new to the consumer whose metadata assignments queued for the reader's thread want
+        #: (``assign``; looked up together by ``_learn_topics``).
+        self._wanted_lock = threading.Lock()
+        self._wanted: set[str] = set()
         self._owners: dict[TopicPartition, Inbox] = {}
         #: Where each partition was assigned from (a concrete offset, or librdkafka's logical one).
         self._starts: dict[TopicPartition, int] = {}
@@ -333,16 +341,7 @@ class SinkReader:
         from confluent_kafka import TopicPartition as KafkaTopicPartition
 
         def change() -> None:
-            # librdkafka learns a topic new to this consumer from a metadata request it schedules itself,
-            # half a second or more after the assignment (measured); asking for it here saves that wait.
-            # Only a saving: while a broker is down the request may time out, and the assignment must
-            # happen all the same (a raise here left the task believing it read a partition nobody read).
-            known = {tp.topic for tp in self._owners}
-            for topic in sorted({tp.topic for tp in offsets} - known):
-                try:
-                    self._consumer.list_topics(topic=topic, timeout=READ_METADATA_S)
-                except Exception as exc:
-                    log.info("sink reader: metadata of a new topic not read", topic=topic, error=str(exc))
+            # The metadata of a topic new to the consumer was asked for before this ran (``_learn_topics``).
             # A partition read for another inbox is taken over: that inbox's task is stopping (or was
             # abandoned past task.shutdown.graceful.timeout.ms) and its unassign may come after this
             # assignment. librdkafka refuses to assign a partition twice (_CONFLICT), so without the
@@ -370,6 +369,8 @@ class SinkReader:
                 for tp, offset in offsets.items():
                     inbox.put(Rewound(tp, offset))
 
+        with self._wanted_lock:  # before the request is queued: its batch looks these up first
+            self._wanted.update(tp.topic for tp in offsets)
         self.request(change)
 
     def unassign(self, inbox: Inbox, partitions: Iterable[TopicPartition]) -> threading.Event:
@@ -596,6 +597,30 @@ class SinkReader:
 
     # --- the reader's thread
 
+    def _learn_topics(self) -> None:
+        """Ask the broker for the metadata of the topics new to the consumer that the queued assignments
+        read, in one request: one topic's alone, several topics' with every topic's (the client asks for
+        one topic or all).
+
+        Why: librdkafka learns a topic new to the consumer from a metadata request it schedules itself,
+        half a second or more after the assignment (measured); asking for it first saves that wait. Asked
+        once per topic, on this thread, between polls, a burst of assignments held every task of the reader
+        without a record for as long as the requests took one after another: bench/rolling.py at 5 x 200
+        (2026-11-29 10:18), a worker back from its restart took its 80 sink tasks home within 2 s and its
+        reader, asking for 80 topics in turn, polled nothing for 2.6 s, the longest gaps of the whole roll
+        (all 30 longest were such sinks: 1.4-3 s from their loop running to their first record). Only a
+        saving: while a broker is down the request may time out, and the assignments happen all the same
+        (a raise there left a task believing it read a partition nobody read)."""
+        with self._wanted_lock:
+            wanted, self._wanted = self._wanted, set()
+        new = sorted(wanted - {tp.topic for tp in self._owners})
+        if not new:
+            return
+        try:
+            self._consumer.list_topics(topic=new[0] if len(new) == 1 else None, timeout=READ_METADATA_S)
+        except Exception as exc:
+            log.info("sink reader: metadata of new topics not read", topics=len(new), error=str(exc))
+
     def _pause(self, inbox: Inbox, paused: bool) -> None:
         from confluent_kafka import TopicPartition as KafkaTopicPartition
 
@@ -627,16 +652,20 @@ class SinkReader:
         from confluent_kafka import KafkaError
 
         while not self._stop.is_set():
-            try:
+            batch: list[Callable[[], None]] = []
+            with contextlib.suppress(queue.Empty):
                 while True:
-                    self._requests.get_nowait()()
-            except queue.Empty:
-                pass
-            except Exception as exc:  # a request the consumer refused: its task sees nothing arrive
-                log.warning("sink reader request failed", reader=self.name, error=str(exc))
-                continue
+                    batch.append(self._requests.get_nowait())
+            if batch:
+                self._learn_topics()
+            for change in batch:
+                try:
+                    change()
+                except Exception as exc:  # a request the consumer refused: its task sees nothing arrive
+                    log.warning("sink reader request failed", reader=self.name, error=str(exc))
             self._note_positions()
-            first = self._consumer.poll(POLL_S)
+            # Requests queued meanwhile wait for one poll that returns at once, not for the long one.
+            first = self._consumer.poll(0 if not self._requests.empty() else POLL_S)
             if first is None:
                 continue
             messages = [first, *self._consumer.consume(num_messages=CONSUME_BATCH, timeout=0)]
