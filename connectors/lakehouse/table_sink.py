@@ -17,6 +17,12 @@ Why it is built this way:
   Kafka offset commit, after a rebalance, or already written by a zombie, are never written twice; staged
   data lost in a crash was never committed anywhere, so Kafka gives it again. A partition opened here seeks
   (``SinkTaskContext.offset``) to what its tables hold when that is ahead of the consumer group.
+- A round's last step may run beside the next micro-batch (``Deferred``: Iceberg's appends of tables whose
+  files are already written, one JVM call): the batch's reading, conversion and schema sampling overlap
+  it, so a trickle's cycle is the longer of a batch and a round rather than their sum. Nothing the round
+  covers counts as committed until it has ended: ``pre_commit`` answers those offsets only then, the next
+  batch (``put_frame``), commit, close, stop and maintenance wait for it first, and a round that failed
+  fails the task (its rows are in no snapshot, and no offset past them reaches Kafka).
 - Table maintenance (``maintenance``: compaction, snapshot expiry or VACUUM) runs on the task's own thread
   right after ``pre_commit``'s commit check, so never during one of its commits, one table at a time, on
   the tables this task has written. A maintenance step that fails is logged and retried at the next
@@ -30,7 +36,7 @@ import contextvars
 import shutil
 import time
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -69,13 +75,30 @@ _R = TypeVar("_R")
 @dataclass(frozen=True)
 class Stage:
     """One staged micro-batch: its Parquet directory (None: no rows, e.g. only null values), the offset
-    ranges it covers, when its batch reached the task (its records' wait for a commit counts from then) and
-    its size on disk."""
+    ranges it covers, when its records' wait for a commit counts from (``commits.wait_start``), its size on
+    disk and when its batch was read (its end offsets fixed: a later record is in a later batch)."""
 
     path: str | None
     ranges: Mapping[TopicPartition, tuple[int, int]]
     at: float
     size: int
+    read: float = 0.0
+
+
+#: A commit's step left to run beside the next batch: it answers the errors of the tables it attempted.
+Deferred = Callable[[], list[BaseException]]
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """A commit whose deferred steps run on the task's round thread: ``ended`` answers when they ended (or
+    raises the first error); ``finish`` then does the commit's bookkeeping (what ``pre_commit`` answers,
+    the staged files removed, the timings) given that time; ``stages`` go back to the staged list if it
+    failed."""
+
+    ended: Future[float]
+    finish: Callable[[float], None]
+    stages: list[Stage]
 
 
 @dataclass(frozen=True)
@@ -172,12 +195,17 @@ class TableSinkTask(FrameSinkTask):
         self._assigned: set[TopicPartition] = set()
         self._maintained_at = time.time()
         self._pool: ThreadPoolExecutor | None = None
-        #: When this task last committed (None: not yet), for ``commits.commit_directly``.
-        self._last_commit: float | None = None
         #: How long the last commit took (None: none yet): the next starts that much early.
         self._took: float | None = None
-        #: When this task's last commit started (None: none yet), for ``commits.wait_start``.
-        self._last_started: float | None = None
+        #: When the newest batch the last commit covered was read (None: no commit yet), the floor of
+        #: ``commits.wait_start``.
+        self._covered_read: float | None = None
+        #: The commit whose last step runs beside the next batch (None: none), the thread it runs on, the
+        #: steps the commit being made defers (None: it defers none) and a failure that fails the task.
+        self._in_flight: InFlight | None = None
+        self._rounds: ThreadPoolExecutor | None = None
+        self._deferred: list[Deferred] | None = None
+        self._failed: BaseException | None = None
         #: When the last commit check ended, and the time between the last two (``commits.lead_time``).
         self._checked_at: float | None = None
         self._check_gap: float | None = None
@@ -227,13 +255,19 @@ class TableSinkTask(FrameSinkTask):
         self._staged, self._floor, self._committed, self._opening = [], {}, {}, set()
         self._value_type = None
         self._tables, self._assigned, self._maintained_at = set(), set(), time.time()
-        self._last_commit = None
         self._took = None
-        self._last_started = None
+        self._covered_read = None
+        self._in_flight, self._deferred, self._failed = None, None, None
         self._checked_at = self._check_gap = None
 
     def stop(self) -> None:
-        """Staged rows were never committed anywhere: dropping them is safe, Kafka has them."""
+        """Staged rows were never committed anywhere: dropping them is safe, Kafka has them. A round in
+        flight ends first (its files are in the scratch directory); what it committed is in its tables'
+        snapshots, which a task resuming reads, whether or not Kafka's offsets caught up."""
+        if self._rounds is not None:
+            self._rounds.shutdown(wait=True)
+            self._rounds = None
+        self._in_flight = None
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
@@ -250,8 +284,9 @@ class TableSinkTask(FrameSinkTask):
         """Commit what is staged before the partitions go (a new owner would read them again, and drop what
         the tables hold), then forget them."""
         gone = set(partitions)
+        self._settle(wait=True)
         if self._staged and self._spark is not None:
-            self._commit("close")
+            self._commit("close", defer=False)
         self._assigned -= gone
         for tp in gone:
             self._floor.pop(tp, None)
@@ -265,9 +300,13 @@ class TableSinkTask(FrameSinkTask):
         from pyspark.sql.types import StructType
 
         frame = batch.frame
+        now = time.time()
+        read_at = now if batch.read_ms is None else min(now, batch.read_ms / 1000)
+        # What this batch does next (resume, floors, a commit) builds on the last round's outcome.
+        self._settle(wait=True)
         # The records' wait for a commit counts from when the oldest was produced (see commits.wait_start).
         oldest = None if batch.oldest_ms is None else batch.oldest_ms / 1000
-        received = wait_start(time.time(), oldest, self._last_started)
+        received = wait_start(now, oldest, self._covered_read)
         if self._spark is None:
             self._spark = frame.sparkSession
             self._prepare(self._spark)
@@ -280,7 +319,7 @@ class TableSinkTask(FrameSinkTask):
         if self._opening:
             self._resume(batch.offsets)
         if self._value_type is not None and value_type != self._value_type and self._staged:
-            self._commit("schema change")  # one schema per commit's staged files
+            self._commit("schema change", defer=False)  # one schema per commit's staged files
         self._value_type = value_type
 
         ranges: dict[TopicPartition, tuple[int, int]] = {}
@@ -316,7 +355,7 @@ class TableSinkTask(FrameSinkTask):
             policy,
             bool(self._staged),
             records,
-            self._last_commit,
+            received,
             time.time(),
             lead_time(policy, self._took, self._check_gap),
         )
@@ -329,7 +368,7 @@ class TableSinkTask(FrameSinkTask):
             direct = None
         if direct is not None:
             try:
-                self._commit(direct, (rows, ranges))
+                self._commit(direct, (rows, ranges, read_at))
             except Exception:
                 self._floor = floor_before  # neither staged nor committed: these rows must come again
                 raise
@@ -339,18 +378,22 @@ class TableSinkTask(FrameSinkTask):
         rows.write.parquet(str(target))
         files = list(target.glob("part-*.parquet"))
         size = sum(f.stat().st_size for f in files)
-        self._staged.append(Stage(str(target) if files else None, ranges, received, size))
+        self._staged.append(Stage(str(target) if files else None, ranges, received, size, read_at))
         return read
 
     def pre_commit(self, current_offsets: Mapping[TopicPartition, int]) -> Mapping[TopicPartition, int]:
-        """Commit to the tables when due; answer the offsets every table holds."""
+        """Commit to the tables when due; answer the offsets every table holds. While a round is in flight
+        it only answers (the next check after it ends commits what is due then)."""
         config = self._config()
-        records = sum(hi - lo + 1 for s in self._staged for lo, hi in s.ranges.values())
-        size = sum(s.size for s in self._staged)
-        oldest = self._staged[0].at if self._staged else None
         now = time.time()
         if self._checked_at is not None:
             self._check_gap = now - self._checked_at
+        if not self._settle(wait=False):
+            self._checked_at = now
+            return {tp: offset for tp, offset in self._committed.items() if tp in current_offsets}
+        records = sum(hi - lo + 1 for s in self._staged for lo, hi in s.ranges.values())
+        size = sum(s.size for s in self._staged)
+        oldest = self._staged[0].at if self._staged else None
         reason = commit_due(
             config.policy, records, size, oldest, now, lead_time(config.policy, self._took, self._check_gap)
         )
@@ -360,6 +403,7 @@ class TableSinkTask(FrameSinkTask):
         if (
             maintenance_due(config.maintenance, self._maintained_at, time.time())
             and self._session() is not None
+            and self._settle(wait=True)  # never beside a round's appends
         ):
             self._maintain()
         return {tp: offset for tp, offset in self._committed.items() if tp in current_offsets}
@@ -465,12 +509,18 @@ class TableSinkTask(FrameSinkTask):
     # --- commit
 
     def _commit(
-        self, reason: str, direct: tuple[Any, Mapping[TopicPartition, tuple[int, int]]] | None = None
+        self,
+        reason: str,
+        direct: tuple[Any, Mapping[TopicPartition, tuple[int, int]], float] | None = None,
+        defer: bool = True,
     ) -> None:
-        """Write everything staged to its tables (or, ``direct``, a batch's rows and ranges, nothing being
-        staged: see ``commits.commit_directly``), then advance what ``pre_commit`` answers."""
+        """Write everything staged to its tables (or, ``direct``, a batch's rows, ranges and read time,
+        nothing being staged: see ``commits.commit_directly``), then advance what ``pre_commit`` answers.
+        With ``defer`` the format may leave its last steps (``_deferred``) to run beside the next batch:
+        the bookkeeping then waits for them (:meth:`_settle`)."""
         from pyspark.sql import functions as F
 
+        self._settle(wait=True)  # one round at a time: this one reads what the last one committed
         config = self._config()
         spark = self._spark
         stages, self._staged = self._staged, []
@@ -480,10 +530,11 @@ class TableSinkTask(FrameSinkTask):
             for tp, (lo, hi) in ranges.items():
                 covered[tp] = max(covered.get(tp, 0), hi + 1)
                 lows[tp] = min(lows.get(tp, lo), lo)
+        read = max([s.read for s in stages] + ([direct[2]] if direct else []), default=time.time())
         paths = [s.path for s in stages if s.path is not None]
-        started = time.monotonic()
         began = time.time()
         tables_written: list[str] = []
+        self._deferred = [] if defer else None
         try:
             if paths or direct:
                 data = direct[0] if direct else spark.read.parquet(*paths)
@@ -506,27 +557,71 @@ class TableSinkTask(FrameSinkTask):
                     tables_written.append(table)
                     self._tables.add(table)
         except Exception:
+            if self._deferred:  # every table is attempted, as without deferring
+                try:
+                    _run_deferred(self._deferred)
+                except Exception as exc:
+                    log.warning("a deferred table step failed too", error=str(exc).splitlines()[0][:300])
+            self._deferred = None
             self._staged = stages + self._staged  # not committed: a retry (or a restart) writes them
             raise
-        for tp, offset in covered.items():
-            self._committed[tp] = max(self._committed.get(tp, 0), offset)
-        for stage in stages:
-            if stage.path:
-                shutil.rmtree(stage.path, ignore_errors=True)
-        self.commits += 1
-        self._last_commit = time.time()
-        self._last_started = began
-        self._checked_at = self._last_commit  # the gap to the next check is a batch's, not this commit's
-        self._took = time.monotonic() - started
-        log.info(
-            "committed to tables",
-            reason=reason,
-            staged=direct is None,
-            tables=tables_written,
-            through={str(tp): o for tp, o in sorted(covered.items(), key=lambda i: str(i[0]))},
-            seconds=round(time.monotonic() - started, 2),
-            connector=config.connector,
+        deferred, self._deferred = self._deferred or [], None
+
+        def finish(ended: float) -> None:
+            for tp, offset in covered.items():
+                self._committed[tp] = max(self._committed.get(tp, 0), offset)
+            for stage in stages:
+                if stage.path:
+                    shutil.rmtree(stage.path, ignore_errors=True)
+            self.commits += 1
+            self._covered_read = read
+            if not deferred:  # the commit held the task: the gap to the next check is a batch's
+                self._checked_at = ended
+            self._took = ended - began
+            log.info(
+                "committed to tables",
+                reason=reason,
+                staged=direct is None,
+                beside_next_batch=bool(deferred),
+                tables=tables_written,
+                through={str(tp): o for tp, o in sorted(covered.items(), key=lambda i: str(i[0]))},
+                seconds=round(ended - began, 2),
+                connector=config.connector,
+            )
+
+        if not deferred:
+            finish(time.time())
+            return
+        from pyspark.util import inheritable_thread_target
+
+        if self._rounds is None:
+            self._rounds = ThreadPoolExecutor(1, thread_name_prefix="kconnect-table-round")
+        ended = self._rounds.submit(
+            contextvars.copy_context().run, inheritable_thread_target(_run_deferred), deferred
         )
+        self._in_flight = InFlight(ended, finish, stages)
+
+    def _settle(self, wait: bool) -> bool:
+        """Take the outcome of the round in flight, if any: when it ended (or ``wait``, once it has), do its
+        bookkeeping; True when no round is in flight any more. A round that failed raises, now and at every
+        later call: its rows are in no snapshot, so nothing after them may be answered to ``pre_commit``;
+        the task fails and a restart reads them again from Kafka's committed offsets."""
+        if self._failed is not None:
+            raise self._failed
+        flight = self._in_flight
+        if flight is None:
+            return True
+        if not wait and not flight.ended.done():
+            return False
+        self._in_flight = None
+        try:
+            ended = flight.ended.result()
+        except BaseException as exc:
+            self._staged = flight.stages + self._staged
+            self._failed = exc
+            raise
+        flight.finish(ended)
+        return True
 
     def _write_tables(self, routes: list[Route], lows: Mapping[TopicPartition, int]) -> None:
         """Write each table of a commit: first each table is made ready (created or evolved, the offsets it
@@ -720,6 +815,19 @@ class TableSinkTask(FrameSinkTask):
         if self.config is None:
             raise ConnectorError(f"{type(self).__name__} is not started")
         return self.config
+
+
+def _run_deferred(steps: list[Deferred]) -> float:
+    """Run a commit's deferred steps, each attempted; answer when they ended, or raise the first error."""
+    errors: list[BaseException] = []
+    for step in steps:
+        try:
+            errors.extend(step())
+        except Exception as exc:
+            errors.append(exc)
+    if errors:
+        raise errors[0]
+    return time.time()
 
 
 def merge_statement(target: str, view: str, columns: list[str], ids: tuple[str, ...]) -> str:
