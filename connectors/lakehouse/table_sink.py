@@ -17,12 +17,8 @@ Why it is built this way:
   Kafka offset commit, after a rebalance, or already written by a zombie, are never written twice; staged
   data lost in a crash was never committed anywhere, so Kafka gives it again. A partition opened here seeks
   (``SinkTaskContext.offset``) to what its tables hold when that is ahead of the consumer group.
-- A round's last step may run beside the next micro-batch (``Deferred``: Iceberg's appends of tables whose
-  files are already written, one JVM call): the batch's reading, conversion and schema sampling overlap
-  it, so a trickle's cycle is the longer of a batch and a round rather than their sum. Nothing the round
-  covers counts as committed until it has ended: ``pre_commit`` answers those offsets only then, the next
-  batch (``put_frame``), commit, close, stop and maintenance wait for it first, and a round that failed
-  fails the task (its rows are in no snapshot, and no offset past them reaches Kafka).
+- A round's last steps may run beside the next micro-batch (``rounds``: Iceberg's appends of tables whose
+  files are written); nothing it covers counts as committed before they have ended.
 - Table maintenance (``maintenance``: compaction, snapshot expiry or VACUUM) runs on the task's own thread
   right after ``pre_commit``'s commit check, so never during one of its commits, one table at a time, on
   the tables this task has written. A maintenance step that fails is logged and retried at the next
@@ -36,7 +32,7 @@ import contextvars
 import shutil
 import time
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -53,6 +49,7 @@ from kconnect.connectors.lakehouse.commits import (
 )
 from kconnect.connectors.lakehouse.evolution import Evolution, SchemaEvolutionError, plan, quote_name
 from kconnect.connectors.lakehouse.maintenance import MaintenancePolicy, MaintenanceResult, maintenance_due
+from kconnect.connectors.lakehouse.rounds import Deferred, RoundThread, run_steps
 from kconnect.connectors.lakehouse.routing import topic_table
 from kconnect.runtime import __version__, logs
 from kconnect.runtime.dataplane.scratch import make_scratch_dir
@@ -83,22 +80,6 @@ class Stage:
     at: float
     size: int
     read: float = 0.0
-
-
-#: A commit's step left to run beside the next batch: it answers the errors of the tables it attempted.
-Deferred = Callable[[], list[BaseException]]
-
-
-@dataclass(frozen=True)
-class InFlight:
-    """A commit whose deferred steps run on the task's round thread: ``ended`` answers when they ended (or
-    raises the first error); ``finish`` then does the commit's bookkeeping (what ``pre_commit`` answers,
-    the staged files removed, the timings) given that time; ``stages`` go back to the staged list if it
-    failed."""
-
-    ended: Future[float]
-    finish: Callable[[float], None]
-    stages: list[Stage]
 
 
 @dataclass(frozen=True)
@@ -200,12 +181,10 @@ class TableSinkTask(FrameSinkTask):
         #: When the newest batch the last commit covered was read (None: no commit yet), the floor of
         #: ``commits.wait_start``.
         self._covered_read: float | None = None
-        #: The commit whose last step runs beside the next batch (None: none), the thread it runs on, the
-        #: steps the commit being made defers (None: it defers none) and a failure that fails the task.
-        self._in_flight: InFlight | None = None
-        self._rounds: ThreadPoolExecutor | None = None
+        #: The commit whose last steps run beside the next batch (``rounds``), and the steps the commit
+        #: being made defers (None: it may defer none).
+        self._rounds = RoundThread()
         self._deferred: list[Deferred] | None = None
-        self._failed: BaseException | None = None
         #: When the last commit check ended, and the time between the last two (``commits.lead_time``).
         self._checked_at: float | None = None
         self._check_gap: float | None = None
@@ -257,17 +236,14 @@ class TableSinkTask(FrameSinkTask):
         self._tables, self._assigned, self._maintained_at = set(), set(), time.time()
         self._took = None
         self._covered_read = None
-        self._in_flight, self._deferred, self._failed = None, None, None
+        self._rounds, self._deferred = RoundThread(), None
         self._checked_at = self._check_gap = None
 
     def stop(self) -> None:
         """Staged rows were never committed anywhere: dropping them is safe, Kafka has them. A round in
         flight ends first (its files are in the scratch directory); what it committed is in its tables'
         snapshots, which a task resuming reads, whether or not Kafka's offsets caught up."""
-        if self._rounds is not None:
-            self._rounds.shutdown(wait=True)
-            self._rounds = None
-        self._in_flight = None
+        self._rounds.shutdown()
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
@@ -559,7 +535,7 @@ class TableSinkTask(FrameSinkTask):
         except Exception:
             if self._deferred:  # every table is attempted, as without deferring
                 try:
-                    _run_deferred(self._deferred)
+                    run_steps(self._deferred)
                 except Exception as exc:
                     log.warning("a deferred table step failed too", error=str(exc).splitlines()[0][:300])
             self._deferred = None
@@ -592,36 +568,15 @@ class TableSinkTask(FrameSinkTask):
         if not deferred:
             finish(time.time())
             return
-        from pyspark.util import inheritable_thread_target
 
-        if self._rounds is None:
-            self._rounds = ThreadPoolExecutor(1, thread_name_prefix="kconnect-table-round")
-        ended = self._rounds.submit(
-            contextvars.copy_context().run, inheritable_thread_target(_run_deferred), deferred
-        )
-        self._in_flight = InFlight(ended, finish, stages)
+        def undo() -> None:  # not committed: a retry (or a restart) writes them
+            self._staged = stages + self._staged
+
+        self._rounds.submit(deferred, finish, undo)
 
     def _settle(self, wait: bool) -> bool:
-        """Take the outcome of the round in flight, if any: when it ended (or ``wait``, once it has), do its
-        bookkeeping; True when no round is in flight any more. A round that failed raises, now and at every
-        later call: its rows are in no snapshot, so nothing after them may be answered to ``pre_commit``;
-        the task fails and a restart reads them again from Kafka's committed offsets."""
-        if self._failed is not None:
-            raise self._failed
-        flight = self._in_flight
-        if flight is None:
-            return True
-        if not wait and not flight.ended.done():
-            return False
-        self._in_flight = None
-        try:
-            ended = flight.ended.result()
-        except BaseException as exc:
-            self._staged = flight.stages + self._staged
-            self._failed = exc
-            raise
-        flight.finish(ended)
-        return True
+        """The round in flight settled (``rounds.RoundThread.settle``): True when none is in flight."""
+        return self._rounds.settle(wait)
 
     def _write_tables(self, routes: list[Route], lows: Mapping[TopicPartition, int]) -> None:
         """Write each table of a commit: first each table is made ready (created or evolved, the offsets it
@@ -815,19 +770,6 @@ class TableSinkTask(FrameSinkTask):
         if self.config is None:
             raise ConnectorError(f"{type(self).__name__} is not started")
         return self.config
-
-
-def _run_deferred(steps: list[Deferred]) -> float:
-    """Run a commit's deferred steps, each attempted; answer when they ended, or raise the first error."""
-    errors: list[BaseException] = []
-    for step in steps:
-        try:
-            errors.extend(step())
-        except Exception as exc:
-            errors.append(exc)
-    if errors:
-        raise errors[0]
-    return time.time()
 
 
 def merge_statement(target: str, view: str, columns: list[str], ids: tuple[str, ...]) -> str:

@@ -1,4 +1,4 @@
-"""A table sink's commit round that runs beside the next batch (``table_sink.InFlight``): nothing it covers
+"""A table sink's commit round that runs beside the next batch (``rounds.RoundThread``): nothing it covers
 is answered to ``pre_commit`` before it has ended, and a round that failed fails the task for good.
 
 No Spark: the round is a future the test ends by hand, as the round thread would.
@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from kconnect.connectors.lakehouse.iceberg import IcebergSinkTask
-from kconnect.connectors.lakehouse.table_sink import InFlight, Stage
+from kconnect.connectors.lakehouse.rounds import InFlight
+from kconnect.connectors.lakehouse.table_sink import Stage
 from kconnect.runtime.plugins.api import ConnectorError, TopicPartition
 
 TP = TopicPartition("orders", 0)
@@ -46,7 +47,10 @@ def in_flight(task: IcebergSinkTask, ended: Future[float], stages: list[Stage]) 
         task._committed[TP] = 10
         finished.append(at)
 
-    task._in_flight = InFlight(ended, finish, stages)
+    def undo() -> None:
+        task._staged = stages + task._staged
+
+    task._rounds.flight = InFlight(ended, finish, undo)
     return finished
 
 
@@ -56,11 +60,11 @@ def test_a_rounds_offsets_are_answered_only_once_it_has_ended(task: IcebergSinkT
         ended = pool.submit(lambda: 5.0 if gate.wait(30) else 0.0)
         finished = in_flight(task, ended, [])
         assert task.pre_commit({TP: 10}) == {}  # still appending: Kafka's offsets stay behind
-        assert task._in_flight is not None and finished == []
+        assert task._rounds.flight is not None and finished == []
         gate.set()
         ended.result(30)
     assert task.pre_commit({TP: 10}) == {TP: 10}
-    assert finished == [5.0] and task._in_flight is None
+    assert finished == [5.0] and task._rounds.flight is None
 
 
 def test_a_round_that_failed_fails_the_task_and_keeps_failing(task: IcebergSinkTask) -> None:
