@@ -123,7 +123,7 @@ def main() -> int:
         for round_ in range(args.rounds):
             frame, ranges = batch(spark, args.tables, args.rows, round_)
             started = time.monotonic()
-            task._commit("bench", (frame, ranges))
+            task._commit("bench", (frame, ranges, time.time()), defer=False)  # the whole round, timed
             print(f"round {round_}: {time.monotonic() - started:.2f} s", flush=True)
             frame.unpersist()
     finally:

@@ -88,19 +88,22 @@ def lead_time(policy: CommitPolicy, last_commit_s: float | None, check_gap_s: fl
     return min(max(last_commit_s, 0.0) + gap, policy.interval_ms / 1000)
 
 
-def wait_start(received_s: float, oldest_record_s: float | None, last_started_s: float | None) -> float:
+def wait_start(received_s: float, oldest_record_s: float | None, floor_s: float | None) -> float:
     """When a batch's records' wait for an interval commit counts from: the produce time of its oldest
-    record (its Kafka timestamp, ``oldest_record_s``; None: unknown), but never before the last commit
-    started (``last_started_s``; an older record is part of a backlog, which still commits once an
-    interval) nor after the batch reached the task (``received_s``; a producer's clock running ahead).
+    record (its Kafka timestamp, ``oldest_record_s``; None: unknown), but never before ``floor_s`` (when the
+    newest batch the last commit covered was read; an older record was in Kafka then and is part of a
+    backlog, which still commits about once an interval) nor after the batch reached the task
+    (``received_s``; a producer's clock running ahead).
 
-    Why not simply when the batch was read: records produced while the task is busy with a commit wait in
-    Kafka until it ends and are read only then; counted from their reading, their commit came an interval
-    after that, i.e. up to a commit's time plus a batch's more than the interval after they were produced
-    (the trickle's p99 was the interval plus twice a round)."""
+    Why not simply when the batch was read: records produced while the task is busy wait in Kafka until
+    the next batch is read; counted from their reading, their commit came an interval after that, i.e. up
+    to a batch's time and a commit's more than the interval after they were produced. Why the floor is the
+    last commit's reading and not its start: a record produced between the two was not in that commit and
+    had already waited that long; counted from the commit's start, its wait was understated by up to a
+    batch's time (its table's snapshot came that much late)."""
     if oldest_record_s is None:
         return received_s
-    floor = oldest_record_s if last_started_s is None else max(oldest_record_s, last_started_s)
+    floor = oldest_record_s if floor_s is None else max(oldest_record_s, floor_s)
     return min(received_s, floor)
 
 
@@ -157,20 +160,26 @@ def commit_directly(
     policy: CommitPolicy,
     staged: bool,
     records: int,
-    last_commit_s: float | None,
+    waiting_since_s: float,
     now_s: float,
     lead_s: float = 0.0,
 ) -> str | None:
     """Why a batch should go straight to its tables instead of being staged first (``records`` or
     ``interval``), or None. Only when nothing is staged: the batch alone is then what a commit would
-    cover. It is due when it holds ``max_records`` or the last commit (None: this task has made none) was
-    an interval ago or more, so it would be committed at the next check anyway; writing it once, from the
-    batch, saves staging it as Parquet and reading it back. A steady stream still commits once an
-    interval: after a commit, batches are staged until the oldest of them is an interval old."""
+    cover. It is due when it holds ``max_records`` or its records have waited an interval (less the lead,
+    see :func:`lead_time`) since ``waiting_since_s`` (:func:`wait_start`), i.e. exactly when the commit
+    check right after it would commit it; writing it once, from the batch, saves staging it as Parquet and
+    reading it back. A steady stream still commits about once an interval: until its oldest record is due,
+    batches are staged.
+
+    Why the batch's own wait and not the time since the last commit: a trickle's batch holds records
+    produced since the last commit's batch was read, which is earlier than that commit's end by a batch and
+    a commit; measured from the commit's end, the batch was staged and its records committed a check
+    later than they were due."""
     if staged:
         return None
     if policy.max_records > 0 and records >= policy.max_records:
         return "records"
-    if last_commit_s is None or (now_s + lead_s - last_commit_s) * 1000 >= policy.interval_ms:
+    if (now_s + lead_s - waiting_since_s) * 1000 >= policy.interval_ms:
         return "interval"
     return None

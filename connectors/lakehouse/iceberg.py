@@ -21,7 +21,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kconnect.connectors.lakehouse import config as cfg
@@ -600,44 +600,79 @@ class IcebergSinkTask(TableSinkTask):
         """The members' rows become Parquet files with the tables' field ids, one directory per table (on
         the driver when the round is small and picked from one frame, else one Spark job); then each
         table's files are moved into it and committed with the offsets, up to COMMIT_THREADS at once.
-        Every table is attempted; the first failure is raised once all are done."""
+        Every table is attempted; the first failure is raised once all are done.
+
+        With the helper, the appends (one JVM call, most of a trickle's round) are left to run beside the
+        next batch when the commit defers (``_deferred``): the files are written and nothing the appends
+        need is read from the batch's frames any more."""
         started = time.monotonic()
-        target = self._dir() / "together" / f"{int(time.time() * 1000)}-{id(members)}"
+        files = self._dir() / "together" / f"{int(time.time() * 1000)}-{id(members)}"
         pick = picked_together([p for p, _ in members])
+        handed = False  # True once the appends below own the files (they remove them)
         try:
             if pick is not None:
-                files_on_driver(columns, members, pick, target)
+                files_on_driver(columns, members, pick, files)
             else:
                 types = {
                     f.name: f.dataType.simpleString() for f in self._schema_of(spark, members[0][1]).fields
                 }
-                files_in_one_job(spark, types, columns, [p for p, _ in members], target)
+                files_in_one_job(spark, types, columns, [p for p, _ in members], files)
             written = time.monotonic() - started
             helper = self._helper(spark)
-            if helper is not None:
-                errors = self._append_round(spark, helper, members, target)
-            else:
-                _, errors = self._each(
-                    lambda m: self._append_files(
-                        spark, m[1][0].table, m[1][1], m[1][0].covered, target / f"{TABLE_INDEX}={m[0]}"
-                    ),
-                    list(enumerate(members)),
-                )
+            shape = {
+                "tables": len(members),
+                "columns": len(columns),
+                "on_driver": pick is not None,
+                "one_call": helper is not None,
+            }
+
+            def appends() -> list[BaseException]:
+                try:
+                    if helper is not None:
+                        return self._append_round(spark, helper, members, files)
+                    return self._each(
+                        lambda m: self._append_files(
+                            spark, m[1][0].table, m[1][1], m[1][0].covered, files / f"{TABLE_INDEX}={m[0]}"
+                        ),
+                        list(enumerate(members)),
+                    )[1]
+                finally:
+                    shutil.rmtree(files, ignore_errors=True)
+
+            handed = True
+            if helper is not None and self._deferred is not None:
+                self._deferred.append(lambda: self._written(appends, shape, started, written, deferred=True))
+                return
+            errors = self._written(appends, shape, started, written, deferred=False)
         finally:
-            shutil.rmtree(target, ignore_errors=True)
+            if not handed:
+                shutil.rmtree(files, ignore_errors=True)
+        if errors:
+            raise errors[0]
+
+    def _written(
+        self,
+        appends: Callable[[], list[BaseException]],
+        shape: dict[str, Any],
+        started: float,
+        written: float,
+        deferred: bool,
+    ) -> list[BaseException]:
+        """Run a group's appends and log the group's line (``tables written together``: the files' seconds
+        and the whole group's); answer the errors."""
+        appended_at = time.monotonic()
+        errors = appends()
         log.info(
             "tables written together",
-            tables=len(members),
-            columns=len(columns),
-            on_driver=pick is not None,
-            one_call=helper is not None,
+            **shape,
             job_seconds=round(written, 2),
+            append_seconds=round(time.monotonic() - appended_at, 2),
             seconds=round(time.monotonic() - started, 2),
+            beside_next_batch=deferred,
             failed=len(errors),
             connector=self._config().connector,
         )
-        if errors:
-            raise errors[0]
+        return errors
 
     def _collect_small(self, rows: Any, bound: int) -> Any:
         """A commit of at most ``DRIVER_ROWS`` appended records comes to the driver once, as Arrow: its

@@ -17,6 +17,8 @@ Why it is built this way:
   Kafka offset commit, after a rebalance, or already written by a zombie, are never written twice; staged
   data lost in a crash was never committed anywhere, so Kafka gives it again. A partition opened here seeks
   (``SinkTaskContext.offset``) to what its tables hold when that is ahead of the consumer group.
+- A round's last steps may run beside the next micro-batch (``rounds``: Iceberg's appends of tables whose
+  files are written); nothing it covers counts as committed before they have ended.
 - Table maintenance (``maintenance``: compaction, snapshot expiry or VACUUM) runs on the task's own thread
   right after ``pre_commit``'s commit check, so never during one of its commits, one table at a time, on
   the tables this task has written. A maintenance step that fails is logged and retried at the next
@@ -47,6 +49,7 @@ from kconnect.connectors.lakehouse.commits import (
 )
 from kconnect.connectors.lakehouse.evolution import Evolution, SchemaEvolutionError, plan, quote_name
 from kconnect.connectors.lakehouse.maintenance import MaintenancePolicy, MaintenanceResult, maintenance_due
+from kconnect.connectors.lakehouse.rounds import Deferred, RoundThread, run_steps
 from kconnect.connectors.lakehouse.routing import topic_table
 from kconnect.runtime import __version__, logs
 from kconnect.runtime.dataplane.scratch import make_scratch_dir
@@ -69,13 +72,14 @@ _R = TypeVar("_R")
 @dataclass(frozen=True)
 class Stage:
     """One staged micro-batch: its Parquet directory (None: no rows, e.g. only null values), the offset
-    ranges it covers, when its batch reached the task (its records' wait for a commit counts from then) and
-    its size on disk."""
+    ranges it covers, when its records' wait for a commit counts from (``commits.wait_start``), its size on
+    disk and when its batch was read (its end offsets fixed: a later record is in a later batch)."""
 
     path: str | None
     ranges: Mapping[TopicPartition, tuple[int, int]]
     at: float
     size: int
+    read: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -172,12 +176,15 @@ class TableSinkTask(FrameSinkTask):
         self._assigned: set[TopicPartition] = set()
         self._maintained_at = time.time()
         self._pool: ThreadPoolExecutor | None = None
-        #: When this task last committed (None: not yet), for ``commits.commit_directly``.
-        self._last_commit: float | None = None
         #: How long the last commit took (None: none yet): the next starts that much early.
         self._took: float | None = None
-        #: When this task's last commit started (None: none yet), for ``commits.wait_start``.
-        self._last_started: float | None = None
+        #: When the newest batch the last commit covered was read (None: no commit yet), the floor of
+        #: ``commits.wait_start``.
+        self._covered_read: float | None = None
+        #: The commit whose last steps run beside the next batch (``rounds``), and the steps the commit
+        #: being made defers (None: it may defer none).
+        self._rounds = RoundThread()
+        self._deferred: list[Deferred] | None = None
         #: When the last commit check ended, and the time between the last two (``commits.lead_time``).
         self._checked_at: float | None = None
         self._check_gap: float | None = None
@@ -227,13 +234,16 @@ class TableSinkTask(FrameSinkTask):
         self._staged, self._floor, self._committed, self._opening = [], {}, {}, set()
         self._value_type = None
         self._tables, self._assigned, self._maintained_at = set(), set(), time.time()
-        self._last_commit = None
         self._took = None
-        self._last_started = None
+        self._covered_read = None
+        self._rounds, self._deferred = RoundThread(), None
         self._checked_at = self._check_gap = None
 
     def stop(self) -> None:
-        """Staged rows were never committed anywhere: dropping them is safe, Kafka has them."""
+        """Staged rows were never committed anywhere: dropping them is safe, Kafka has them. A round in
+        flight ends first (its files are in the scratch directory); what it committed is in its tables'
+        snapshots, which a task resuming reads, whether or not Kafka's offsets caught up."""
+        self._rounds.shutdown()
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
@@ -250,8 +260,9 @@ class TableSinkTask(FrameSinkTask):
         """Commit what is staged before the partitions go (a new owner would read them again, and drop what
         the tables hold), then forget them."""
         gone = set(partitions)
+        self._settle(wait=True)
         if self._staged and self._spark is not None:
-            self._commit("close")
+            self._commit("close", defer=False)
         self._assigned -= gone
         for tp in gone:
             self._floor.pop(tp, None)
@@ -265,9 +276,13 @@ class TableSinkTask(FrameSinkTask):
         from pyspark.sql.types import StructType
 
         frame = batch.frame
+        now = time.time()
+        read_at = now if batch.read_ms is None else min(now, batch.read_ms / 1000)
+        # What this batch does next (resume, floors, a commit) builds on the last round's outcome.
+        self._settle(wait=True)
         # The records' wait for a commit counts from when the oldest was produced (see commits.wait_start).
         oldest = None if batch.oldest_ms is None else batch.oldest_ms / 1000
-        received = wait_start(time.time(), oldest, self._last_started)
+        received = wait_start(now, oldest, self._covered_read)
         if self._spark is None:
             self._spark = frame.sparkSession
             self._prepare(self._spark)
@@ -280,7 +295,7 @@ class TableSinkTask(FrameSinkTask):
         if self._opening:
             self._resume(batch.offsets)
         if self._value_type is not None and value_type != self._value_type and self._staged:
-            self._commit("schema change")  # one schema per commit's staged files
+            self._commit("schema change", defer=False)  # one schema per commit's staged files
         self._value_type = value_type
 
         ranges: dict[TopicPartition, tuple[int, int]] = {}
@@ -316,7 +331,7 @@ class TableSinkTask(FrameSinkTask):
             policy,
             bool(self._staged),
             records,
-            self._last_commit,
+            received,
             time.time(),
             lead_time(policy, self._took, self._check_gap),
         )
@@ -329,7 +344,7 @@ class TableSinkTask(FrameSinkTask):
             direct = None
         if direct is not None:
             try:
-                self._commit(direct, (rows, ranges))
+                self._commit(direct, (rows, ranges, read_at))
             except Exception:
                 self._floor = floor_before  # neither staged nor committed: these rows must come again
                 raise
@@ -339,18 +354,22 @@ class TableSinkTask(FrameSinkTask):
         rows.write.parquet(str(target))
         files = list(target.glob("part-*.parquet"))
         size = sum(f.stat().st_size for f in files)
-        self._staged.append(Stage(str(target) if files else None, ranges, received, size))
+        self._staged.append(Stage(str(target) if files else None, ranges, received, size, read_at))
         return read
 
     def pre_commit(self, current_offsets: Mapping[TopicPartition, int]) -> Mapping[TopicPartition, int]:
-        """Commit to the tables when due; answer the offsets every table holds."""
+        """Commit to the tables when due; answer the offsets every table holds. While a round is in flight
+        it only answers (the next check after it ends commits what is due then)."""
         config = self._config()
-        records = sum(hi - lo + 1 for s in self._staged for lo, hi in s.ranges.values())
-        size = sum(s.size for s in self._staged)
-        oldest = self._staged[0].at if self._staged else None
         now = time.time()
         if self._checked_at is not None:
             self._check_gap = now - self._checked_at
+        if not self._settle(wait=False):
+            self._checked_at = now
+            return {tp: offset for tp, offset in self._committed.items() if tp in current_offsets}
+        records = sum(hi - lo + 1 for s in self._staged for lo, hi in s.ranges.values())
+        size = sum(s.size for s in self._staged)
+        oldest = self._staged[0].at if self._staged else None
         reason = commit_due(
             config.policy, records, size, oldest, now, lead_time(config.policy, self._took, self._check_gap)
         )
@@ -360,6 +379,7 @@ class TableSinkTask(FrameSinkTask):
         if (
             maintenance_due(config.maintenance, self._maintained_at, time.time())
             and self._session() is not None
+            and self._settle(wait=True)  # never beside a round's appends
         ):
             self._maintain()
         return {tp: offset for tp, offset in self._committed.items() if tp in current_offsets}
@@ -465,12 +485,18 @@ class TableSinkTask(FrameSinkTask):
     # --- commit
 
     def _commit(
-        self, reason: str, direct: tuple[Any, Mapping[TopicPartition, tuple[int, int]]] | None = None
+        self,
+        reason: str,
+        direct: tuple[Any, Mapping[TopicPartition, tuple[int, int]], float] | None = None,
+        defer: bool = True,
     ) -> None:
-        """Write everything staged to its tables (or, ``direct``, a batch's rows and ranges, nothing being
-        staged: see ``commits.commit_directly``), then advance what ``pre_commit`` answers."""
+        """Write everything staged to its tables (or, ``direct``, a batch's rows, ranges and read time,
+        nothing being staged: see ``commits.commit_directly``), then advance what ``pre_commit`` answers.
+        With ``defer`` the format may leave its last steps (``_deferred``) to run beside the next batch:
+        the bookkeeping then waits for them (:meth:`_settle`)."""
         from pyspark.sql import functions as F
 
+        self._settle(wait=True)  # one round at a time: this one reads what the last one committed
         config = self._config()
         spark = self._spark
         stages, self._staged = self._staged, []
@@ -480,10 +506,11 @@ class TableSinkTask(FrameSinkTask):
             for tp, (lo, hi) in ranges.items():
                 covered[tp] = max(covered.get(tp, 0), hi + 1)
                 lows[tp] = min(lows.get(tp, lo), lo)
+        read = max([s.read for s in stages] + ([direct[2]] if direct else []), default=time.time())
         paths = [s.path for s in stages if s.path is not None]
-        started = time.monotonic()
         began = time.time()
         tables_written: list[str] = []
+        self._deferred = [] if defer else None
         try:
             if paths or direct:
                 data = direct[0] if direct else spark.read.parquet(*paths)
@@ -506,27 +533,50 @@ class TableSinkTask(FrameSinkTask):
                     tables_written.append(table)
                     self._tables.add(table)
         except Exception:
+            if self._deferred:  # every table is attempted, as without deferring
+                try:
+                    run_steps(self._deferred)
+                except Exception as exc:
+                    log.warning("a deferred table step failed too", error=str(exc).splitlines()[0][:300])
+            self._deferred = None
             self._staged = stages + self._staged  # not committed: a retry (or a restart) writes them
             raise
-        for tp, offset in covered.items():
-            self._committed[tp] = max(self._committed.get(tp, 0), offset)
-        for stage in stages:
-            if stage.path:
-                shutil.rmtree(stage.path, ignore_errors=True)
-        self.commits += 1
-        self._last_commit = time.time()
-        self._last_started = began
-        self._checked_at = self._last_commit  # the gap to the next check is a batch's, not this commit's
-        self._took = time.monotonic() - started
-        log.info(
-            "committed to tables",
-            reason=reason,
-            staged=direct is None,
-            tables=tables_written,
-            through={str(tp): o for tp, o in sorted(covered.items(), key=lambda i: str(i[0]))},
-            seconds=round(time.monotonic() - started, 2),
-            connector=config.connector,
-        )
+        deferred, self._deferred = self._deferred or [], None
+
+        def finish(ended: float) -> None:
+            for tp, offset in covered.items():
+                self._committed[tp] = max(self._committed.get(tp, 0), offset)
+            for stage in stages:
+                if stage.path:
+                    shutil.rmtree(stage.path, ignore_errors=True)
+            self.commits += 1
+            self._covered_read = read
+            if not deferred:  # the commit held the task: the gap to the next check is a batch's
+                self._checked_at = ended
+            self._took = ended - began
+            log.info(
+                "committed to tables",
+                reason=reason,
+                staged=direct is None,
+                beside_next_batch=bool(deferred),
+                tables=tables_written,
+                through={str(tp): o for tp, o in sorted(covered.items(), key=lambda i: str(i[0]))},
+                seconds=round(ended - began, 2),
+                connector=config.connector,
+            )
+
+        if not deferred:
+            finish(time.time())
+            return
+
+        def undo() -> None:  # not committed: a retry (or a restart) writes them
+            self._staged = stages + self._staged
+
+        self._rounds.submit(deferred, finish, undo)
+
+    def _settle(self, wait: bool) -> bool:
+        """The round in flight settled (``rounds.RoundThread.settle``): True when none is in flight."""
+        return self._rounds.settle(wait)
 
     def _write_tables(self, routes: list[Route], lows: Mapping[TopicPartition, int]) -> None:
         """Write each table of a commit: first each table is made ready (created or evolved, the offsets it

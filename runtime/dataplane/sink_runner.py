@@ -478,6 +478,8 @@ class SinkTaskRunner(TaskRunner):
 
         from kconnect.runtime.dataplane.errors_policy import split
 
+        # The batch's end offsets were fixed as the query planned it, just before this call.
+        read_ms = int(time.time() * 1000)
         if sink.COALESCE_READS:
             frame = frame.coalesce(max(1, frame.sparkSession.sparkContext.defaultParallelism))
         raw = frame.persist()
@@ -512,6 +514,7 @@ class SinkTaskRunner(TaskRunner):
                     offsets=ranges,
                     batch_id=batch_id,
                     oldest_ms=min(stamps) if stamps else None,
+                    read_ms=read_ms,
                 )
             )
             if written is not None:

@@ -450,7 +450,10 @@ class FrameBatch:
     (Parquet) needs to be idempotent across restarts. ``batch_id`` is the streaming query's, which restarts
     at 0 with the query: do not use it as a durable name. ``oldest_ms``: the lowest record timestamp the
     batch read (ms since the epoch; None: none known), so that a task committing by time can count a
-    record's wait from when it was produced rather than from when its batch was read.
+    record's wait from when it was produced rather than from when its batch was read. ``read_ms``: when
+    the batch's end offsets were fixed, about (ms since the epoch; None: not known): a record produced
+    later is in a later batch, so a task can tell a backlog's records (produced before the last batch it
+    committed was read) from records that have only just arrived.
     """
 
     frame: Any
@@ -459,6 +462,7 @@ class FrameBatch:
     offsets: Mapping[TopicPartition, tuple[int, int]]
     batch_id: int
     oldest_ms: int | None = None
+    read_ms: int | None = None
 
 
 class FrameSinkTask(SinkTask):

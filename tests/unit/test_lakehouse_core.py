@@ -147,18 +147,22 @@ def test_an_interval_commit_starts_early_by_the_last_commits_time_at_most_an_int
     assert lead_time(policy, 9.0, 2.0) == 10.0
     assert commit_due(policy, 1, 10, 100.0, 105.0, lead_time(policy, 3.0, 2.0)) == "interval"
 
+    # A batch due on its own goes straight to the tables exactly when the check after it would commit it.
     assert commit_directly(policy, False, 5, 100.0, 107.0, lead) == "interval"
     assert commit_directly(policy, False, 5, 100.0, 106.0, lead) is None
 
 
-def test_a_records_wait_counts_from_its_production_not_before_the_last_commit_started() -> None:
-    # Produced at 100 s while a commit ran from 98 s to 104 s, read at 105 s: its wait counts from 100 s.
-    assert wait_start(105.0, 100.0, 98.0) == 100.0
-    # A backlog (produced long ago): from when the last commit started, so still one commit an interval.
-    assert wait_start(105.0, 10.0, 98.0) == 98.0
-    assert wait_start(105.0, 10.0, None) == 10.0  # no commit yet (the first batch commits at once anyway)
-    assert wait_start(105.0, 200.0, 98.0) == 105.0  # a producer's clock ahead: from the reading
-    assert wait_start(105.0, None, 98.0) == 105.0  # no timestamps
+def test_a_records_wait_counts_from_its_production_not_before_the_last_commits_batch_was_read() -> None:
+    # The last commit's newest batch was read at 95 s (its commit ran 98-104 s). Produced at 96 s, so not
+    # in it, read at 105 s: its wait counts from 96 s, not from the commit's start.
+    assert wait_start(105.0, 96.0, 95.0) == 96.0
+    assert wait_start(105.0, 100.0, 95.0) == 100.0
+    # A backlog (produced long ago, in Kafka when that batch was read): from that reading, so it still
+    # commits about once an interval.
+    assert wait_start(105.0, 10.0, 95.0) == 95.0
+    assert wait_start(105.0, 10.0, None) == 10.0  # no commit yet: a backlog's first batch is due at once
+    assert wait_start(105.0, 200.0, 95.0) == 105.0  # a producer's clock ahead: from the reading
+    assert wait_start(105.0, None, 95.0) == 105.0  # no timestamps
 
 
 @given(
@@ -188,12 +192,21 @@ def test_rows_below_what_a_table_holds_are_not_staged_again() -> None:
 
 def test_a_batch_goes_straight_to_the_tables_only_when_nothing_is_staged_and_it_is_due() -> None:
     policy = CommitPolicy(interval_ms=10_000, max_records=1000)
-    assert commit_directly(policy, False, 5, None, 100.0) == "interval"  # no commit yet
-    assert commit_directly(policy, False, 5, 85.0, 100.0) == "interval"  # the last one 15 s ago
-    assert commit_directly(policy, False, 5, 95.0, 100.0) is None  # 5 s ago: staged, waits
+    # The batch's records have waited since 85 s (commits.wait_start: a backlog's first batch, say).
+    assert commit_directly(policy, False, 5, 85.0, 100.0) == "interval"
+    assert commit_directly(policy, False, 5, 95.0, 100.0) is None  # since 95 s: staged, waits
+    assert commit_directly(policy, False, 5, 95.0, 100.0, 5.0) == "interval"  # unless the lead says go
     assert commit_directly(policy, False, 1000, 95.0, 100.0) == "records"
-    assert commit_directly(policy, True, 1000, None, 100.0) is None  # staged rows go with the stages
+    assert commit_directly(policy, True, 1000, 85.0, 100.0) is None  # staged rows go with the stages
     assert commit_directly(CommitPolicy(interval_ms=10_000), False, 10**9, 95.0, 100.0) is None
+    # A trickle: the last commit covered batches read up to 95 s and ended at 104 s; the next batch,
+    # reaching the task at 104.3 s, holds records produced from 95.1 s, 9.2 s ago. Counted from their
+    # production it is due now (a 3 s commit, checks 3 s apart); counted from the last commit's end
+    # (0.3 s ago) it was staged and its records committed a check later still.
+    lead = lead_time(policy, 3.0, 3.0)
+    waited = wait_start(104.3, 95.1, 95.0)
+    assert commit_directly(policy, False, 150, waited, 104.3, lead) == "interval"
+    assert commit_directly(policy, False, 150, 104.0, 104.3, lead) is None  # the old measure
 
 
 def test_the_floors_condition_drops_exactly_the_rows_below_each_partitions_floor() -> None:
