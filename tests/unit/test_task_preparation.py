@@ -146,6 +146,15 @@ def test_a_prepared_source_is_made_and_connected_but_neither_started_nor_held(ex
     assert executor.counters() == {"task_starts": 0, "task_stops": 0}
 
 
+def test_a_second_preparation_on_a_shared_producer_asks_no_metadata(executor: Any) -> None:
+    """A producer other tasks use is connected already: asking it for every topic's metadata again put that
+    request ahead of their records on its broker connection, 80 times over in a hand-over."""
+    assert executor.prepare_task(TASK, SOURCE, 1)
+    assert executor.prepare_task(TaskId("copy", 0), SOURCE, 1)
+    [producer] = FakeProducer.made
+    assert producer.metadata_asked == 1
+
+
 def test_activating_starts_the_prepared_runner_itself(executor: Any) -> None:
     assert executor.prepare_task(TASK, SOURCE, 3)
     runner = executor._prepared[TASK].runner
