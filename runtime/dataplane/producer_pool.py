@@ -131,8 +131,10 @@ class TaskProducer:
     """What one source task produces through: the ``produce``/``poll``/``flush`` of a producer, limited
     to the task's own records (see the module docstring)."""
 
-    def __init__(self, shared: SharedProducer) -> None:
+    def __init__(self, shared: SharedProducer, created: bool = False) -> None:
         self.shared = shared
+        #: The pool made the producer for this handle (no other task used one): it is not connected yet.
+        self.created = created
         self.released = False
         self._cond = threading.Condition()
         self._reports: deque[tuple[Callable[[Any, Any], None] | None, Any, Any]] = deque()
@@ -237,6 +239,7 @@ class ProducerPool:
         key = producer_key(settings)
         with self._lock:
             shared = self._producers.get(key)
+            created = shared is None
             if shared is None:
                 name = f"connector-producer-pool-{next(self._names)}"
                 effective = {"client.id": name, **settings}
@@ -244,7 +247,7 @@ class ProducerPool:
                 self._producers[key] = shared
                 log.info("shared source producer created", producer=name, producers=len(self._producers))
             shared.users += 1
-            return TaskProducer(shared)
+            return TaskProducer(shared, created)
 
     def release(self, handle: TaskProducer, timeout_s: float) -> None:
         """The task is done with ``handle`` (idempotent); the last user closes the producer, waiting at

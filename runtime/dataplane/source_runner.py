@@ -294,10 +294,9 @@ class SourceTaskRunner(TransactionalSourceLoop):
             # connected, and asking it for every topic's metadata queued that request before their records
             # on the same broker connection (a worker warming 80 tasks for a hand-over held its sources'
             # records 2-4.5 s: bench/rolling.py at 5 x 200, 2026-11-29).
-            fresh = self._producers.users(self._settings()) == 0
             handle = self._producers.acquire(self._settings())
             self._warm_producer = handle
-            if fresh:
+            if handle.created:
                 handle.shared.producer.list_topics(timeout=30)
         self.log.info("source task prepared", producer=self._warm_producer is not None)
 
