@@ -245,11 +245,12 @@ def test_a_connectors_tasks_trace_restart_and_offsets(cluster: tuple[WorkerProce
         _open(driver, worker.url + "/ui/#/c/orders-source", "#/c/orders-source")
         _wait(driver, "document.getElementById('offsets-editor')", what="the offsets editor")
         edited = {"offsets": [{"partition": stored[0]["partition"], "offset": {"position": 7}}]}
-        # Typed as an operator would (an input event), then the page re-renders (as it does after an
-        # action): what was typed survives, and the alter sends it.
+        # Typed as an operator would (an input event), then the page re-renders twice at once (as when an
+        # action's refresh overlaps a navigation): what was typed survives, and the alter sends it.
         driver.execute_script(
             "const e = document.getElementById('offsets-editor'); e.value = arguments[0];"
             " e.dispatchEvent(new Event('input')); e.dataset.probe = 'typed';"
+            " window.dispatchEvent(new HashChangeEvent('hashchange'));"
             " window.dispatchEvent(new HashChangeEvent('hashchange'));",
             json.dumps(edited),
         )

@@ -10,6 +10,12 @@ const STATES = ["FAILED", "UNASSIGNED", "RESTARTING", "PAUSED", "STOPPED", "RUNN
 const BULK_CONCURRENCY = 8;
 const main = document.getElementById("main");
 let timer = null;
+//: Bumped by every route(): a render whose data arrives after a newer render began paints nothing, so two
+//: overlapping refreshes (an action's follow-up and a hash change) cannot leave the older one on screen.
+let renderSeq = 0;
+//: What the operator typed into a connector's offsets editor, by connector name: kept here, not read back
+//: from the DOM, because a refresh replaces the editor (and may do so while another refresh is in flight).
+const offsetDrafts = new Map();
 
 // ------------------------------------------------------------------------------------------------ helpers
 
@@ -278,8 +284,9 @@ async function bulkAction(action, includeTasks, onlyFailed) {
 
 // ------------------------------------------------------------------------------------------ one connector
 
-async function showConnector(name) {
+async function showConnector(name, seq) {
   const [status, config] = await Promise.all([api("GET", conn(name, "status")), api("GET", conn(name, "config"))]);
+  if (seq !== renderSeq) return;
   const s = status.data;
   const cfg = config.data || {};
   const act = (label, fn, cls) => h("button", { class: cls || "", "data-action": label, onclick: async () => {
@@ -290,7 +297,6 @@ async function showConnector(name) {
     h("td", {}, t.trace ? h("details", {}, h("summary", { text: traceHead(t.trace) }), h("pre", { text: t.trace })) : ""),
     h("td", {}, act(`Restart task ${t.id}`, () => api("POST", conn(name, "tasks", String(t.id), "restart")))))));
   const c = s.connector || {};
-  const typed = typedOffsets(name);
   fill(main, 
     h("h1", {}, name, " ", stateBadge(c.state)),
     h("p", { class: "muted" }, `${s.type || ""} connector ${cfg["connector.class"] || ""} on ${c.worker_id || "?"}`),
@@ -310,32 +316,28 @@ async function showConnector(name) {
     h("div", { id: "offsets" }, h("p", { class: "muted", text: "Loading…" })),
     h("h2", { text: "Config" }),
     h("table", { id: "config" }, h("tbody", {}, Object.keys(cfg).sort().map((k) => h("tr", {}, h("td", { class: "mono", text: k }), h("td", { class: "mono", text: cfg[k] }))))));
-  showOffsets(name, c.state, typed);
+  await showOffsets(name, c.state);
 }
 
-//: What the operator typed into this connector's offsets editor, or null: a re-render (the page refreshes
-//: itself after an action) must not wipe it.
-function typedOffsets(name) {
-  const editor = document.getElementById("offsets-editor");
-  return editor && editor.dataset.edited === name ? editor.value : null;
-}
-
-async function showOffsets(name, state, typed = null) {
+async function showOffsets(name, state) {
   const box = document.getElementById("offsets");
   let offsets;
   try {
     offsets = (await api("GET", conn(name, "offsets"))).data || { offsets: [] };
   } catch (e) {
-    fill(box, h("p", { class: "bad", text: e.message }));
+    if (box.isConnected) fill(box, h("p", { class: "bad", text: e.message }));
     return;
   }
+  // A newer render replaced this one's page while the offsets were on their way.
+  if (!box.isConnected) return;
+  const typed = offsetDrafts.has(name) ? offsetDrafts.get(name) : null;
   const rows = (offsets.offsets || []).map((o) => h("tr", {}, h("td", { class: "mono", text: JSON.stringify(o.partition) }), h("td", { class: "mono", text: JSON.stringify(o.offset) })));
   const editor = h("textarea", { id: "offsets-editor", rows: 6, value: typed !== null ? typed : JSON.stringify({ offsets: offsets.offsets || [] }, null, 2),
-    oninput: () => { editor.dataset.edited = name; } });
-  if (typed !== null) editor.dataset.edited = name;
+    oninput: () => { offsetDrafts.set(name, editor.value); } });
   const write = (method, body) => async () => {
     try {
       const r = await api(method, conn(name, "offsets"), body === undefined ? undefined : body());
+      offsetDrafts.delete(name);
       notice((r.data && r.data.message) || `offsets: HTTP ${r.status}`);
       showOffsets(name, state);
     } catch (e) {
@@ -610,16 +612,18 @@ async function showGroup() {
 
 async function route() {
   clearTimeout(timer);
+  const seq = ++renderSeq;
   const hash = location.hash || "#/";
   for (const a of document.querySelectorAll(".top nav a")) a.classList.toggle("active", a.getAttribute("href") === hash);
   try {
-    if (hash.startsWith("#/c/")) await showConnector(decodeURIComponent(hash.slice(4)));
+    if (hash.startsWith("#/c/")) await showConnector(decodeURIComponent(hash.slice(4)), seq);
     else if (hash.startsWith("#/edit/")) await showForm(decodeURIComponent(hash.slice(7)));
     else if (hash === "#/new") await showForm(null);
     else if (hash === "#/group") await showGroup();
     else await showList();
-    document.body.dataset.view = hash;
+    if (seq === renderSeq) document.body.dataset.view = hash;
   } catch (e) {
+    if (seq !== renderSeq) return;
     fill(main, h("p", { class: "bad", id: "view-error", text: `${e.message}${e.status ? " (HTTP " + e.status + ")" : ""}` }));
   }
 }
