@@ -267,7 +267,8 @@ class Connectors:
 
     def stop(self, name: str, gen: int) -> None:
         """Forget the instance and stop it (if started) on its thread; UNASSIGNED now unless the connector
-        was deleted. The herder does not wait: a ``stop()`` that hangs is bounded like any call."""
+        was deleted or another worker reported it under a newer generation. The herder does not wait: a
+        ``stop()`` that hangs is bounded like any call."""
         running = self._running.pop(name, None)
         if running is None:
             return
@@ -287,7 +288,13 @@ class Connectors:
         running.thread.finish()
         self._retiring = [t for t in self._retiring if not t.wait_idle(0)] + [running.thread]
         if self.stores.snapshot().contains(name):
-            self._status(name, status_log.State.UNASSIGNED, None, gen)
+            status = status_log.ConnectorStatus(name, status_log.State.UNASSIGNED, None, self.worker_id, gen)
+            # Java's putSafe on a connector's shutdown: the write is not awaited, and a connector that moved
+            # may already be RUNNING on its new owner under a newer generation.
+            if not self.stores.status_state().can_write_safely(status):
+                log.info("connector stopped, a newer generation's status stands", connector=name)
+                return
+            self.stores.put_status(status)
 
     def abandon(self, name: str, attempt: int) -> None:
         """A call of instance ``attempt`` passed its bound: its thread gets no more work."""

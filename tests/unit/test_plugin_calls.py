@@ -21,6 +21,7 @@ from kconnect.runtime.plugins.plugin_calls import PluginCall, PluginCalls, Plugi
 from kconnect.runtime.plugins.registry import PluginRegistry
 from kconnect.runtime.shell.connectors import ConnectorCallDone, ConnectorCallTimedOut, Connectors
 from kconnect.runtime.shell.view import health
+from kconnect.runtime.storage import status_log
 from kconnect.runtime.storage.config_log import TargetState
 
 RELEASE = threading.Event()
@@ -191,6 +192,9 @@ class _Stores:
 
     def snapshot(self) -> Any:
         return type("Snapshot", (), {"contains": staticmethod(lambda name: True)})()
+
+    def status_state(self) -> Any:
+        return status_log.StatusState()
 
 
 def test_a_hanging_start_returns_at_once_times_out_and_its_late_answer_is_dropped() -> None:

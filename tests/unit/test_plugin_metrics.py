@@ -28,6 +28,7 @@ from kconnect.runtime.plugins.plugin_metrics import (
 )
 from kconnect.runtime.plugins.registry import PluginRegistry
 from kconnect.runtime.shell.connectors import Connectors
+from kconnect.runtime.storage import status_log
 from kconnect.runtime.storage.config_log import TargetState
 from kconnect.runtime.storage.status_log import State
 
@@ -332,6 +333,9 @@ class _Stores:
 
     def snapshot(self) -> Any:
         return type("Snapshot", (), {"contains": staticmethod(lambda name: True)})()
+
+    def status_state(self) -> Any:
+        return status_log.StatusState()
 
 
 def test_a_connector_registers_through_its_context_and_pausing_or_stopping_closes_its_metrics() -> None:
