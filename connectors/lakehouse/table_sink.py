@@ -511,6 +511,10 @@ class TableSinkTask(FrameSinkTask):
         began = time.time()
         tables_written: list[str] = []
         self._deferred = [] if defer else None
+
+        def put_back() -> None:  # not committed: a retry (or a restart) writes them
+            self._staged = stages + self._staged
+
         try:
             if paths or direct:
                 data = direct[0] if direct else spark.read.parquet(*paths)
@@ -539,7 +543,7 @@ class TableSinkTask(FrameSinkTask):
                 except Exception as exc:
                     log.warning("a deferred table step failed too", error=str(exc).splitlines()[0][:300])
             self._deferred = None
-            self._staged = stages + self._staged  # not committed: a retry (or a restart) writes them
+            put_back()
             raise
         deferred, self._deferred = self._deferred or [], None
 
@@ -569,10 +573,7 @@ class TableSinkTask(FrameSinkTask):
             finish(time.time())
             return
 
-        def undo() -> None:  # not committed: a retry (or a restart) writes them
-            self._staged = stages + self._staged
-
-        self._rounds.submit(deferred, finish, undo)
+        self._rounds.submit(deferred, finish, put_back)
 
     def _settle(self, wait: bool) -> bool:
         """The round in flight settled (``rounds.RoundThread.settle``): True when none is in flight."""
