@@ -420,6 +420,10 @@ def test_records_read_after_their_envelope_prefix_fail_as_whole_records_do(spark
         head + b"null}",
         head + b'{"a":3} }',
         b"",
+        head + b'{"a":4},{"a":5}}',
+        head + b"}",
+        head + b'{"a":6},"payload":{"a":7}}',
+        head + b'{"a":8}} ',
     ]
     df = spark.createDataFrame(_raw_rows(values), RAW_SCHEMA)
     converter = json_converter()
@@ -441,6 +445,8 @@ def test_records_read_after_their_envelope_prefix_fail_as_whole_records_do(spark
     assert errors[6] is not None and "Invalid null value" in errors[6]
     assert errors[7] is None and fast[7]["value"]["a"] == 3
     assert errors[8] is None and fast[8]["value"] is None
+    assert all(e is not None for e in errors[9:12])  # two values, none, a second payload key
+    assert errors[12] is None and fast[12]["value"]["a"] == 8  # read whole: it ends with a space
 
 
 def _jobs(spark, action):  # type: ignore[no-untyped-def]

@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
+    ArrayType,
     StringType,
     StructField,
     StructType,
@@ -61,8 +62,6 @@ SCHEMA_TEXT_CACHE = 1000
 
 
 _SCHEMA_SPELLINGS = 16
-#: A length past any record's (Spark's ``substring`` to the end).
-_MAX_BYTES = 2**31 - 1
 
 #: How Java's JsonConverter starts an envelope, and what comes between its schema and its payload.
 _SCHEMA_HEAD = '{"schema":'
@@ -289,6 +288,7 @@ class JsonConverter(Converter):
         # holds the compact JSON text of an object, as get_json_object gives it), payload and top-level
         # keys come from one from_json and one key scan (they were four passes over the text).
         enveloped_read = self.schemas_enable and not content
+        both = F.array(F.lit("payload"), F.lit("schema"))
         read_type = StructType(
             [
                 *([StructField("schema", StringType(), True)] if enveloped_read else []),
@@ -308,7 +308,6 @@ class JsonConverter(Converter):
             keys_ok = F.lit(True)
             schema_ok = F.lit(True)
         elif self.schemas_enable:
-            both = F.array(F.lit("payload"), F.lit("schema"))
             wrapped = text
             keys_ok = F.array_sort(keys) == both
             expected = java_json.write(schema_to_json(schema))
@@ -319,23 +318,54 @@ class JsonConverter(Converter):
             )
             # A schemaless envelope ("schema": null) is read with the given schema too.
             schema_ok = record_schema.isNull() | record_schema.isin(sorted(spellings | {expected}))
-            if prefix is not None:
-                # A record that starts with the sampled envelope's exact prefix names the batch's schema:
-                # only what follows it is parsed, as ``{"payload":...``, so the schema's text (often longer
-                # than the payload) is neither parsed nor copied, and its keys are checked on that rest
-                # (no key but "payload" may follow). Others are read whole, as above.
-                fast = text.startswith(prefix)
-                rest = F.substring(raw.cast("binary"), len(prefix.encode()) + 1, _MAX_BYTES)
-                wrapped = F.when(fast, F.concat(F.lit(b'{"payload":'), rest).cast("string")).otherwise(text)
-                keys_ok = F.when(fast, keys == F.array(F.lit("payload"))).otherwise(keys_ok)
-                schema_ok = fast | schema_ok
         else:
             wrapped = F.concat(F.lit('{"payload":'), text, F.lit("}"))
             keys_ok = F.lit(True)
             schema_ok = F.lit(True)
-        staged = df.withColumns(
-            {tmp: F.from_json(wrapped, read_type, options), tmp_keys: F.json_object_keys(wrapped)}
-        )
+        parse = {tmp: F.from_json(wrapped, read_type, options), tmp_keys: F.json_object_keys(wrapped)}
+        if enveloped_read and prefix is not None:
+            # A record that starts with the sampled envelope's exact prefix names the batch's schema: only
+            # what follows it is parsed, once, so the schema's text (often longer than the payload) is
+            # neither parsed nor copied and no second pass reads the keys. That rest, its closing brace
+            # dropped, is read as a one-element array (``{"payload":[<rest>]}``): a key after the payload
+            # or a second value breaks the array, so a record that reads as exactly one element that fits
+            # is an envelope of that schema with no other key. Any other record, and one of these that
+            # does not read so, is read whole as above, and gets that reading's error.
+            head = len(prefix.encode())
+            body = raw.cast("binary")
+            fast = text.startswith(prefix) & (F.substring(body, -1, 1) == F.lit(b"}"))
+            rest = body.substr(F.lit(head + 1), F.length(body) - head - 1)
+            fast_type = StructType(
+                [
+                    StructField("payload", ArrayType(read_type["payload"].dataType, True), True),
+                    StructField(CORRUPT_COLUMN, StringType(), True),
+                ]
+            )
+            tmp_fast = f"__kc_fast_{column}"
+            df = df.withColumn(
+                tmp_fast,
+                F.when(
+                    fast,
+                    F.from_json(
+                        F.concat(F.lit(b'{"payload":['), rest, F.lit(b"]}")).cast("string"),
+                        fast_type,
+                        options,
+                    ),
+                ),
+            )
+            one = F.col(tmp_fast)
+            read = one[CORRUPT_COLUMN].isNull() & (F.size(one["payload"]) == 1)
+            fast_read = F.struct(
+                F.lit(None).cast("string").alias("schema"),
+                F.element_at(one["payload"], 1).alias("payload"),
+                F.lit(None).cast("string").alias(CORRUPT_COLUMN),
+            )
+            parse = {
+                tmp: F.when(read, fast_read).otherwise(parse[tmp]),
+                tmp_keys: F.when(read, both).otherwise(parse[tmp_keys]),
+            }
+            schema_ok = F.coalesce(read, F.lit(False)) | schema_ok
+        staged = df.withColumns(parse)
         present = raw.isNotNull() & (F.length(raw) > 0)
         null_payload = parsed["payload"].isNull() & parsed[CORRUPT_COLUMN].isNull()
         what = schema.name or schema.type
@@ -360,7 +390,8 @@ class JsonConverter(Converter):
         )
         staged = staged.withColumn(err, error)
         typed = F.when(F.col(err).isNull(), decode_json(parsed["payload"], schema, self.decimal_numeric))
-        return staged.withColumn(column, with_schema(typed, column, schema)).drop(tmp, tmp_keys)
+        typed_frame = staged.withColumn(column, with_schema(typed, column, schema))
+        return typed_frame.drop(tmp, tmp_keys, f"__kc_fast_{column}")
 
     def from_column(self, c: Column, schema: ConnectSchema | None) -> Column:
         """A typed column as Java's JSON bytes, from column expressions only: the schema text is computed
