@@ -513,12 +513,28 @@ def test_mixed_spellings_are_sampled_with_the_first_records_schema(spark) -> Non
     assert jobs == 2
     assert found["key"] == (None, frozenset(), None)
     schema, spellings, prefix = found["value"]
-    assert prefix is None
+    assert prefix is not None and java.decode().startswith(prefix)  # the first record's, Java's spelling
     assert schema is not None and schema.type == "struct" and len(spellings) == 2
     rows = converter.to_columns(df, "value", sampled=found["value"]).orderBy("offset").collect()
     errors = [r[error_column("value")] for r in rows]
     assert errors[:2] == [None, None] and errors[3] is None
     assert errors[2] is not None and "differs" in errors[2]
+
+
+def test_envelopes_not_spelled_as_java_spells_them_are_sampled_by_their_texts(spark) -> None:  # type: ignore[no-untyped-def]
+    """A producer that spaces its envelopes otherwise (Python's json.dumps): the first batch takes a second
+    job, which finds no Java prefix; the converter then reads the schema texts with the positions, and a
+    batch of one spelling needs no job more, as before envelope prefixes."""
+    schema = {"type": "struct", "fields": [{"type": "int32", "optional": False, "field": "a"}]}
+    values = [json.dumps({"schema": schema, "payload": {"a": i}}).encode() for i in range(4)]
+    df = spark.createDataFrame(_raw_rows(values), RAW_SCHEMA)
+    converter = json_converter()
+    first, first_jobs = _sampled_jobs(spark, df, {"value": converter})
+    assert first_jobs == 2 and first["value"].prefix is None and converter.envelope_texts
+    found, jobs = _sampled_jobs(spark, df, {"value": converter})
+    assert jobs == 1 and found == first and found["value"].schema is not None
+    rows = converter.to_columns(df, "value", sampled=found["value"]).orderBy("offset").collect()
+    assert [r["value"]["a"] for r in rows] == [0, 1, 2, 3]
 
 
 def test_spark_accepts_the_batch_schema_in_any_key_order_or_spacing(spark) -> None:  # type: ignore[no-untyped-def]

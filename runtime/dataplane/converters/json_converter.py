@@ -102,6 +102,9 @@ class JsonConverter(Converter):
         #: are checked against it as its positions are read (:func:`envelope_bounds`), so that a topic
         #: whose records keep one schema needs no more than that check to sample it.
         self.envelope_prefix: str | None = None
+        #: Whether the last batch sampled had no envelope spelled as Java writes one (another producer's
+        #: key order or spacing): the next batch's schema texts are then read whole (``envelope_bounds``).
+        self.envelope_texts = False
 
     def config_def(self) -> ConfigDef:
         """Java's JsonConverter keys: ``schemas.enable``, ``schemas.cache.size``, ``schema.content``,
@@ -434,11 +437,17 @@ def envelope_bounds(columns: Mapping[str, JsonConverter]) -> list[Column]:
     grouped one sorts the whole batch), and reading each record's ``$.schema`` parses and copies it; a
     hash and a comparison of leading bytes are neither. A batch whose records all start with the last
     prefix is sampled from it with no job; one whose records all start alike with another, from one
-    record read (:func:`samples_from_bounds`)."""
+    record read (:func:`samples_from_bounds`). A converter whose last batch was not spelled as Java spells
+    envelopes (``JsonConverter.envelope_texts``) reads the least and greatest schema text instead."""
     out: list[Column] = []
     for c, converter in columns.items():
         raw = F.col(c)
         text = raw.cast("string")
+        if converter.envelope_texts:
+            schema_text = F.when(raw.isNotNull(), F.get_json_object(text, "$.schema"))
+            nothing = F.lit(None).cast("boolean")
+            out.extend([F.min(schema_text), F.max(schema_text), F.min(nothing), F.max(nothing)])
+            continue
         present = raw.isNotNull() & (F.length(raw) > 0)
         held = converter.envelope_prefix
         miss = F.when(present, ~text.startswith(held) if held is not None else F.lit(True))
@@ -473,16 +482,20 @@ def samples_from_bounds(
     Per column: no record present, no schema; every record starting with the converter's last envelope
     prefix, that prefix's schema (parsed once for as long as it stays the same, :func:`_prefixed`), with
     no job; every record starting alike with another text, the first record is read (one row) and, when
-    it starts with an envelope prefix as Java writes one, its schema is the batch's. Other columns (mixed
-    schemas or spellings, or not Java's spelling) take a second job, which finds the first record's
-    schema text and the distinct ones; each converter keeps the prefix found for the next batch."""
+    it starts with an envelope prefix as Java writes one, its schema is the batch's. Read as texts
+    (``JsonConverter.envelope_texts``), equal least and greatest texts are every record's. Other columns
+    (mixed schemas or spellings, or not Java's spelling) take a second job, which finds the first
+    record's schema text and the distinct ones, and the first record's leading text; each converter keeps
+    what it found for the next batch."""
     found: dict[str, Sample] = {}
     mixed = []
     for n, (column, converter) in enumerate(columns.items()):
         at = BOUNDS_PER_COLUMN * n
         low, high, all_miss, any_miss = bounds[at : at + BOUNDS_PER_COLUMN] if bounds else (None,) * 4
         sample = None
-        if any_miss is None:  # no record present
+        if converter.envelope_texts:
+            sample = _one_spelling(low) if low == high else None
+        elif any_miss is None:  # no record present
             sample = Sample(None, frozenset())
         elif not any_miss and converter.envelope_prefix is not None:
             sample = _prefixed(converter.envelope_prefix)
@@ -495,30 +508,49 @@ def samples_from_bounds(
             if sample.prefix is not None:
                 converter.envelope_prefix = sample.prefix
     if mixed:
-        texts = {
-            c: F.when(F.col(c).isNotNull(), F.get_json_object(F.col(c).cast("string"), "$.schema"))
-            for c in mixed
-        }
-        row = df.agg(
-            *[
-                agg
-                for c in mixed
-                for agg in (
-                    F.first(texts[c], ignorenulls=True),
-                    F.slice(F.collect_set(texts[c]), 1, _SCHEMA_SPELLINGS),
-                )
-            ]
-        ).first()
-        for n, column in enumerate(mixed):
-            first, spelled = (row[2 * n], row[2 * n + 1]) if row is not None else (None, None)
-            sample = _read_sample(first, spelled or [])
-            held = columns[column].envelope_prefix
-            # Records spelled as the last batch's prefix are read by their payload alone when that prefix
-            # names this batch's schema in one of its spellings.
-            if held is not None and sample.schema is not None and _prefixed(held).schema == sample.schema:
-                sample = sample._replace(prefix=held)
-            found[column] = sample
+        found.update(_mixed_samples(df, {c: columns[c] for c in mixed}))
     return {column: found[column] for column in columns}
+
+
+def _mixed_samples(df: DataFrame, columns: Mapping[str, JsonConverter]) -> dict[str, Sample]:
+    """Samples of columns whose records differ (in schema, spelling or leading text), in one job: the first
+    record's schema and the spellings of it among the batch's texts; as prefix, the first record's leading
+    text when it is an envelope prefix as Java writes one naming that schema, else the converter's last
+    prefix if it names that schema. A converter left with no prefix reads texts for its next batch."""
+    aggregates = []
+    for c in columns:
+        raw = F.col(c)
+        text = raw.cast("string")
+        schema_text = F.when(raw.isNotNull(), F.get_json_object(text, "$.schema"))
+        lead = F.when(raw.isNotNull() & (F.length(raw) > 0), F.substring_index(text, _PAYLOAD_HEAD, 1))
+        aggregates += [
+            F.first(schema_text, ignorenulls=True),
+            F.slice(F.collect_set(schema_text), 1, _SCHEMA_SPELLINGS),
+            F.first(lead, ignorenulls=True),
+        ]
+    row = df.agg(*aggregates).first()
+    found: dict[str, Sample] = {}
+    for n, (column, converter) in enumerate(columns.items()):
+        first, spelled, lead = row[3 * n : 3 * n + 3] if row is not None else (None, None, None)
+        sample = _read_sample(first, spelled or [])
+        candidates = [] if lead is None else [str(lead) + _PAYLOAD_HEAD]
+        candidates += [] if converter.envelope_prefix is None else [converter.envelope_prefix]
+        for prefix in candidates:
+            if sample.schema is not None and _prefixed(prefix).schema == sample.schema:
+                sample = sample._replace(prefix=prefix)
+                break
+        if sample.prefix is not None:
+            converter.envelope_prefix = sample.prefix
+        converter.envelope_texts = sample.prefix is None and sample.schema is not None
+        found[column] = sample
+    return found
+
+
+@functools.lru_cache(maxsize=_SCHEMA_SPELLINGS)
+def _one_spelling(text: str | None) -> Sample:
+    """:func:`_read_sample` of a batch whose records all spell their schema ``text``: a topic's batches
+    name the same schema batch after batch, and its JSON is parsed once (a Sample is immutable)."""
+    return _read_sample(text, [])
 
 
 def _first_prefixed(df: DataFrame, column: str) -> Sample | None:
@@ -545,6 +577,8 @@ def _prefixed(prefix: str) -> Sample:
     holding no ``,"payload":``, so the prefix is the first one): ``<text>``'s schema, spelled by it;
     no schema (and no prefix) when it is not one JSON value naming a schema. Parsed once for as long as a
     topic's records keep it (a Sample is immutable)."""
+    if not prefix.startswith(_SCHEMA_HEAD) or not prefix.endswith(_PAYLOAD_HEAD):
+        return Sample(None, frozenset())
     text = prefix[len(_SCHEMA_HEAD) : -len(_PAYLOAD_HEAD)]
     sample = _read_sample(text, [])
     return sample if sample.schema is None else sample._replace(prefix=prefix)
