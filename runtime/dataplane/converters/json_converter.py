@@ -531,9 +531,9 @@ def _mixed_samples(df: DataFrame, columns: Mapping[str, JsonConverter]) -> dict[
     row = df.agg(*aggregates).first()
     found: dict[str, Sample] = {}
     for n, (column, converter) in enumerate(columns.items()):
-        first, spelled, lead = row[3 * n : 3 * n + 3] if row is not None else (None, None, None)
+        first, spelled, leading = row[3 * n : 3 * n + 3] if row is not None else (None, None, None)
         sample = _read_sample(first, spelled or [])
-        candidates = [] if lead is None else [str(lead) + _PAYLOAD_HEAD]
+        candidates = [] if leading is None else [str(leading) + _PAYLOAD_HEAD]
         candidates += [] if converter.envelope_prefix is None else [converter.envelope_prefix]
         for prefix in candidates:
             if sample.schema is not None and _prefixed(prefix).schema == sample.schema:
