@@ -290,8 +290,9 @@ def convert_and_transform(
 ) -> DataFrame:
     """A sink batch from the raw frame to typed, transformed rows with each row's first error collected.
 
-    Keeps the raw key and value (RAW_KEY, RAW_VALUE) for dead letters; ``key_converter``/``value_converter``
-    are :class:`converters.Converter` and ``chain`` a :class:`transforms.TransformChain`. ``key_schema`` /
+    Keeps the raw key and value (RAW_KEY, RAW_VALUE) of failed rows for dead letters (null on good rows);
+    ``key_converter``/``value_converter`` are :class:`converters.Converter` and ``chain`` a
+    :class:`transforms.TransformChain`. ``key_schema`` /
     ``value_schema`` (a ``ConnectSchema``) are handed to the converters' ``to_columns`` when known, e.g.
     one inferred for schemaless JSON so struct transforms apply. ``drop=False`` keeps the rows a
     transformation drops, marked (``TransformChain.apply``). ``samples`` holds, per column, a JSON
@@ -309,11 +310,17 @@ def convert_and_transform(
             staged = converter.to_columns(staged, column, schema)
     # A row whose conversion failed is not transformed further: its error is already recorded.
     staged = chain.apply(staged, drop)
-    return collect_errors(
+    collected = collect_errors(
         staged,
         {
             error_column("key"): (Stage.KEY_CONVERTER, key_converter.java_class),
             error_column("value"): (Stage.VALUE_CONVERTER, value_converter.java_class),
             TRANSFORM_ERROR: (Stage.TRANSFORMATION, TRANSFORM_ERROR_CLASS),
         },
+    )
+    # Only a failed row's raw bytes are read (its dead letter, its log line): a good row keeps none, so
+    # that a batch persisted once prepared holds each good record once, converted, not its bytes beside.
+    failed = F.col(ERROR_MESSAGE).isNotNull()
+    return collected.withColumns(
+        {RAW_KEY: F.when(failed, F.col(RAW_KEY)), RAW_VALUE: F.when(failed, F.col(RAW_VALUE))}
     )

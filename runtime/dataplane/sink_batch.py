@@ -35,6 +35,7 @@ from kconnect.runtime.dataplane.converters import (
     converter_from_config,
 )
 from kconnect.runtime.dataplane.converters.json_converter import (
+    BOUNDS_PER_COLUMN,
     envelope_bounds,
     sample_envelopes,
     samples_from_bounds,
@@ -147,10 +148,11 @@ def envelope_aggregates(plan: SinkPlan) -> list[Any]:
     return envelope_bounds(_sampled(plan))
 
 
-def merged_bounds(rows: Iterable[Any], first: int) -> list[str | None]:
-    """The least and greatest envelope text per sampled column over all groups of a grouped aggregation:
-    ``rows`` are its rows, whose :func:`envelope_aggregates` values start at index ``first``."""
-    out: list[str | None] = []
+def merged_bounds(rows: Iterable[Any], first: int) -> list[Any]:
+    """The :func:`envelope_aggregates` values over all groups of a grouped aggregation (they come in pairs,
+    the least of the lows and the greatest of the highs): ``rows`` are its rows, whose values start at
+    index ``first``."""
+    out: list[Any] = []
     for row in rows:
         values = list(row)[first:]
         if not out:
@@ -169,7 +171,7 @@ def prepare(
     plan: SinkPlan,
     frame: DataFrame,
     keep_dropped: bool = False,
-    bounds: list[str | None] | None = None,
+    bounds: list[Any] | None = None,
 ) -> DataFrame:
     """The raw batch (``records.RAW_SCHEMA``) converted and transformed, each row's first error collected.
 
@@ -190,7 +192,7 @@ def prepare(
     sampling = _sampled(plan)
     samples = (
         sample_envelopes(frame, sampling)
-        if bounds is None or len(bounds) != 2 * len(sampling)
+        if bounds is None or len(bounds) != BOUNDS_PER_COLUMN * len(sampling)
         else samples_from_bounds(frame, sampling, bounds)
     )
     return convert_and_transform(

@@ -401,6 +401,54 @@ def test_spark_bad_rows_get_an_error_not_an_exception(spark) -> None:  # type: i
     assert all(rows[i]["value"] is None for i in range(1, 5))
 
 
+def test_records_read_after_their_envelope_prefix_fail_as_whole_records_do(spark) -> None:  # type: ignore[no-untyped-def]
+    """A record starting with the batch's envelope prefix has only its payload parsed: what follows the
+    prefix (another key, a payload that does not fit, truncated JSON, a null) fails with the message the
+    whole record's reading gives, and records naming another schema still differ."""
+    schema = ConnectSchema("struct", fields=(ConnectField("a", ConnectSchema("int32")),))
+    good = json_converter().from_connect({"a": 1}, schema)
+    prefix = '{"schema":' + java_json.write(schema_to_json(schema)) + ',"payload":'
+    assert good.decode().startswith(prefix)
+    head = prefix.encode()
+    values = [
+        good,
+        head + b'{"a":2},"extra":1}',
+        head + b'{"a":"x"}}',
+        head + b'{"a":',
+        json_converter().from_connect(5, ConnectSchema("int32")),
+        None,
+        head + b"null}",
+        head + b'{"a":3} }',
+        b"",
+        head + b'{"a":4},{"a":5}}',
+        head + b"}",
+        head + b'{"a":6},"payload":{"a":7}}',
+        head + b'{"a":8}} ',
+    ]
+    df = spark.createDataFrame(_raw_rows(values), RAW_SCHEMA)
+    converter = json_converter()
+    converter.envelope_prefix = prefix  # the last batch's: every record of it was spelled so
+    sample = sample_envelopes(df, {"value": converter})["value"]
+    assert sample.schema == schema and sample.prefix == prefix
+    fast = converter.to_columns(df, "value", sampled=sample).orderBy("offset").collect()
+    whole_sample = sample._replace(prefix=None)
+    whole = converter.to_columns(df, "value", sampled=whole_sample).orderBy("offset").collect()
+    errors = [r[error_column("value")] for r in fast]
+    assert errors == [r[error_column("value")] for r in whole]
+    assert [r["value"] for r in fast] == [r["value"] for r in whole]
+    assert errors[0] is None and fast[0]["value"]["a"] == 1
+    assert errors[1] == ENVELOPE_ERROR
+    assert errors[2] is not None and "does not fit schema" in errors[2]
+    assert errors[3] is not None and "serialization error" in errors[3]
+    assert errors[4] is not None and "differs" in errors[4]
+    assert errors[5] is None and fast[5]["value"] is None
+    assert errors[6] is not None and "Invalid null value" in errors[6]
+    assert errors[7] is None and fast[7]["value"]["a"] == 3
+    assert errors[8] is None and fast[8]["value"] is None
+    assert all(e is not None for e in errors[9:12])  # two values, none, a second payload key
+    assert errors[12] is None and fast[12]["value"]["a"] == 8  # read whole: it ends with a space
+
+
 def _jobs(spark, action):  # type: ignore[no-untyped-def]
     """``action()``'s answer and how many Spark jobs it ran."""
     sc = spark.sparkContext
@@ -423,7 +471,8 @@ def _sampled_jobs(spark, df, columns):  # type: ignore[no-untyped-def]
 
 
 def test_key_and_value_envelopes_are_sampled_in_one_job(spark) -> None:  # type: ignore[no-untyped-def]
-    """One producer, one spelling: a key and a value schema (keys null on some records) in one job."""
+    """One producer, one spelling: a key and a value schema (keys null on some records) in one job, once
+    the converters hold the batch's envelope prefixes (the first time, one record is read per column)."""
     key_schema = ConnectSchema("string")
     value_schema = ConnectSchema("struct", fields=(ConnectField("a", ConnectSchema("int32")),))
     keys, values = json_converter(), json_converter()
@@ -433,10 +482,15 @@ def test_key_and_value_envelopes_are_sampled_in_one_job(spark) -> None:  # type:
         for i in range(6)
     ]  # fmt: skip
     df = spark.createDataFrame(rows, RAW_SCHEMA)
+    first, first_jobs = _jobs(spark, lambda: sample_envelopes(df, {"key": keys, "value": values}))
     found, jobs = _sampled_jobs(spark, df, {"key": keys, "value": values})
-    assert jobs == 1
-    assert found["key"][0] == key_schema and found["value"][0] == value_schema
-    assert found["value"][1] == {java_json.write(schema_to_json(value_schema))}
+    assert jobs == 1 and first_jobs > jobs
+    assert found == first
+    assert found["key"].schema == key_schema and found["value"].schema == value_schema
+    value_text = java_json.write(schema_to_json(value_schema))
+    assert found["value"].spellings == {value_text}
+    assert found["value"].prefix == '{"schema":' + value_text + ',"payload":'
+    assert keys.envelope_prefix == found["key"].prefix is not None
     typed = values.to_columns(df, "value", sampled=found["value"]).orderBy("offset").collect()
     assert [r["value"]["a"] for r in typed] == list(range(6))
     assert all(r[error_column("value")] is None for r in typed)
@@ -457,13 +511,30 @@ def test_mixed_spellings_are_sampled_with_the_first_records_schema(spark) -> Non
     converter = json_converter()
     found, jobs = _sampled_jobs(spark, df, {"key": json_converter(), "value": converter})
     assert jobs == 2
-    assert found["key"] == (None, frozenset())
-    schema, spellings = found["value"]
+    assert found["key"] == (None, frozenset(), None)
+    schema, spellings, prefix = found["value"]
+    assert prefix is not None and java.decode().startswith(prefix)  # the first record's, Java's spelling
     assert schema is not None and schema.type == "struct" and len(spellings) == 2
     rows = converter.to_columns(df, "value", sampled=found["value"]).orderBy("offset").collect()
     errors = [r[error_column("value")] for r in rows]
     assert errors[:2] == [None, None] and errors[3] is None
     assert errors[2] is not None and "differs" in errors[2]
+
+
+def test_envelopes_not_spelled_as_java_spells_them_are_sampled_by_their_texts(spark) -> None:  # type: ignore[no-untyped-def]
+    """A producer that spaces its envelopes otherwise (Python's json.dumps): the first batch takes a second
+    job, which finds no Java prefix; the converter then reads the schema texts with the positions, and a
+    batch of one spelling needs no job more, as before envelope prefixes."""
+    schema = {"type": "struct", "fields": [{"type": "int32", "optional": False, "field": "a"}]}
+    values = [json.dumps({"schema": schema, "payload": {"a": i}}).encode() for i in range(4)]
+    df = spark.createDataFrame(_raw_rows(values), RAW_SCHEMA)
+    converter = json_converter()
+    first, first_jobs = _sampled_jobs(spark, df, {"value": converter})
+    assert first_jobs == 2 and first["value"].prefix is None and converter.envelope_texts
+    found, jobs = _sampled_jobs(spark, df, {"value": converter})
+    assert jobs == 1 and found == first and found["value"].schema is not None
+    rows = converter.to_columns(df, "value", sampled=found["value"]).orderBy("offset").collect()
+    assert [r["value"]["a"] for r in rows] == [0, 1, 2, 3]
 
 
 def test_spark_accepts_the_batch_schema_in_any_key_order_or_spacing(spark) -> None:  # type: ignore[no-untyped-def]

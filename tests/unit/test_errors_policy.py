@@ -13,6 +13,8 @@ from kconnect.runtime.dataplane.errors_policy import (
     DLQ_HEADERS,
     ERROR_CLASS,
     ERROR_STAGE,
+    RAW_KEY,
+    RAW_VALUE,
     Decision,
     ErrorPolicy,
     convert_and_transform,
@@ -127,7 +129,9 @@ def test_a_mixed_batch_splits_into_good_rows_and_javas_dead_letters(spark) -> No
     )
     batch = convert_and_transform(spark.createDataFrame(raw, RAW_SCHEMA), keys, values, chain)
     good, failed = split(batch)
-    assert [r["value"]["n"] for r in good.collect()] == [1]
+    [kept] = good.collect()
+    assert kept["value"]["n"] == 1
+    assert kept[RAW_KEY] is None and kept[RAW_VALUE] is None  # only a failed row keeps its bytes
     bad = {r["offset"]: r for r in failed.collect()}
     assert bad[11][ERROR_STAGE] == "VALUE_CONVERTER" and bad[11][ERROR_CLASS] == JsonConverter.java_class
     assert bad[12][ERROR_STAGE] == "TRANSFORMATION" and bad[12][ERROR_CLASS].endswith("Cast$Value")

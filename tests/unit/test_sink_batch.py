@@ -191,8 +191,9 @@ def test_envelope_bounds_merge_across_groups_ignoring_nulls() -> None:
 
 
 def test_a_batchs_envelopes_sampled_in_the_callers_own_aggregation_need_no_job(spark) -> None:  # type: ignore[no-untyped-def]
-    """The sink runner reads the envelope schemas' texts with the batch's positions (one grouped job):
-    ``prepare`` given them runs no Spark job of its own to sample, and converts as it would have."""
+    """The sink runner checks the envelopes with the batch's positions (one grouped job): ``prepare``
+    given that check runs no Spark job of its own to sample once the converters hold the topic's envelope
+    prefix (the first batch reads one record for it), and converts as it would have."""
     plan = sink_plan(WORKER, {}, "c", 0)
     conv = JsonConverter()
     conv.configure({}, False)
@@ -201,9 +202,10 @@ def test_a_batchs_envelopes_sampled_in_the_callers_own_aggregation_need_no_job(s
         for topic, p, o in (("a", 0, 0), ("a", 1, 1), ("b", 0, 2))
     ]
     frame = spark.createDataFrame(raw, RAW_SCHEMA).persist()
-    aggregates = envelope_aggregates(plan)
-    assert len(aggregates) == 4  # least and greatest text of the key's and the value's envelopes
-    rows = frame.groupBy("topic", "partition").agg(*aggregates).collect()
+    assert len(envelope_aggregates(plan)) == 8  # four per column, the key's and the value's
+    first = frame.groupBy("topic", "partition").agg(*envelope_aggregates(plan)).collect()
+    prepare(plan, frame, bounds=merged_bounds(first, 2))  # reads one record: the value's prefix
+    rows = frame.groupBy("topic", "partition").agg(*envelope_aggregates(plan)).collect()
     bounds = merged_bounds(rows, 2)
     sc = spark.sparkContext
     sc.setJobGroup("kc-bounds-test", "under test")

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
+    ArrayType,
     StringType,
     StructField,
     StructType,
@@ -45,6 +46,7 @@ from kconnect.runtime.plugins.config_def import ConfigDef, ConfigValidationError
 from kconnect.runtime.plugins.converter_configs import converter_config_def
 
 __all__ = [
+    "BOUNDS_PER_COLUMN",
     "SCHEMA_TEXT_CACHE",
     "JsonConverter",
     "Sample",
@@ -61,8 +63,23 @@ SCHEMA_TEXT_CACHE = 1000
 
 _SCHEMA_SPELLINGS = 16
 
-#: A batch's sampled envelope schema (None: no record names one) and the texts that spell it.
-Sample = tuple[ConnectSchema | None, frozenset[str]]
+#: How Java's JsonConverter starts an envelope, and what comes between its schema and its payload.
+_SCHEMA_HEAD = '{"schema":'
+_PAYLOAD_HEAD = ',"payload":'
+
+
+class Sample(NamedTuple):
+    """A batch's sampled envelope schema (None: no record names one) and the texts that spell it.
+
+    ``prefix``: when known, the exact text ``{"schema":<text>,"payload":`` that the batch's records start
+    with (every one of them, or, for a batch of mixed schemas, those naming the sampled schema so), as
+    Java's JsonConverter writes them. A record that starts with it names the sampled schema, so its schema
+    need not be parsed: only its payload is (:meth:`JsonConverter.to_columns`).
+    """
+
+    schema: ConnectSchema | None
+    spellings: frozenset[str]
+    prefix: str | None = None
 
 
 class JsonConverter(Converter):
@@ -81,6 +98,13 @@ class JsonConverter(Converter):
         #: record's envelope says).
         self.content_schema: ConnectSchema | None = None
         self._schema_texts: dict[int, tuple[ConnectSchema, str]] = {}
+        #: The envelope prefix (``Sample.prefix``) of the last batch sampled: the next batch's records
+        #: are checked against it as its positions are read (:func:`envelope_bounds`), so that a topic
+        #: whose records keep one schema needs no more than that check to sample it.
+        self.envelope_prefix: str | None = None
+        #: Whether the last batch sampled had no envelope spelled as Java writes one (another producer's
+        #: key order or spacing): the next batch's schema texts are then read whole (``envelope_bounds``).
+        self.envelope_texts = False
 
     def config_def(self) -> ConfigDef:
         """Java's JsonConverter keys: ``schemas.enable``, ``schemas.cache.size``, ``schema.content``,
@@ -232,11 +256,12 @@ class JsonConverter(Converter):
         text = raw.cast("string")
         err = error_column(column)
         spellings: frozenset[str] = frozenset()
+        prefix: str | None = None
         content = self.schemas_enable and self.content_schema is not None and schema is None
         if content:
             schema = self.content_schema
         elif schema is None and self.schemas_enable:
-            schema, spellings = sampled if sampled is not None else self.sample_schema(df, column)
+            schema, spellings, prefix = sampled if sampled is not None else self.sample_schema(df, column)
         if schema is None:
             if self.schemas_enable:
                 # No record names a schema: every value is null or a schemaless envelope.
@@ -266,6 +291,7 @@ class JsonConverter(Converter):
         # holds the compact JSON text of an object, as get_json_object gives it), payload and top-level
         # keys come from one from_json and one key scan (they were four passes over the text).
         enveloped_read = self.schemas_enable and not content
+        both = F.array(F.lit("payload"), F.lit("schema"))
         read_type = StructType(
             [
                 *([StructField("schema", StringType(), True)] if enveloped_read else []),
@@ -286,7 +312,7 @@ class JsonConverter(Converter):
             schema_ok = F.lit(True)
         elif self.schemas_enable:
             wrapped = text
-            keys_ok = F.array_sort(keys) == F.array(F.lit("payload"), F.lit("schema"))
+            keys_ok = F.array_sort(keys) == both
             expected = java_json.write(schema_to_json(schema))
             # A record whose payload does not fit may have lost its parsed fields: its schema is read
             # again from the text (rare), so that naming another schema stays the error it reports.
@@ -299,9 +325,50 @@ class JsonConverter(Converter):
             wrapped = F.concat(F.lit('{"payload":'), text, F.lit("}"))
             keys_ok = F.lit(True)
             schema_ok = F.lit(True)
-        staged = df.withColumns(
-            {tmp: F.from_json(wrapped, read_type, options), tmp_keys: F.json_object_keys(wrapped)}
-        )
+        parse = {tmp: F.from_json(wrapped, read_type, options), tmp_keys: F.json_object_keys(wrapped)}
+        if enveloped_read and prefix is not None:
+            # A record that starts with the sampled envelope's exact prefix names the batch's schema: only
+            # what follows it is parsed, once, so the schema's text (often longer than the payload) is
+            # neither parsed nor copied and no second pass reads the keys. That rest, its closing brace
+            # dropped, is read as a one-element array (``{"payload":[<rest>]}``): a key after the payload
+            # or a second value breaks the array, so a record that reads as exactly one element that fits
+            # is an envelope of that schema with no other key. Any other record, and one of these that
+            # does not read so, is read whole as above, and gets that reading's error.
+            head = len(prefix.encode())
+            body = raw.cast("binary")
+            fast = text.startswith(prefix) & (F.substring(body, -1, 1) == F.lit(b"}"))
+            rest = body.substr(F.lit(head + 1), F.length(body) - head - 1)
+            fast_type = StructType(
+                [
+                    StructField("payload", ArrayType(read_type["payload"].dataType, True), True),
+                    StructField(CORRUPT_COLUMN, StringType(), True),
+                ]
+            )
+            tmp_fast = f"__kc_fast_{column}"
+            df = df.withColumn(
+                tmp_fast,
+                F.when(
+                    fast,
+                    F.from_json(
+                        F.concat(F.lit(b'{"payload":['), rest, F.lit(b"]}")).cast("string"),
+                        fast_type,
+                        options,
+                    ),
+                ),
+            )
+            one = F.col(tmp_fast)
+            read = one[CORRUPT_COLUMN].isNull() & (F.size(one["payload"]) == 1)
+            fast_read = F.struct(
+                F.lit(None).cast("string").alias("schema"),
+                F.element_at(one["payload"], 1).alias("payload"),
+                F.lit(None).cast("string").alias(CORRUPT_COLUMN),
+            )
+            parse = {
+                tmp: F.when(read, fast_read).otherwise(parse[tmp]),
+                tmp_keys: F.when(read, both).otherwise(parse[tmp_keys]),
+            }
+            schema_ok = F.coalesce(read, F.lit(False)) | schema_ok
+        staged = df.withColumns(parse)
         present = raw.isNotNull() & (F.length(raw) > 0)
         null_payload = parsed["payload"].isNull() & parsed[CORRUPT_COLUMN].isNull()
         what = schema.name or schema.type
@@ -326,7 +393,8 @@ class JsonConverter(Converter):
         )
         staged = staged.withColumn(err, error)
         typed = F.when(F.col(err).isNull(), decode_json(parsed["payload"], schema, self.decimal_numeric))
-        return staged.withColumn(column, with_schema(typed, column, schema)).drop(tmp, tmp_keys)
+        typed_frame = staged.withColumn(column, with_schema(typed, column, schema))
+        return typed_frame.drop(tmp, tmp_keys, f"__kc_fast_{column}")
 
     def from_column(self, c: Column, schema: ConnectSchema | None) -> Column:
         """A typed column as Java's JSON bytes, from column expressions only: the schema text is computed
@@ -353,19 +421,45 @@ class JsonConverter(Converter):
         return F.when(c.isNotNull(), out.cast("binary"))
 
 
-def envelope_bounds(columns: Iterable[str]) -> list[Column]:
-    """Per column (in order), the least and greatest envelope schema text of the batch's records, as
-    aggregate columns: what :func:`samples_from_bounds` reads. A caller that aggregates over the batch
-    anyway (a sink batch's positions) adds these to its own job instead of a job of their own."""
-    texts = [
-        F.when(F.col(c).isNotNull(), F.get_json_object(F.col(c).cast("string"), "$.schema")) for c in columns
-    ]
-    return [f(t) for t in texts for f in (F.min, F.max)]
+#: How many aggregate columns :func:`envelope_bounds` gives per column.
+BOUNDS_PER_COLUMN = 4
+
+
+def envelope_bounds(columns: Mapping[str, JsonConverter]) -> list[Column]:
+    """Per column (in order), what :func:`samples_from_bounds` reads of a batch's envelopes, as aggregate
+    columns (``BOUNDS_PER_COLUMN`` each, in least/greatest pairs): the least and greatest hash of the
+    records' leading text up to ``,"payload":`` among those that do not start with the converter's last
+    envelope prefix (``JsonConverter.envelope_prefix``), and the least and greatest of "does not start with
+    it" over the records present. A caller that aggregates over the batch anyway (a sink batch's positions)
+    adds these to its own job instead of a job of their own.
+
+    Why hashes and a prefix test, not the schema texts: a text aggregate is a sort aggregate in Spark (a
+    grouped one sorts the whole batch), and reading each record's ``$.schema`` parses and copies it; a
+    hash and a comparison of leading bytes are neither. A batch whose records all start with the last
+    prefix is sampled from it with no job; one whose records all start alike with another, from one
+    record read (:func:`samples_from_bounds`). A converter whose last batch was not spelled as Java spells
+    envelopes (``JsonConverter.envelope_texts``) reads the least and greatest schema text instead."""
+    out: list[Column] = []
+    for c, converter in columns.items():
+        raw = F.col(c)
+        text = raw.cast("string")
+        if converter.envelope_texts:
+            schema_text = F.when(raw.isNotNull(), F.get_json_object(text, "$.schema"))
+            nothing = F.lit(None).cast("boolean")
+            out.extend([F.min(schema_text), F.max(schema_text), F.min(nothing), F.max(nothing)])
+            continue
+        present = raw.isNotNull() & (F.length(raw) > 0)
+        held = converter.envelope_prefix
+        miss = F.when(present, ~text.startswith(held) if held is not None else F.lit(True))
+        head = F.when(miss, F.xxhash64(F.substring_index(text, _PAYLOAD_HEAD, 1)))
+        out.extend([F.min(head), F.max(head), F.min(miss), F.max(miss)])
+    return out
 
 
 def sample_envelopes(df: DataFrame, columns: Mapping[str, JsonConverter]) -> dict[str, Sample]:
     """Each column's envelope schema (its first record's) and every spelling of it the batch holds, for all
-    ``columns`` in one Spark job over the batch.
+    ``columns`` in one Spark job over the batch (:func:`envelope_bounds`, then
+    :func:`samples_from_bounds`).
 
     Why one job: a sink batch's key and value converters both sample (a JsonConverter with schemas is
     the default for both), and each job is a pass over the batch plus a shuffle; keys that are all null
@@ -380,43 +474,76 @@ def sample_envelopes(df: DataFrame, columns: Mapping[str, JsonConverter]) -> dic
 
 
 def samples_from_bounds(
-    df: DataFrame, columns: Mapping[str, JsonConverter], bounds: Sequence[str | None] | None
+    df: DataFrame, columns: Mapping[str, JsonConverter], bounds: Sequence[Any] | None
 ) -> dict[str, Sample]:
-    """The samples of :func:`sample_envelopes` from the batch's :func:`envelope_bounds` (``bounds``: least
-    and greatest text per column, in ``columns``' order; None: the batch has no rows).
+    """The samples of :func:`sample_envelopes` from the batch's :func:`envelope_bounds` (``bounds``: their
+    values, merged over groups, in ``columns``' order; None: the batch has no rows).
 
-    The least and greatest text of each column come first: an aggregate Spark compiles, with no set of
-    strings kept per row. Equal (the usual case: one producer, one spelling), that text is every
-    record's, so it is the first record's too, and its schema is parsed once for as long as it stays the
-    same (:func:`_one_spelling`); only columns whose records differ take a second job, which finds the
-    first record's text and the distinct ones."""
+    Per column: no record present, no schema; every record starting with the converter's last envelope
+    prefix, that prefix's schema (parsed once for as long as it stays the same, :func:`_prefixed`), with
+    no job; every record starting alike with another text, the first record is read (one row) and, when
+    it starts with an envelope prefix as Java writes one, its schema is the batch's. Read as texts
+    (``JsonConverter.envelope_texts``), equal least and greatest texts are every record's. Other columns
+    (mixed schemas or spellings, or not Java's spelling) take a second job, which finds the first
+    record's schema text and the distinct ones, and the first record's leading text; each converter keeps
+    what it found for the next batch."""
     found: dict[str, Sample] = {}
     mixed = []
-    for n, column in enumerate(columns):
-        low, high = (bounds[2 * n], bounds[2 * n + 1]) if bounds is not None else (None, None)
-        if low == high:
-            found[column] = _one_spelling(low)
-        else:
+    for n, (column, converter) in enumerate(columns.items()):
+        at = BOUNDS_PER_COLUMN * n
+        low, high, all_miss, any_miss = bounds[at : at + BOUNDS_PER_COLUMN] if bounds else (None,) * 4
+        sample = None
+        if converter.envelope_texts:
+            sample = _one_spelling(low) if low == high else None
+        elif any_miss is None:  # no record present
+            sample = Sample(None, frozenset())
+        elif not any_miss and converter.envelope_prefix is not None:
+            sample = _prefixed(converter.envelope_prefix)
+        elif all_miss and low == high:
+            sample = _first_prefixed(df, column)
+        if sample is None:
             mixed.append(column)
+        else:
+            found[column] = sample
+            if sample.prefix is not None:
+                converter.envelope_prefix = sample.prefix
     if mixed:
-        texts = {
-            c: F.when(F.col(c).isNotNull(), F.get_json_object(F.col(c).cast("string"), "$.schema"))
-            for c in mixed
-        }
-        row = df.agg(
-            *[
-                agg
-                for c in mixed
-                for agg in (
-                    F.first(texts[c], ignorenulls=True),
-                    F.slice(F.collect_set(texts[c]), 1, _SCHEMA_SPELLINGS),
-                )
-            ]
-        ).first()
-        for n, column in enumerate(mixed):
-            first, spelled = (row[2 * n], row[2 * n + 1]) if row is not None else (None, None)
-            found[column] = _read_sample(first, spelled or [])
+        found.update(_mixed_samples(df, {c: columns[c] for c in mixed}))
     return {column: found[column] for column in columns}
+
+
+def _mixed_samples(df: DataFrame, columns: Mapping[str, JsonConverter]) -> dict[str, Sample]:
+    """Samples of columns whose records differ (in schema, spelling or leading text), in one job: the first
+    record's schema and the spellings of it among the batch's texts; as prefix, the first record's leading
+    text when it is an envelope prefix as Java writes one naming that schema, else the converter's last
+    prefix if it names that schema. A converter left with no prefix reads texts for its next batch."""
+    aggregates = []
+    for c in columns:
+        raw = F.col(c)
+        text = raw.cast("string")
+        schema_text = F.when(raw.isNotNull(), F.get_json_object(text, "$.schema"))
+        lead = F.when(raw.isNotNull() & (F.length(raw) > 0), F.substring_index(text, _PAYLOAD_HEAD, 1))
+        aggregates += [
+            F.first(schema_text, ignorenulls=True),
+            F.slice(F.collect_set(schema_text), 1, _SCHEMA_SPELLINGS),
+            F.first(lead, ignorenulls=True),
+        ]
+    row = df.agg(*aggregates).first()
+    found: dict[str, Sample] = {}
+    for n, (column, converter) in enumerate(columns.items()):
+        first, spelled, leading = row[3 * n : 3 * n + 3] if row is not None else (None, None, None)
+        sample = _read_sample(first, spelled or [])
+        candidates = [] if leading is None else [str(leading) + _PAYLOAD_HEAD]
+        candidates += [] if converter.envelope_prefix is None else [converter.envelope_prefix]
+        for prefix in candidates:
+            if sample.schema is not None and _prefixed(prefix).schema == sample.schema:
+                sample = sample._replace(prefix=prefix)
+                break
+        if sample.prefix is not None:
+            converter.envelope_prefix = sample.prefix
+        converter.envelope_texts = sample.prefix is None and sample.schema is not None
+        found[column] = sample
+    return found
 
 
 @functools.lru_cache(maxsize=_SCHEMA_SPELLINGS)
@@ -426,10 +553,41 @@ def _one_spelling(text: str | None) -> Sample:
     return _read_sample(text, [])
 
 
+def _first_prefixed(df: DataFrame, column: str) -> Sample | None:
+    """The sample of a batch whose records all start alike, from its first record (one row read): None
+    when that record does not start as Java's JsonConverter writes an envelope with a schema."""
+    raw = F.col(column)
+    rows = df.where(raw.isNotNull() & (F.length(raw) > 0)).select(raw).limit(1).collect()
+    if not rows:
+        return None
+    try:
+        text = bytes(rows[0][0]).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    end = text.find(_PAYLOAD_HEAD)
+    if not text.startswith(_SCHEMA_HEAD) or end < 0:
+        return None
+    sample = _prefixed(text[: end + len(_PAYLOAD_HEAD)])
+    return sample if sample.schema is not None else None
+
+
+@functools.lru_cache(maxsize=_SCHEMA_SPELLINGS)
+def _prefixed(prefix: str) -> Sample:
+    """The sample of records starting with ``prefix`` (``{"schema":<text>,"payload":``; the schema's text
+    holding no ``,"payload":``, so the prefix is the first one): ``<text>``'s schema, spelled by it;
+    no schema (and no prefix) when it is not one JSON value naming a schema. Parsed once for as long as a
+    topic's records keep it (a Sample is immutable)."""
+    if not prefix.startswith(_SCHEMA_HEAD) or not prefix.endswith(_PAYLOAD_HEAD):
+        return Sample(None, frozenset())
+    text = prefix[len(_SCHEMA_HEAD) : -len(_PAYLOAD_HEAD)]
+    sample = _read_sample(text, [])
+    return sample if sample.schema is None else sample._replace(prefix=prefix)
+
+
 def _read_sample(first: str | None, texts: list[str]) -> Sample:
     """The first record's schema and the texts (of ``texts``) that mean the same schema."""
     if first is None:
-        return None, frozenset()
+        return Sample(None, frozenset())
     parsed: list[tuple[str, ConnectSchema]] = []
     for text in [first, *texts]:
         try:
@@ -439,6 +597,6 @@ def _read_sample(first: str | None, texts: list[str]) -> Sample:
         if schema is not None:
             parsed.append((str(text), schema))
     if not parsed or parsed[0][0] != first:
-        return None, frozenset()
+        return Sample(None, frozenset())
     head = parsed[0][1]
-    return head, frozenset(text for text, schema in parsed if schema == head)
+    return Sample(head, frozenset(text for text, schema in parsed if schema == head))
