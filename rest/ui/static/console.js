@@ -330,9 +330,8 @@ async function showOffsets(name, state) {
   }
   // A newer render replaced this one's page while the offsets were on their way.
   if (!box.isConnected) return;
-  const typed = offsetDrafts.has(name) ? offsetDrafts.get(name) : null;
   const rows = (offsets.offsets || []).map((o) => h("tr", {}, h("td", { class: "mono", text: JSON.stringify(o.partition) }), h("td", { class: "mono", text: JSON.stringify(o.offset) })));
-  const editor = h("textarea", { id: "offsets-editor", rows: 6, value: typed !== null ? typed : JSON.stringify({ offsets: offsets.offsets || [] }, null, 2),
+  const editor = h("textarea", { id: "offsets-editor", rows: 6, value: offsetDrafts.has(name) ? offsetDrafts.get(name) : JSON.stringify({ offsets: offsets.offsets || [] }, null, 2),
     oninput: () => { offsetDrafts.set(name, editor.value); } });
   const write = (method, body) => async () => {
     try {
