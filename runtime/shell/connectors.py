@@ -23,7 +23,7 @@ from kconnect.runtime.plugins.connector_config import connector_version, plugin_
 from kconnect.runtime.plugins.plugin_calls import PluginCall, PluginCalls
 from kconnect.runtime.plugins.plugin_metrics import PluginMetrics, PluginMetricsRegistry
 from kconnect.runtime.plugins.registry import PluginRegistry
-from kconnect.runtime.shell.stores import InternalTopics
+from kconnect.runtime.shell.stores import InternalTopics, put_status_safe
 from kconnect.runtime.shell.writes import ClusterWrites
 from kconnect.runtime.storage import status_log
 from kconnect.runtime.storage.config_log import Properties, TargetState
@@ -289,12 +289,8 @@ class Connectors:
         self._retiring = [t for t in self._retiring if not t.wait_idle(0)] + [running.thread]
         if self.stores.snapshot().contains(name):
             status = status_log.ConnectorStatus(name, status_log.State.UNASSIGNED, None, self.worker_id, gen)
-            # Java's putSafe on a connector's shutdown: the write is not awaited, and a connector that moved
-            # may already be RUNNING on its new owner under a newer generation.
-            if not self.stores.status_state().can_write_safely(status):
+            if not put_status_safe(self.stores, status):
                 log.info("connector stopped, a newer generation's status stands", connector=name)
-                return
-            self.stores.put_status(status)
 
     def abandon(self, name: str, attempt: int) -> None:
         """A call of instance ``attempt`` passed its bound: its thread gets no more work."""

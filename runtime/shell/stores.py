@@ -364,6 +364,19 @@ class InternalTopics:
         return klog
 
 
+def put_status_safe(
+    stores: InternalTopics, status: status_log.ConnectorStatus | status_log.TaskStatus
+) -> bool:
+    """Java's ``putSafe``: write ``status`` (not awaited) unless the status topic holds another worker's
+    status of a newer generation for it (:meth:`status_log.StatusState.can_write_safely`); False, and
+    nothing written, when that one stands. A stopped connector's or task's report and a task's RUNNING
+    go through it: a rebalance may have moved the work and its new owner reported first."""
+    if not stores.status_state().can_write_safely(status):
+        return False
+    stores.put_status(status)
+    return True
+
+
 def _apply_cluster_log_level(record: LogRecord) -> None:
     """A ``logger-cluster-<namespace>`` record: every worker sets the level when it reads it."""
     from kconnect.runtime.shell.log_levels import LEVELS

@@ -30,7 +30,7 @@ from kconnect.runtime.group import herder as hd
 from kconnect.runtime.group.learner import ActivatePreparedTask, DiscardPreparedTask, PrepareTask
 from kconnect.runtime.ids import TaskId
 from kconnect.runtime.shell.connectors import strings
-from kconnect.runtime.shell.stores import InternalTopics
+from kconnect.runtime.shell.stores import InternalTopics, put_status_safe
 from kconnect.runtime.shell.view import WorkerMetrics
 from kconnect.runtime.storage import status_log
 from kconnect.runtime.storage.config_log import Properties
@@ -270,10 +270,8 @@ class Tasks:
         if self.stores.snapshot().contains(action.task.connector):
             status = status_log.TaskStatus(action.task, State.UNASSIGNED, None, self.worker_id, generation)
             with self._lock:
-                if not self.stores.status_state().can_write_safely(status):
+                if not put_status_safe(self.stores, status):
                     self.log.info("task stopped, a newer generation's status stands", task=str(action.task))
-                    return
-                self._report(status)
 
     def running(self, task: TaskId, herder: hd.Herder) -> None:
         """A task's loop runs now (its start returned): report it RUNNING with the worker's current
@@ -292,10 +290,10 @@ class Tasks:
             status = status_log.TaskStatus(
                 task, State.RUNNING, None, self.worker_id, herder.group.generation, state.version
             )
-            if not self.stores.status_state().can_write_safely(status):
+            # put_status logs a write that fails; it never raises into the executor
+            if not put_status_safe(self.stores, status):
                 self.log.warning("task running, but a newer generation's status stands", task=str(task))
                 return
-            self._report(status)  # put_status logs a write that fails; it never raises into the executor
         self.log.info("task running", connector=task.connector, task=task.task)
 
     def failed(self, task: TaskId, trace: str, herder: hd.Herder) -> None:
