@@ -82,6 +82,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--payload-only",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="read envelopes by their payload alone: as the runner does (auto: batches of at least "
+        "sink_batch.FAST_PATH_MIN_RECORDS records), always, or never",
+    )
     args = parser.parse_args()
     spark = (
         SparkSession.builder.master("local[2]")
@@ -94,11 +101,15 @@ def main() -> None:
     jvm = jvm_pid()
     raw = raw_batch(spark, args.records)
     plan = sink_plan(CONVERTERS, {}, "bench", 0)
-    print(f"sink JSON conversion, {args.records:,} records a batch, local[2], load {os.getloadavg()[0]:.1f}")
+    print(
+        f"sink JSON conversion, {args.records:,} records a batch, payload-only reading {args.payload_only}, "
+        f"local[2], load {os.getloadavg()[0]:.1f}"
+    )
     print(f"{'round':>5} {'wall s':>7} {'JVM CPU s':>9} {'CPU s/1k':>8} {'failed':>6}")
     for n in range(1, args.rounds + 1):
         cpu0, wall0 = cpu_s(jvm), time.monotonic()
-        prepared = prepare(plan, raw).persist()
+        known = {"auto": args.records, "always": None, "never": 0}[args.payload_only]
+        prepared = prepare(plan, raw, records=known).persist()
         good, failed = split(prepared)
         bad = failed.select(*RECORD_COLUMNS, *FAILURE_COLUMNS).collect()
         good.select("value.*").write.format("noop").mode("overwrite").save()

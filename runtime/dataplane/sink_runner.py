@@ -501,7 +501,8 @@ class SinkTaskRunner(TaskRunner):
             ranges = {TopicPartition(str(r[0]), int(r[1])): (int(r[2]), int(r[3])) for r in positions}
             stamps = [int(r[4]) for r in positions if r[4] is not None]
             self.track_topics({tp.topic for tp in ranges})
-            prepared = prepare(self._plan, raw, bounds=merged_bounds(positions, 5)).persist()
+            records = sum(last - first + 1 for first, last in ranges.values())
+            prepared = prepare(self._plan, raw, bounds=merged_bounds(positions, 5), records=records).persist()
             good, failed = split(prepared)
             self._handle_failed(failed)
             key_schema, value_schema = record_schemas(prepared)

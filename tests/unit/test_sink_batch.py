@@ -23,6 +23,7 @@ from kconnect.runtime.dataplane.converters import JsonConverter
 from kconnect.runtime.dataplane.errors_policy import split
 from kconnect.runtime.dataplane.records import RAW_SCHEMA
 from kconnect.runtime.dataplane.sink_batch import (
+    FAST_PATH_MIN_RECORDS,
     RECORD_COLUMNS,
     envelope_aggregates,
     merged_bounds,
@@ -218,6 +219,32 @@ def test_a_batchs_envelopes_sampled_in_the_callers_own_aggregation_need_no_job(s
     good, failed = split(prepared)
     assert sorted(r["value"]["id"] for r in good.collect()) == [0, 1, 2] and failed.count() == 0
     frame.unpersist()
+
+
+@pytest.mark.parametrize(
+    ("records", "payload_only"),
+    [(None, True), (FAST_PATH_MIN_RECORDS, True), (FAST_PATH_MIN_RECORDS - 1, False), (3, False)],
+)
+def test_envelopes_are_read_by_their_payload_alone_only_in_batches_large_enough(
+    spark, records: int | None, payload_only: bool
+) -> None:  # type: ignore[no-untyped-def]
+    """A batch of fewer than FAST_PATH_MIN_RECORDS records (the runner knows its offset ranges) reads its
+    envelopes whole, as the payload-only reading's larger plan costs a small batch more than it saves;
+    either way the batch converts alike."""
+    plan = sink_plan(WORKER, {}, "c", 0)
+    conv = JsonConverter()
+    conv.configure({}, False)
+    raw: list[tuple[Any, ...]] = [
+        ("a", 0, o, 1000, None, conv.from_connect({"id": o, "name": "a"}, STRUCT), []) for o in range(3)
+    ]
+    frame = spark.createDataFrame(raw, RAW_SCHEMA)
+    bounds = merged_bounds(frame.groupBy("topic", "partition").agg(*envelope_aggregates(plan)).collect(), 2)
+    prepare(plan, frame, bounds=bounds)  # the first batch reads one record for the value's prefix
+    prepared = prepare(plan, frame, bounds=bounds, records=records)
+    analyzed = prepared._jdf.queryExecution().analyzed().toString()
+    assert ("__kc_fast_value" in analyzed) is payload_only
+    good, failed = split(prepared)
+    assert sorted(r["value"]["id"] for r in good.collect()) == [0, 1, 2] and failed.count() == 0
 
 
 def test_source_records_encode_as_javas_json_converter() -> None:
