@@ -10,12 +10,10 @@ whose default is 5 min in Apache's sink), one task each, and run one after the o
    is 200,000 so that a run of both systems fits about 10 minutes on a 2-core machine) into ``bench.big``.
    records/s is the rows of the last table commit before the kill over the seconds from connector creation
    to that commit (the commit times are the snapshots' own); CPU seconds per 1,000 records is the worker's
-   process tree's CPU (the JVM; kconnect's worker and its Spark JVM) over the same span; "started" the same
-   from the task's RUNNING (kconnect's Spark session and query started; Apache's task started), and
-   "marginal" from the table's first commit ("-" when there was one commit before the kill: kconnect
-   reads a backlog of up to 400,000 records a partition in one micro-batch); snapshots and data files per
-   minute over the whole span. Once half the records are in the table the worker is SIGKILLed and a fresh
-   one started in its place; when the table holds every record and is quiet, Spark SQL reads it back: lost
+   process tree's CPU (the JVM; kconnect's worker and its Spark JVM) over the same span, and "started" the
+   same from the task's RUNNING (kconnect's Spark session and query started; Apache's task started), so
+   without a worker's start for the connector; snapshots and data files per minute over the whole span.
+   Once half the records are in the table the worker is SIGKILLed and a fresh one started in its place; when the table holds every record and is quiet, Spark SQL reads it back: lost
    (ids missing) and repeated (rows beyond the distinct ids).
 2. **trickle**: ``--topics`` topics (default 50), 1 record/s each for ``--trickle-s`` seconds, routed by a
    field to one table per topic (``iceberg.tables.dynamic-enabled``). Per record: seconds from its produce
@@ -342,7 +340,6 @@ class Row:
     big_records: int = 0
     big_s: float = 0.0
     big_cpu_s: float = 0.0
-    big_marginal: float | None = None  # CPU s per 1,000 records from the first commit to the last
     big_after_start_cpu_s: float = 0.0  # CPU s from the task's RUNNING to the last commit
     big_snapshots: int = 0
     big_files: int = 0
@@ -360,27 +357,6 @@ class Row:
     @property
     def records_per_s(self) -> float:
         return self.big_records / self.big_s if self.big_s else float("nan")
-
-
-def marginal_cpu_per_1k(
-    readings: list[tuple[float, float]], commits: list[tuple[float, int]]
-) -> float | None:
-    """CPU s per 1,000 records between the first and the last commit (``commits``: each one's time in ms
-    and the table's records then; ``readings``: the worker tree's CPU s polled at times in ms): what a
-    record costs once the pipeline runs, without what came before its first commit (a worker's first
-    plans, class loading, JIT; kconnect's Spark start). The CPU at a commit is the first reading at or
-    after it (polls are 0.5 s apart). None: fewer than two commits with records between them, or no
-    reading after the last."""
-
-    def cpu_at(ms: float) -> float | None:
-        return next((cpu for at, cpu in readings if at >= ms), None)
-
-    if len(commits) < 2 or commits[-1][1] <= commits[0][1]:
-        return None
-    first, last = cpu_at(commits[0][0]), cpu_at(commits[-1][0])
-    if first is None or last is None:
-        return None
-    return (last - first) / (commits[-1][1] - commits[0][1]) * 1000
 
 
 def per_minute(count: int, seconds: float) -> float:
@@ -432,16 +408,9 @@ def big_phase(worker: Worker, row: Row, args: argparse.Namespace, warehouse: Pat
     half = args.records // 2  # the topic holds the first half now; the second comes before the kill
     wait_until(lambda: worker.tasks_running(name), 600, f"{worker.kind}: {name}'s task RUNNING", 0.2)
     cpu_started = worker.cpu()
-    readings: list[tuple[float, float]] = []  # (ms, the worker tree's CPU s) at each poll
-
-    def half_in() -> bool:
-        readings.append((time.time() * 1000, worker.cpu()))
-        return rows_in(warehouse, "bench.big") >= half
-
-    wait_until(half_in, 3600, f"{worker.kind}: {half} rows", 0.5)
+    wait_until(lambda: rows_in(warehouse, "bench.big") >= half, 3600, f"{worker.kind}: {half} rows", 0.5)
     cpu1 = worker.cpu()
     snaps = snapshots(warehouse, "bench.big")
-    row.big_marginal = marginal_cpu_per_1k(readings, [(s.at_ms, s.total_records) for s in snaps])
     row.big_after_start_cpu_s = cpu1 - cpu_started
     row.big_records = snaps[-1].total_records
     row.big_s = (snaps[-1].at_ms - t0_ms) / 1000
@@ -616,7 +585,7 @@ def run_one(kind: str, bootstrap: str, _broker_pid: int | None, work: Path, args
 def report(rows: list[Row]) -> None:
     print()
     print(
-        f"{'system':<50} {'records/s':>9} {'CPU s/1k':>8} {'started':>8} {'marginal':>8} {'snap/min':>8} "
+        f"{'system':<50} {'records/s':>9} {'CPU s/1k':>8} {'started':>8} {'snap/min':>8} "
         f"{'files/min':>9} "
         f"{'lost':>5} {'repeat':>6}"
     )
@@ -625,7 +594,6 @@ def report(rows: list[Row]) -> None:
             f"{LABELS[r.system] + ' (big)':<50} {r.records_per_s:>9,.0f} "
             f"{r.big_cpu_s / max(r.big_records, 1) * 1000:>8.3f} "
             f"{r.big_after_start_cpu_s / max(r.big_records, 1) * 1000:>8.3f} "
-            f"{'-' if r.big_marginal is None else format(r.big_marginal, '.3f'):>8} "
             f"{per_minute(r.big_snapshots, r.big_s):>8.1f} "
             f"{per_minute(r.big_files, r.big_s):>9.1f} {r.lost if r.lost is not None else '-':>5} "
             f"{r.repeated if r.repeated is not None else '-':>6}"
