@@ -13,8 +13,9 @@ whose default is 5 min in Apache's sink), one task each, and run one after the o
    process tree's CPU (the JVM; kconnect's worker and its Spark JVM) over the same span, and "started" the
    same from the task's RUNNING (kconnect's Spark session and query started; Apache's task started), so
    without a worker's start for the connector; snapshots and data files per minute over the whole span.
-   Once half the records are in the table the worker is SIGKILLed and a fresh one started in its place; when the table holds every record and is quiet, Spark SQL reads it back: lost
-   (ids missing) and repeated (rows beyond the distinct ids).
+   Once half the records are in the table the worker is SIGKILLed and a fresh one started in its place;
+   when the table holds every record and is quiet, Spark SQL reads it back: lost (ids missing) and
+   repeated (rows beyond the distinct ids).
 2. **trickle**: ``--topics`` topics (default 50), 1 record/s each for ``--trickle-s`` seconds, routed by a
    field to one table per topic (``iceberg.tables.dynamic-enabled``). Per record: seconds from its produce
    to the commit of the first snapshot of its table that holds it (a query without caching, as Spark SQL
