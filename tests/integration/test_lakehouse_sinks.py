@@ -9,7 +9,10 @@ Iceberg's Hadoop catalog on the warehouse directory, Delta by path):
 2. records with a wider id (int64) and a new optional field: the column widens and is added;
 3. the worker is SIGKILLed mid-stream with records staged and tables committed, the sinks' consumer
    group offsets are rewound to 150 (behind what the tables hold, as if lost), and a second worker takes
-   the tasks over: it resumes from the tables' own commits and leaves no gap and no duplicate;
+   the tasks over: it resumes from the tables' own commits and leaves no gap and no duplicate; beside
+   them an Iceberg sink writing two tables together is killed between writing a round's data files and
+   appending them (the round left to run beside the next batch, held there by a test plugin,
+   ``HELD_APPEND``): its tables then hold none of the round and, after the move, every record once;
 4. Debezium change events into upsert tables (id columns, MERGE INTO): creates, updates and deletes.
 
 A worker with Spark starts in tens of seconds here (minutes on a loaded machine), so one story keeps the
@@ -32,7 +35,7 @@ from pyspark.sql import SparkSession
 from kconnect.runtime.cli.broker import free_port
 from tests.support.apache_kafka import Broker, one_record_batches
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
-from tests.support.lakehouse_jars import spark_properties
+from tests.support.lakehouse_jars import helper_jar, spark_properties
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(3600)]
 
@@ -77,6 +80,40 @@ def change(op: str, before: dict[str, Any] | None, after: dict[str, Any] | None)
     return json.dumps({"schema": DEBEZIUM, "payload": {"before": before, "after": after, "op": op}}).encode()
 
 
+#: A test plugin (installed through ``plugin.path``): the Iceberg sink, but the first commit round whose
+#: appends are left to run beside the next batch once the file ARM exists is held after its data files are
+#: written and before its tables' appends, its ARM renamed to HELD, so the test can SIGKILL the worker
+#: exactly there. Only that one round is held (the rename is atomic and ARM is gone after it).
+HELD_APPEND = """
+import os
+import time
+from pathlib import Path
+
+from kconnect.connectors.lakehouse.iceberg import IcebergSinkConnector, IcebergSinkTask
+
+ARM, HELD = Path({arm!r}), Path({held!r})
+
+
+class HeldAppendIcebergSinkTask(IcebergSinkTask):
+    def _written(self, appends, shape, started, written, deferred):
+        if deferred:
+            try:
+                os.rename(ARM, HELD)
+            except FileNotFoundError:
+                pass
+            else:
+                time.sleep(3600)  # the round's files are written, its appends not made: killed here
+        return super()._written(appends, shape, started, written, deferred)
+
+
+class HeldAppendIcebergSinkConnector(IcebergSinkConnector):
+    pass
+
+
+HeldAppendIcebergSinkConnector.TASK = HeldAppendIcebergSinkTask
+"""
+
+
 def iceberg_ids(spark: SparkSession, topic: str) -> list[int]:
     try:
         return sorted(r[0] for r in spark.sql(f"SELECT id FROM chk.kc.`{topic}`").collect())
@@ -102,8 +139,15 @@ def test_iceberg_and_delta_sinks_exactly_once_across_kill_and_move(
     reader: tuple[SparkSession, Path], tmp_path: Path, broker: Broker
 ) -> None:
     spark, warehouse = reader
+    # A round is left to run beside the next batch only with the sink's JVM helper (compiled with javac).
+    assert helper_jar() is not None, "the Iceberg sink's helper jar could not be compiled here (javac, jar)"
+    plugins, arm, held_marker = tmp_path / "plugins", tmp_path / "arm", tmp_path / "held"
+    plugins.mkdir()
+    (plugins / "held_append.py").write_text(HELD_APPEND.format(arm=str(arm), held=str(held_marker)))
     group = f"lh-{uuid.uuid4().hex[:8]}"
-    props = worker_properties(broker.bootstrap, group, free_port(), scheduled_rebalance_max_delay_ms=0)
+    props = worker_properties(
+        broker.bootstrap, group, free_port(), scheduled_rebalance_max_delay_ms=0, plugin_path=str(plugins)
+    )
     props.update(
         {
             "spark.master": "local[2]",
@@ -114,8 +158,11 @@ def test_iceberg_and_delta_sinks_exactly_once_across_kill_and_move(
         }
     )
     topic = f"orders-{uuid.uuid4().hex[:6]}"
+    held_topics = [f"held-{side}-{uuid.uuid4().hex[:6]}" for side in "ab"]
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    for future in admin.create_topics([NewTopic(topic, 2, 1)]).values():
+    for future in admin.create_topics(
+        [NewTopic(topic, 2, 1), *(NewTopic(t, 1, 1) for t in held_topics)]
+    ).values():
         future.result(15)
     common = {
         "topics": topic,
@@ -145,6 +192,18 @@ def test_iceberg_and_delta_sinks_exactly_once_across_kill_and_move(
         "delta.control.commit.max-records": "150",
         "delta.warehouse": str(warehouse / "delta"),
     }
+    held = {
+        "connector.class": "HeldAppendIcebergSinkConnector",
+        "topics": ",".join(held_topics),
+        "tasks.max": "1",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "true",
+        "iceberg.tables": "kc.${topic}",
+        "iceberg.tables.auto-create-enabled": "true",
+        "iceberg.control.commit.interval-ms": "2000",
+        "iceberg.catalog.type": "hadoop",
+        "iceberg.catalog.warehouse": str(warehouse / "iceberg"),
+    }
     delta_path = warehouse / "delta" / "kc" / topic
     producer = Producer({"bootstrap.servers": broker.bootstrap, **one_record_batches()})
 
@@ -152,6 +211,15 @@ def test_iceberg_and_delta_sinks_exactly_once_across_kill_and_move(
         for n in ids:
             producer.produce(topic, value=envelope(n, wide), partition=n % 2)
         assert producer.flush(30) == 0
+
+    def produce_held(ids: range) -> None:
+        for n in ids:
+            for t in held_topics:
+                producer.produce(t, value=envelope(n))
+        assert producer.flush(30) == 0
+
+    def held_tables(expected: list[int]) -> bool:
+        return all(iceberg_ids(spark, t) == expected for t in held_topics)
 
     seen: dict[str, Any] = {}
 
@@ -164,13 +232,15 @@ def test_iceberg_and_delta_sinks_exactly_once_across_kill_and_move(
     replacement: WorkerProcess | None = None
     try:
         wait_until(lambda: (worker.workers() or {}).get("generation", -1) >= 0, 120, "the worker to join")
-        for name, config in (("ice", iceberg), ("dl", delta)):
+        for name, config in (("ice", iceberg), ("dl", delta), ("held", held)):
             resp = worker.request("POST", "/connectors", json={"name": name, "config": config})
             assert resp.status_code == 201, resp.text
 
         # 1. Records in: every one exactly once in both tables.
         produce(range(300))
+        produce_held(range(100))
         wait_until(lambda: both(list(range(300))), 900, "300 records in both tables", interval=3)
+        wait_until(lambda: held_tables(list(range(100))), 300, "100 records in each held table", interval=3)
         print(f"\n300 records in both tables; rows (all, distinct): {seen}")
         snapshots = spark.sql(f"SELECT summary FROM chk.kc.`{topic}`.snapshots").collect()
         held = [json.loads(s[0]["kconnect.offsets.ice"]) for s in snapshots if "kconnect.offsets.ice" in s[0]]
@@ -186,16 +256,20 @@ def test_iceberg_and_delta_sinks_exactly_once_across_kill_and_move(
         assert notes == 100
 
         # 3. Killed mid-stream, offsets lost, the tasks moved to another worker: no gap, no duplicate.
+        arm.touch()  # the held sink's next round beside a batch stops between its files and its appends
+        produce_held(range(100, 200))
         produce(range(400, 700), wide=True)
         wait_until(
-            lambda: len(iceberg_ids(spark, topic)) > 400,
+            lambda: held_marker.exists() and len(iceberg_ids(spark, topic)) > 400,
             900,
-            "some of the next records committed",
+            "some of the next records committed and the held sink's round held",
             interval=3,
         )
         worker.kill()
         at_kill = iceberg_ids(spark, topic)
         assert at_kill == sorted(set(at_kill)), "a record twice before the kill"
+        # The held round's data files were written, its tables' appends never made: none of it is in.
+        assert held_tables(list(range(100))), [iceberg_ids(spark, t)[-3:] for t in held_topics]
         for name in ("ice", "dl"):
             # Back to the first wide record (300 -> offset 150 of each partition), before what the tables
             # hold: a micro-batch holds one value schema, so a rewind across the schema change of step 2
@@ -216,6 +290,13 @@ def test_iceberg_and_delta_sinks_exactly_once_across_kill_and_move(
             interval=3,
         )
         print(f"after the kill and the move; rows (all, distinct): {seen}")
+        produce_held(range(200, 300))
+        wait_until(
+            lambda: held_tables(list(range(300))),
+            300,
+            "each held table with 300 records once after its round was killed between files and appends",
+            interval=3,
+        )
         log = replacement.log_text()
         assert "partition opened" in log and "resume" in log
 
