@@ -21,6 +21,9 @@ whose default is 5 min in Apache's sink), one task each, and run one after the o
    to the commit of the first snapshot of its table that holds it (a query without caching, as Spark SQL
    with the catalog's ``cache-enabled=false``, sees it from then on): p50 / p99 / max; CPU per 1,000
    records; snapshots and data files per minute across the tables.
+3. **warm** (only when ``--phases`` names it): ``--warm-records`` records into ``bench.warm`` to warm the
+   worker up, then as many again: records/s and CPU per 1,000 records of the second lot, from its produce
+   to the commit that holds it (what a record costs a worker that has run a while).
 
 The tables are followed through their metadata files (the Hadoop catalog's ``version-hint.text`` and
 ``v<N>.metadata.json``: each snapshot's commit time and totals), so polling costs no Spark job.
@@ -352,6 +355,9 @@ class Row:
     trickle_snapshots: int = 0
     trickle_files: int = 0
     latencies: list[float] = field(default_factory=list)
+    warm_records: int = 0
+    warm_s: float = 0.0
+    warm_cpu_s: float = 0.0
     note: str = ""
     big_done: bool = False
 
@@ -557,6 +563,31 @@ def read_back(warehouse: Path, records: int) -> tuple[int, int]:
     return records - int(inside), int(total) - int(distinct)
 
 
+def warm_phase(worker: Worker, row: Row, args: argparse.Namespace, warehouse: Path, control: str) -> None:
+    """A warm worker's cost per record: ``--warm-records`` records written to ``bench.warm`` first (the
+    connector's start, first plans, class loading, JIT), then as many again, measured from their produce
+    to the commit holding them all: the worker tree's CPU over that span."""
+    topic, n = f"lh-warm-{worker.kind}", args.warm_records
+    create_topics(worker.bootstrap, {topic: PARTITIONS})
+    produce_big(worker.bootstrap, topic, 0, n)
+    config = {
+        **connector_config(worker.kind, warehouse, args.commit_ms, control),
+        "topics": topic,
+        "iceberg.tables": "bench.warm",
+    }
+    worker.create(f"warm-{worker.kind}", config)
+    wait_until(lambda: rows_in(warehouse, "bench.warm") >= n, 3600, f"{worker.kind}: {n} warm-up rows", 0.5)
+    time.sleep(args.commit_ms / 1000)  # the warm-up's last commit settled
+    cpu0, t0_ms = worker.cpu(), time.time() * 1000
+    produce_big(worker.bootstrap, topic, n, n)
+    wait_until(lambda: rows_in(warehouse, "bench.warm") >= 2 * n, 3600, f"{worker.kind}: {2 * n} rows", 0.5)
+    row.warm_cpu_s = worker.cpu() - cpu0
+    snaps = snapshots(warehouse, "bench.warm")
+    row.warm_records = snaps[-1].total_records - n
+    row.warm_s = (snaps[-1].at_ms - t0_ms) / 1000
+    print(f"{worker.kind}: {row.warm_records} warm rows in {row.warm_s:.1f} s", flush=True)
+
+
 def run_one(kind: str, bootstrap: str, _broker_pid: int | None, work: Path, args: argparse.Namespace) -> Row:
     row = Row(kind)
     warehouse = work / f"{kind}-warehouse"
@@ -570,6 +601,8 @@ def run_one(kind: str, bootstrap: str, _broker_pid: int | None, work: Path, args
             big_phase(worker, row, args, warehouse, control)
         if "trickle" in args.phases:
             trickle_phase(worker, row, args, warehouse, control, topics)
+        if "warm" in args.phases:
+            warm_phase(worker, row, args, warehouse, control)
     except Exception as exc:  # one system failing still prints the other's figures
         row.note = f"{type(exc).__name__}: {exc}"[:300]
         print(f"{kind}: {row.note}", flush=True)
@@ -612,6 +645,14 @@ def report(rows: list[Row]) -> None:
             f"{percentile(r.latencies, 0.5):>6.1f} {percentile(r.latencies, 0.99):>6.1f} "
             f"{max(r.latencies, default=float('nan')):>6.1f}"
         )
+    if any(r.warm_records for r in rows):
+        print(f"\n{'system':<50} {'records':>7} {'records/s':>9} {'CPU s/1k':>8}")
+        for r in rows:
+            print(
+                f"{LABELS[r.system] + ' (warm)':<50} {r.warm_records:>7} "
+                f"{r.warm_records / r.warm_s if r.warm_s else float('nan'):>9,.0f} "
+                f"{r.warm_cpu_s / max(r.warm_records, 1) * 1000:>8.3f}"
+            )
     for r in rows:
         if r.note:
             print(f"{LABELS[r.system]}: {r.note}")
@@ -655,7 +696,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--drain-s", type=float, default=600.0, help="at most this long for the trickle's last records"
     )
-    parser.add_argument("--phases", default="big,trickle")
+    parser.add_argument("--phases", default="big,trickle", help="of big, trickle, warm")
+    parser.add_argument(
+        "--warm-records", type=int, default=200_000, help="warm phase: records of the warm-up, then as many"
+    )
     parser.add_argument("--only", default=",".join(SYSTEMS))
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     parser.add_argument(
