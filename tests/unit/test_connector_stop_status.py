@@ -12,9 +12,9 @@ from kconnect.runtime.plugins.api import SourceConnector, Task
 from kconnect.runtime.plugins.config_def import ConfigDef
 from kconnect.runtime.plugins.registry import PluginRegistry
 from kconnect.runtime.shell.connectors import Connectors
-from kconnect.runtime.storage import status_log
 from kconnect.runtime.storage.config_log import TargetState
 from kconnect.runtime.storage.status_log import ConnectorStatus, State
+from tests.support.connector_stores import FoldedStores
 
 
 class QuietSource(SourceConnector):
@@ -37,25 +37,7 @@ class QuietSource(SourceConnector):
         return [{}]
 
 
-class _Stores:
-    """The status topic as a real fold: what a put writes is what the guard reads next."""
-
-    def __init__(self) -> None:
-        self.fold = status_log.StatusFold()
-        self.written: list[ConnectorStatus] = []
-
-    def put_status(self, status: Any) -> None:
-        self.written.append(status)
-        self.fold.add(status)
-
-    def status_state(self) -> status_log.StatusState:
-        return self.fold.freeze()
-
-    def snapshot(self) -> Any:
-        return type("Snapshot", (), {"contains": staticmethod(lambda name: True)})()
-
-
-def _connectors(stores: _Stores) -> Connectors:
+def _connectors(stores: FoldedStores) -> Connectors:
     plugins = PluginRegistry()
     plugins.register(QuietSource)
     return Connectors(
@@ -83,7 +65,7 @@ def _connectors(stores: _Stores) -> Connectors:
 def test_a_stopped_connectors_unassigned_respects_a_newer_generation_of_another_worker(
     standing: ConnectorStatus | None, written: bool
 ) -> None:
-    stores = _Stores()
+    stores = FoldedStores()
     connectors = _connectors(stores)
     connectors.start("src", {"connector.class": "QuietSource"}, TargetState.STARTED, 3, attempt=1)
     if standing is not None:

@@ -21,8 +21,8 @@ from kconnect.runtime.plugins.plugin_calls import PluginCall, PluginCalls, Plugi
 from kconnect.runtime.plugins.registry import PluginRegistry
 from kconnect.runtime.shell.connectors import ConnectorCallDone, ConnectorCallTimedOut, Connectors
 from kconnect.runtime.shell.view import health
-from kconnect.runtime.storage import status_log
 from kconnect.runtime.storage.config_log import TargetState
+from tests.support.connector_stores import FoldedStores
 
 RELEASE = threading.Event()
 
@@ -186,17 +186,6 @@ class HangingSource(SourceConnector):
         pass
 
 
-class _Stores:
-    def put_status(self, status: Any) -> None:
-        pass
-
-    def snapshot(self) -> Any:
-        return type("Snapshot", (), {"contains": staticmethod(lambda name: True)})()
-
-    def status_state(self) -> Any:
-        return status_log.StatusState()
-
-
 def test_a_hanging_start_returns_at_once_times_out_and_its_late_answer_is_dropped() -> None:
     RELEASE.clear()
     plugins = PluginRegistry()
@@ -205,7 +194,7 @@ def test_a_hanging_start_returns_at_once_times_out_and_its_late_answer_is_droppe
     answers: list[object] = []
     connectors = Connectors(
         plugins,
-        cast(Any, _Stores()),
+        cast(Any, FoldedStores()),
         cast(Any, None),
         "w1",
         "http://w1",

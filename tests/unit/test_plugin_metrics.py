@@ -28,9 +28,9 @@ from kconnect.runtime.plugins.plugin_metrics import (
 )
 from kconnect.runtime.plugins.registry import PluginRegistry
 from kconnect.runtime.shell.connectors import Connectors
-from kconnect.runtime.storage import status_log
 from kconnect.runtime.storage.config_log import TargetState
 from kconnect.runtime.storage.status_log import State
+from tests.support.connector_stores import FoldedStores
 
 
 class Clock:
@@ -324,25 +324,11 @@ class GaugedSource(SourceConnector):
         pass
 
 
-class _Stores:
-    def __init__(self) -> None:
-        self.statuses: list[State] = []
-
-    def put_status(self, status: Any) -> None:
-        self.statuses.append(status.state)
-
-    def snapshot(self) -> Any:
-        return type("Snapshot", (), {"contains": staticmethod(lambda name: True)})()
-
-    def status_state(self) -> Any:
-        return status_log.StatusState()
-
-
 def test_a_connector_registers_through_its_context_and_pausing_or_stopping_closes_its_metrics() -> None:
     plugins = PluginRegistry()
     plugins.register(GaugedSource)
     registry = PluginMetricsRegistry()
-    stores = _Stores()
+    stores = FoldedStores()
     answers: list[object] = []
     connectors = Connectors(
         plugins,
@@ -381,4 +367,4 @@ def test_a_connector_registers_through_its_context_and_pausing_or_stopping_close
         ("start", TargetState.STARTED, None),
     ]
     assert {cast(Any, a).attempt for a in answers} == {7}
-    assert stores.statuses == [State.UNASSIGNED]
+    assert [s.state for s in stores.written] == [State.UNASSIGNED]
