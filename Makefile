@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 REFERENCE := ../shared/tools/reference-connect
 
-.PHONY: setup demo test lint unit docs kafka reference postgres stunnel chromium faults lakehouse
+.PHONY: setup demo test lint unit docs kafka reference postgres stunnel chromium faults lakehouse registry
 
 setup: $(STAMP)
 
@@ -36,6 +36,11 @@ kafka: setup
 lakehouse: setup
 	$(BIN)/python -c 'from tests.support.lakehouse_jars import helper_jar, lakehouse_jars; print("lakehouse jars:", *lakehouse_jars(), helper_jar())'
 	$(BIN)/python -c 'from tests.support.iceberg_rest import rest_jars; print("Iceberg REST catalog server:", len(rest_jars()), "jars")'
+
+# A real Confluent-compatible Schema Registry server for the converters' live tests: Apicurio Registry, built
+# once from Maven Central with Quarkus's Maven plugin (tests/schema-registry/pom.xml) into ~/.cache/kconnect.
+registry: setup
+	$(BIN)/python -c 'from tests.support.schema_registry_server import registry_server; print("Schema Registry server:", registry_server())'
 
 # The reference Apache Kafka Connect worker (for interop tests) needs Java 17 and its jars; without
 # them those tests skip with the reason.
@@ -102,7 +107,7 @@ unit: setup
 docs: setup
 	NO_MKDOCS_2_WARNING=1 PYTHONWARNINGS=ignore::DeprecationWarning $(BIN)/mkdocs build --strict
 
-test: setup kafka lakehouse reference postgres stunnel chromium lint docs
+test: setup kafka lakehouse registry reference postgres stunnel chromium lint docs
 	$(BIN)/pytest -q -ra --durations=25 -n 2 --dist loadfile
 
 # The broker-fault scenarios (tests/integration/test_broker_faults.py) FAULTS_RUNS times in a row, each run on

@@ -1,0 +1,156 @@
+"""A real Confluent-compatible Schema Registry server for the converters' live tests: Apicurio Registry.
+
+Apicurio Registry 2.0.2.Final serves Confluent's Schema Registry API under ``/apis/ccompat/v6`` (the URL a
+converter's ``schema.registry.url`` names). It is published on Maven Central only as a thin Quarkus
+application jar, so :func:`registry_server` builds the runnable server the way Apicurio's release does:
+``tests/schema-registry/pom.xml`` depends on the app and runs Quarkus's Maven plugin, with the app's own
+``application.properties`` plus ``tests/schema-registry/application.properties`` as the build's
+configuration (Quarkus reads it from the project being built). The result (the runner jar and its
+``lib/``) is kept in ``~/.cache/kconnect/apicurio-registry-<version>``, trusted once its marker is written
+(``make registry`` does it ahead of ``make test``). A server that cannot be built or started fails the test
+with Maven's or the server's output, never a silent skip.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from kconnect.runtime.cli.broker import free_port
+from tests.support.maven import MARKER, MVN_TIMEOUT_S, is_fetched, kconnect_cache
+
+REPO = Path(__file__).resolve().parents[2]
+PROJECT = REPO / "tests" / "schema-registry"
+VERSION = "2.0.2.Final"
+APP = f"io.apicurio:apicurio-registry-app:{VERSION}:jar"
+#: Where a converter points ``schema.registry.url`` on a server at ``http://host:port``.
+CCOMPAT_PATH = "/apis/ccompat/v6"
+
+
+class RegistryServerError(RuntimeError):
+    """The server could not be built, or it did not start."""
+
+
+def registry_home() -> Path:
+    return kconnect_cache(f"apicurio-registry-{VERSION}")
+
+
+def _mvn(args: list[str], cwd: Path, what: str) -> None:
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise RegistryServerError(f"Maven (mvn) is needed to build Apicurio Registry {VERSION} ({what})")
+    command = [mvn, "-q", "-B", "-s", str(PROJECT / "settings.xml"), *args]
+    try:
+        proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=MVN_TIMEOUT_S)
+    except subprocess.TimeoutExpired as exc:
+        raise RegistryServerError(f"mvn did not {what} within {MVN_TIMEOUT_S} s") from exc
+    if proc.returncode != 0:
+        output = proc.stdout.strip() or proc.stderr.strip()
+        raise RegistryServerError(f"mvn could not {what} (Apicurio Registry {VERSION}): {output[-3000:]}")
+
+
+def registry_server() -> Path:
+    """The runnable server's jar, built with Maven on first use into :func:`registry_home`."""
+    home = registry_home()
+    runner = home / "apicurio-registry-runner.jar"
+    if is_fetched(home) and runner.is_file():
+        return runner
+    shutil.rmtree(home, ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix="kconnect-apicurio-") as work:
+        build = Path(work)
+        shutil.copy(PROJECT / "pom.xml", build / "pom.xml")
+        _mvn(
+            ["dependency:copy", f"-Dartifact={APP}", f"-DoutputDirectory={build / 'app'}"],
+            build,
+            "fetch the app",
+        )
+        (app_jar,) = (build / "app").glob("*.jar")
+        with zipfile.ZipFile(app_jar) as jar:
+            own = jar.read("application.properties").decode()
+        resources = build / "src" / "main" / "resources"
+        resources.mkdir(parents=True)
+        extra = (PROJECT / "application.properties").read_text()
+        (resources / "application.properties").write_text(f"{own}\n\n# kconnect's tests\n{extra}")
+        _mvn(["package"], build, "build the server")
+        (built,) = (build / "target").glob("*-runner.jar")
+        home.mkdir(parents=True)
+        shutil.copytree(build / "target" / "lib", home / "lib")
+        shutil.copy(built, runner)
+    (home / MARKER).write_text(VERSION + "\n")
+    return runner
+
+
+@dataclass
+class RegistryServer:
+    proc: subprocess.Popen[bytes]
+    port: int
+    log: Path
+
+    @property
+    def url(self) -> str:
+        """What a converter's ``schema.registry.url`` names (Confluent's API)."""
+        return f"http://127.0.0.1:{self.port}{CCOMPAT_PATH}"
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+def start_registry(workdir: Path, port: int | None = None, timeout: float = 120) -> RegistryServer:
+    """Start the server (in-memory storage: a restart forgets every schema) on ``port`` or a free one;
+    wait until its Confluent API answers."""
+    java = shutil.which("java")
+    if java is None:
+        raise RegistryServerError("Java 11 or newer is needed to run Apicurio Registry")
+    runner = registry_server()
+    port = port or free_port()
+    log = workdir / f"registry-{port}.log"
+    env = {**os.environ, "HTTP_PORT": str(port), "LOG_LEVEL": "WARN"}
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            [java, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-jar", str(runner)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=runner.parent,
+        )
+    server = RegistryServer(proc, port, log)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RegistryServerError(f"the registry exited: {log.read_text(errors='replace')[-3000:]}")
+        try:
+            if httpx.get(server.url + "/subjects", timeout=5).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    server.stop()
+    raise RegistryServerError(f"the registry did not answer: {log.read_text(errors='replace')[-3000:]}")
+
+
+@contextmanager
+def running_registry(workdir: Path) -> Iterator[RegistryServer]:
+    server = start_registry(workdir)
+    try:
+        yield server
+    finally:
+        server.stop()
