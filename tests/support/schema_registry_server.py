@@ -114,9 +114,12 @@ class RegistryServer:
                 self.proc.wait(10)
 
 
-def start_registry(workdir: Path, port: int | None = None, timeout: float = 120) -> RegistryServer:
-    """Start the server (in-memory storage: a restart forgets every schema) on ``port`` or a free one;
-    wait until its Confluent API answers."""
+def start_registry(
+    workdir: Path, port: int | None = None, data: Path | None = None, timeout: float = 120
+) -> RegistryServer:
+    """Start the server on ``port`` or a free one; wait until its Confluent API answers. Its storage is
+    in memory (a restart forgets every schema) unless ``data`` names an H2 database file to keep it in,
+    which a server started again on the same ``data`` reads back."""
     java = shutil.which("java")
     if java is None:
         raise RegistryServerError("Java 11 or newer is needed to run Apicurio Registry")
@@ -124,6 +127,8 @@ def start_registry(workdir: Path, port: int | None = None, timeout: float = 120)
     port = port or free_port()
     log = workdir / f"registry-{port}.log"
     env = {**os.environ, "HTTP_PORT": str(port), "LOG_LEVEL": "WARN"}
+    if data is not None:
+        env["REGISTRY_DATASOURCE_URL"] = f"jdbc:h2:file:{data}"
     with open(log, "ab") as out:
         proc = subprocess.Popen(
             [java, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-jar", str(runner)],
