@@ -7,9 +7,8 @@ errors.tolerance=all every such record lands in the dead letter queue with the r
 ``__connect.errors.*`` headers and the task stays RUNNING; with tolerance none the task FAILS naming the
 topic, partition, offset and cause.
 
-Not here (see "Converters and Schema Registry" in docs/converters.md): the interop tests against a running
-registry, since no Confluent-compatible registry server could be fetched from the package registries
-this project reaches. The bytes of confluent-kafka's serializers are tested in tests/unit.
+The interop with a running registry server (Apicurio Registry) is test_schema_registry_live.py's; the bytes
+of confluent-kafka's serializers are tested in tests/unit.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ registry's URL, as a user's ``connect-distributed.properties`` would; a real Pos
   JSON Schema deserializers; a column added to the table is a new schema version that flows on; a change
   the registry refuses (the subject's compatibility set to BACKWARD, a column's type changed) fails the
   task with the registry's message;
+- Avro records make an Iceberg table (Spark's Iceberg runtime) typed from their schema, and a later
+  version of the schema (a field added with a default, an int widened to a long) evolves it;
 - while the registry is down a sink's converter retries, and once it is back every record arrives.
 
 Not here: bad credentials (the registry's authentication is Keycloak's OpenID Connect, which no package
@@ -42,10 +44,12 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2, timestamp_pb2
 from google.protobuf.descriptor_pool import DescriptorPool
 from google.protobuf.message_factory import GetMessageClass
+from pyspark.sql import SparkSession
 
 from kconnect.runtime.cli.broker import free_port
 from tests.support.apache_kafka import Broker, one_record_batches
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
+from tests.support.lakehouse_jars import spark_properties
 from tests.support.postgres import DRIVER_JAR, PASSWORD, USER, PostgresServer, start_postgres
 from tests.support.schema_registry_server import RegistryServer, start_registry
 
@@ -218,8 +222,10 @@ def bench(tmp_path_factory: pytest.TempPathFactory, broker: Broker) -> Iterator[
     # deployment's would); the port stays the one the converters name.
     registry = start_registry(workdir, data=workdir / "registry-db")
     props = worker_properties(broker.bootstrap, f"srlive-{uuid.uuid4().hex[:8]}", free_port())
+    lakehouse = spark_properties()  # the Iceberg sink's test writes a table with Spark's Iceberg runtime
     props.update(
         {
+            **lakehouse,
             # What a user's connect-distributed.properties says for Avro values through a registry.
             "key.converter": "org.apache.kafka.connect.storage.StringConverter",
             "value.converter": AVRO,
@@ -227,7 +233,7 @@ def bench(tmp_path_factory: pytest.TempPathFactory, broker: Broker) -> Iterator[
             "spark.master": "local[2]",
             "spark.ui.enabled": "false",
             "spark.sql.shuffle.partitions": "1",
-            "spark.jars": DRIVER_JAR,
+            "spark.jars": f"{DRIVER_JAR},{lakehouse['spark.jars']}",
             "offset.flush.interval.ms": "1000",
             **one_record_batches("producer."),
         }
@@ -415,3 +421,74 @@ def test_a_registry_outage_is_retried_and_every_record_arrives(bench: Bench) -> 
     wait_until(lambda: len(bench.rows(f'SELECT id FROM "{topic}"')) >= 5, 150, "5 rows after the outage")
     assert bench.rows(f'SELECT count(*), count(DISTINCT id) FROM "{topic}"') == [["5", "5"]]
     assert bench.task("sr-outage-jdbc").get("state") == "RUNNING"
+
+
+LEVEL_V1 = ORDER_AVRO.replace(
+    '{"name": "id", "type": "int"},', '{"name": "id", "type": "int"}, {"name": "level", "type": "int"},'
+)
+#: The next version: ``level`` widened to long, ``note`` added with a default (Avro resolves v1 records).
+LEVEL_V2 = LEVEL_V1.replace('{"name": "level", "type": "int"}', '{"name": "level", "type": "long"}').replace(
+    '"fields": [', '"fields": [{"name": "note", "type": ["null", "string"], "default": null}, ', 1
+)
+
+
+def test_avro_records_make_an_iceberg_table_typed_from_their_schema_and_evolve_it(
+    bench: Bench, reader: tuple[SparkSession, Path]
+) -> None:
+    spark, warehouse = reader
+    topic = bench.topic("iceberg")
+    table = f"kc.{topic.replace('-', '_')}"
+    first = AvroSerializer(bench.client(), LEVEL_V1)
+    bench.produce(topic, [first({**order(n), "level": n}, ctx(topic)) for n in range(3)])
+    bench.create(
+        "sr-avro-iceberg",
+        {
+            "connector.class": "IcebergSinkConnector",
+            "topics": topic,
+            "iceberg.tables": table,
+            "iceberg.tables.auto-create-enabled": "true",
+            "iceberg.tables.evolve-schema-enabled": "true",
+            "iceberg.control.commit.interval-ms": "1000",
+            "iceberg.catalog.type": "hadoop",
+            "iceberg.catalog.warehouse": str(warehouse / "iceberg"),
+        },
+    )
+
+    def rows() -> list[tuple[Any, ...]]:
+        if not (warehouse / "iceberg" / Path(*table.split(".")) / "metadata").is_dir():
+            return []
+        return [tuple(r) for r in spark.sql(f"SELECT * FROM chk.{table} ORDER BY id").collect()]
+
+    wait_until(lambda: len(rows()) >= 3, 150, "3 rows in the Iceberg table")
+    types = {r[0]: r[1] for r in spark.sql(f"DESCRIBE TABLE chk.{table}").collect() if r[0] and r[1]}
+    assert {
+        k: types.get(k) for k in ("id", "level", "customer", "amount", "paid", "qty", "price", "day", "at")
+    } == {
+        "id": "int",
+        "level": "int",
+        "customer": "string",
+        "amount": "double",
+        "paid": "boolean",
+        "qty": "bigint",
+        # A Connect Decimal carries its scale only: precision 38, as Apache Iceberg's sink creates it.
+        "price": "decimal(38,2)",
+        "day": "date",
+        "at": "timestamp",
+    }
+    second = AvroSerializer(bench.client(), LEVEL_V2)
+    bench.produce(
+        topic, [second({**order(n), "level": 2**40 + n, "note": f"v2-{n}"}, ctx(topic)) for n in range(3, 5)]
+    )
+    wait_until(lambda: len(rows()) >= 5, 150, "5 rows in the Iceberg table")
+    got = spark.sql(f"SELECT id, level, note, price, at FROM chk.{table} ORDER BY id").collect()
+    assert [(r[0], r[1], r[2], str(r[3])) for r in got] == [
+        (0, 0, None, "0.25"),
+        (1, 1, None, "1.25"),
+        (2, 2, None, "2.25"),
+        (3, 2**40 + 3, "v2-3", "3.25"),
+        (4, 2**40 + 4, "v2-4", "4.25"),
+    ]
+    assert [r[4].timestamp() for r in got] == [(AT + dt.timedelta(seconds=n)).timestamp() for n in range(5)]
+    types = {r[0]: r[1] for r in spark.sql(f"DESCRIBE TABLE chk.{table}").collect() if r[0] and r[1]}
+    assert types["level"] == "bigint" and types["note"] == "string", types
+    assert bench.task("sr-avro-iceberg").get("state") == "RUNNING"
