@@ -14,6 +14,7 @@ registry's URL, as a user's ``connect-distributed.properties`` would; a real Pos
   task with the registry's message;
 - Avro records make an Iceberg table (Spark's Iceberg runtime) typed from their schema, and a later
   version of the schema (a field added with a default, an int widened to a long) evolves it;
+- a record framed with an id the registry does not know is dead-lettered with the registry's answer;
 - while the registry is down a sink's converter retries, and once it is back every record arrives.
 
 Not here: bad credentials (the registry's authentication is Keycloak's OpenID Connect, which no package
@@ -47,6 +48,7 @@ from google.protobuf.message_factory import GetMessageClass
 from pyspark.sql import SparkSession
 
 from kconnect.runtime.cli.broker import free_port
+from kconnect.runtime.dataplane.schema_registry.wire import frame
 from tests.support.apache_kafka import Broker, one_record_batches
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
 from tests.support.lakehouse_jars import spark_properties
@@ -151,7 +153,8 @@ class Bench:
             producer.produce(topic, value=value)
         assert producer.flush(10) == 0
 
-    def consume(self, topic: str, count: int, timeout: float = 120) -> list[bytes]:
+    def consume(self, topic: str, count: int, timeout: float = 120, raw: bool = False) -> list[Any]:
+        """The first ``count`` values of ``topic`` (the messages themselves when ``raw``)."""
         consumer = Consumer(
             {
                 "bootstrap.servers": self.bootstrap,
@@ -160,13 +163,13 @@ class Bench:
             }
         )
         consumer.subscribe([topic])
-        values: list[bytes] = []
+        values: list[Any] = []
         deadline = time.monotonic() + timeout
         try:
             while len(values) < count and time.monotonic() < deadline:
                 message = consumer.poll(0.5)
                 if message is not None and message.error() is None and message.value() is not None:
-                    values.append(message.value())
+                    values.append(message if raw else message.value())
         finally:
             consumer.close()
         assert len(values) >= count, f"{len(values)} of {count} records on {topic}"
@@ -492,3 +495,29 @@ def test_avro_records_make_an_iceberg_table_typed_from_their_schema_and_evolve_i
     types = {r[0]: r[1] for r in spark.sql(f"DESCRIBE TABLE chk.{table}").collect() if r[0] and r[1]}
     assert types["level"] == "bigint" and types["note"] == "string", types
     assert bench.task("sr-avro-iceberg").get("state") == "RUNNING"
+
+
+def test_an_id_the_registry_does_not_know_is_dead_lettered_with_its_answer(bench: Bench) -> None:
+    topic, dlq = bench.topic("unknown-id"), f"dlq-{uuid.uuid4().hex[:6]}"
+    good = AvroSerializer(bench.client(), ORDER_AVRO)(order(1), ctx(topic))
+    assert good is not None
+    unknown = frame(987_654, good[5:])  # the same Avro body under an id the registry never gave
+    bench.produce(topic, [unknown, good])
+    bench.sink(
+        "sr-unknown-id",
+        topic,
+        errors_tolerance="all",
+        errors_deadletterqueue_topic_name=dlq,
+        errors_deadletterqueue_topic_replication_factor="1",
+        errors_deadletterqueue_context_headers_enable="true",
+    )
+    [letter] = bench.consume(dlq, 1, raw=True)
+    headers = {k: (v or b"").decode() for k, v in letter.headers() or []}
+    assert letter.value() == unknown
+    assert (
+        headers["__connect.errors.offset"] == "0" and headers["__connect.errors.stage"] == "VALUE_CONVERTER"
+    )
+    assert "987654" in headers["__connect.errors.exception.message"], headers
+    # The good record beside it arrives; the task stays RUNNING.
+    wait_until(lambda: bench.rows(f'SELECT id FROM "{topic}"') == [["1"]], 150, "the good record's row")
+    assert bench.task("sr-unknown-id").get("state") == "RUNNING"
