@@ -66,10 +66,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import avro
 import density
+import httpx
 import process_cpu
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.schema_registry import SchemaRegistryClient
-from confluent_kafka.schema_registry.avro import AvroSerializer
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from file_pipeline import STRING_CONVERTER, bench_reference_worker, produce_all
 from proc_tree import PeakSampler, mib
@@ -95,6 +96,7 @@ LABELS = {
 AVRO_TOPIC = "bench-avro-orders"
 JSON_TOPIC = "bench-json-orders"
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+DIRECTIONS = ("sink", "source")
 
 #: The Avro schema Confluent's AvroData writes for ``avro.SCHEMA`` (its connect.* properties let a
 #: converter give back the Connect schema, Decimal and Timestamp included). Written out here rather than
@@ -309,11 +311,13 @@ class Failed:
         if time.monotonic() < self.next:
             return
         self.next = time.monotonic() + 2
-        with contextlib.suppress(Exception):
+        try:
             body = self.worker.rest("GET", f"/connectors/{self.name}/status").json()
-            for task in body.get("tasks", []):
-                if task.get("state") == "FAILED":
-                    raise RuntimeError(f"{self.name}: task FAILED: {task.get('trace', '')[-2000:]}")
+        except (httpx.HTTPError, ValueError):  # not now (a rebalance, a slow answer): asked again later
+            return
+        for task in body.get("tasks", []) if isinstance(body, dict) else []:
+            if task.get("state") == "FAILED":
+                raise RuntimeError(f"{self.name}: task FAILED: {task.get('trace', '')[-2000:]}")
 
 
 # --------------------------------------------------------------------------------------------- rows
@@ -322,6 +326,7 @@ class Failed:
 @dataclass
 class Row:
     system: str
+    direction: str = "sink"
     records: int = 0
     seconds: float = 0.0
     steady_seconds: float = 0.0
@@ -335,6 +340,10 @@ class Row:
     note: str = ""
     extra: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def label(self) -> str:
+        return LABELS[self.system] + (" (source)" if self.direction == "source" else "")
+
     def rate(self, steady: bool = False) -> float:
         seconds = self.steady_seconds if steady else self.seconds
         return self.records / seconds if seconds else float("nan")
@@ -347,75 +356,162 @@ def cpu_of(pid: int | None) -> float:
     return sum(process_cpu.cpu_ticks(pid)) / process_cpu.TICK if pid else 0.0
 
 
-def measure(
-    system: str, worker: Worker, row: Row, args: argparse.Namespace, work: Path, ctx: dict[str, Any]
+def timed_connector(
+    worker: Worker,
+    name: str,
+    config: dict[str, str],
+    progress: Callable[[], int],
+    row: Row,
+    args: argparse.Namespace,
+    ctx: dict[str, Any],
 ) -> None:
-    topic = AVRO_TOPIC if system.endswith("-avro") else JSON_TOPIC
-    out = work / f"{system}.txt"
-    name = f"bench-{system}"
-    config = connector_config(system, topic, out, ctx["registry"])
-    lines, failed = Lines(out), Failed(worker, name)
+    """Create the connector and wait until ``progress()`` (records through so far) reaches
+    ``--records``; fill ``row``'s seconds and CPU from the creation and from the first record through."""
+    failed = Failed(worker, name)
     broker_pid, registry_pid = ctx["broker_pid"], ctx["registry"].proc.pid
     with PeakSampler(worker.pid) as sampler:
-        cpu0, broker0, registry0 = (
-            process_cpu.tree_cpu_seconds(worker.pid),
-            cpu_of(broker_pid),
-            cpu_of(registry_pid),
-        )
+        cpu0 = process_cpu.tree_cpu_seconds(worker.pid)
+        broker0, registry0 = cpu_of(broker_pid), cpu_of(registry_pid)
         started = time.monotonic()
         resp = worker.rest("POST", "/connectors", json={"name": name, "config": config})
         if resp.status_code != 201:
             raise RuntimeError(f"creating {name}: {resp.status_code} {resp.text}")
         first_at, first_cpu = 0.0, 0.0
         deadline = started + args.timeout
-        while lines.poll() < args.records:
-            if not first_at and lines.count:
+        while (count := progress()) < args.records:
+            if not first_at and count:
                 first_at, first_cpu = time.monotonic(), process_cpu.tree_cpu_seconds(worker.pid)
             if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"{out.name} holds {lines.count} of {args.records} lines after {args.timeout:.0f} s"
-                )
+                raise TimeoutError(f"{name}: {count} of {args.records} records after {args.timeout:.0f} s")
             failed.check()
             time.sleep(0.2)
         done = time.monotonic()
         cpu1 = process_cpu.tree_cpu_seconds(worker.pid)
         row.broker_cpu_s, row.registry_cpu_s = cpu_of(broker_pid) - broker0, cpu_of(registry_pid) - registry0
-    if not first_at:  # every line came within one poll
+    if not first_at:  # every record came within one poll
         first_at, first_cpu = started, cpu0
-    row.records, row.seconds, row.cpu_s = lines.count, done - started, cpu1 - cpu0
+    row.records, row.seconds, row.cpu_s = count, done - started, cpu1 - cpu0
     row.steady_seconds, row.steady_cpu_s = done - first_at, cpu1 - first_cpu
     row.peak_rss_kib = sampler.peak["total"]
-    row.out = out
-    with open(out, "rb") as f:
-        row.first_line = f.readline().decode(errors="replace").rstrip("\n")
-    if lines.count != args.records:
-        row.note = f"{lines.count} lines, not {args.records}"
+    if count != args.records:
+        row.note = f"{count} records, not {args.records}"
     worker.rest("DELETE", f"/connectors/{name}")
 
 
-def run_side(
-    side: str, systems: list[str], args: argparse.Namespace, work: Path, ctx: dict[str, Any]
-) -> list[Row]:
-    """The side's systems one after the other, each on a worker of its own."""
-    rows = []
-    for system in systems:
-        row = Row(system)
-        worker: Worker | None = None
-        try:
-            worker = Worker(side, ctx["bootstrap"], work)
-            measure(system, worker, row, args, work, ctx)
-            print(
-                f"{system}: {row.records:,} records in {row.seconds:.1f} s, CPU {row.cpu_s:.1f} s",
-                flush=True,
-            )
-        except Exception as exc:  # one system failing still prints the others' figures
-            row.note = f"{type(exc).__name__}: {exc}"[:600]
-            print(f"{system}: {row.note}", flush=True)
-        finally:
-            if worker is not None:
-                worker.stop()
-        rows.append(row)
-    return rows
+def measure_sink(
+    system: str, worker: Worker, row: Row, args: argparse.Namespace, work: Path, ctx: dict[str, Any]
+) -> None:
+    topic = AVRO_TOPIC if system.endswith("-avro") else JSON_TOPIC
+    out = work / f"{system}.txt"
+    name = f"bench-{system}"
+    config = connector_config(system, topic, out, ctx["registry"])
+    timed_connector(worker, name, config, Lines(out).poll, row, args, ctx)
+    row.out = out
+    with open(out, "rb") as f:
+        row.first_line = f.readline().decode(errors="replace").rstrip("\n")
+
+
+def source_line(n: int) -> str:
+    """Line ``n`` of the source direction's input: record ``n``'s fields as JSON text, a string to
+    FileStreamSource (about 150 bytes)."""
+    value = avro.record(n)
+    value["amount"], value["at"] = str(value["amount"]), _EPOCH_MS + n
+    return json.dumps(value, separators=(",", ":"))
+
+
+def write_source_input(path: Path, records: int) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        for start in range(0, records, 10000):
+            f.write("".join(source_line(n) + "\n" for n in range(start, min(records, start + 10000))))
+
+
+def source_config(system: str, topic: str, source: Path, registry: RegistryServer) -> dict[str, str]:
+    config = {
+        "connector.class": "FileStreamSource",
+        "tasks.max": "1",
+        "topic": topic,
+        "file": str(source),
+        "batch.size": "2000",
+        "key.converter": STRING_CONVERTER,
+    }
+    if system.endswith("-json"):
+        return {**config, "value.converter": JSON_CONVERTER, "value.converter.schemas.enable": "true"}
+    if system == "kconnect-avro":
+        return {
+            **config,
+            "value.converter": "io.confluent.connect.avro.AvroConverter",
+            "value.converter.schema.registry.url": registry.url,
+        }
+    return {**config, **converter_config(registry.url.rsplit("/apis/", 1)[0])}
+
+
+def record_at(bootstrap: str, topic: str, offset: int) -> bytes:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-check-{uuid.uuid4().hex[:6]}"})
+    try:
+        consumer.assign([TopicPartition(topic, 0, offset)])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is not None and msg.error() is None:
+                return msg.value() or b""
+        raise TimeoutError(f"{topic}: no record at offset {offset} within 60 s")
+    finally:
+        consumer.close()
+
+
+def decoded(system: str, value: bytes, topic: str, registry: RegistryServer) -> str:
+    """A source record's value as the line it came from: Avro by confluent-kafka's deserializer (the
+    schema by the id in Confluent's wire format), JSON by the envelope's payload."""
+    if system.endswith("-json"):
+        return str(json.loads(value)["payload"])
+    deserializer = AvroDeserializer(SchemaRegistryClient({"url": registry.url}))
+    return str(deserializer(value, SerializationContext(topic, MessageField.VALUE)))
+
+
+def measure_source(
+    system: str, worker: Worker, row: Row, args: argparse.Namespace, work: Path, ctx: dict[str, Any]
+) -> None:
+    """FileStreamSource -> the converter -> a topic of its own, until the topic holds every line; then
+    the first and last records are read back and decoded."""
+    topic, name = f"bench-source-{system}", f"bench-source-{system}"
+    create_topic(ctx["bootstrap"], topic)
+    watcher = Consumer({"bootstrap.servers": ctx["bootstrap"], "group.id": "bench-watermarks"})
+    partition = TopicPartition(topic, 0)
+
+    def high() -> int:
+        return int(watcher.get_watermark_offsets(partition, timeout=10, cached=False)[1])
+
+    try:
+        config = source_config(system, topic, ctx["source"], ctx["registry"])
+        timed_connector(worker, name, config, high, row, args, ctx)
+    finally:
+        watcher.close()
+    checks = []
+    for n in (0, args.records - 1):
+        got = decoded(system, record_at(ctx["bootstrap"], topic, n), topic, ctx["registry"])
+        checks.append(got == source_line(n))
+    row.first_line = "first and last records decode to their lines" if all(checks) else "RECORDS DIFFER"
+    if not all(checks):
+        row.note = row.note or "a record read back is not its line"
+
+
+def run_one(system: str, direction: str, args: argparse.Namespace, work: Path, ctx: dict[str, Any]) -> Row:
+    """One system in one direction, on a worker of its own."""
+    row = Row(system, direction)
+    worker: Worker | None = None
+    try:
+        worker = Worker(system.split("-")[0], ctx["bootstrap"], work)
+        (measure_sink if direction == "sink" else measure_source)(system, worker, row, args, work, ctx)
+        print(
+            f"{row.label}: {row.records:,} records in {row.seconds:.1f} s, CPU {row.cpu_s:.1f} s", flush=True
+        )
+    except Exception as exc:  # one system failing still prints the others' figures
+        row.note = f"{type(exc).__name__}: {exc}"[:600]
+        print(f"{row.label}: {row.note}", flush=True)
+    finally:
+        if worker is not None:
+            worker.stop()
+    return row
 
 
 def digest(path: Path) -> str:
@@ -429,42 +525,47 @@ def digest(path: Path) -> str:
 def report(rows: list[Row]) -> None:
     print()
     print(
-        f"{'system':<58} {'records':>9} {'s':>7} {'records/s':>9} {'CPU s/1k':>8} "
+        f"{'system':<67} {'records':>9} {'s':>7} {'records/s':>9} {'CPU s/1k':>8} "
         f"{'steady r/s':>10} {'steady CPU s/1k':>15} {'broker s/1k':>11} {'registry s':>10} {'peak RSS':>9}"
     )
     for r in rows:
         if not r.records:
-            print(f"{LABELS[r.system]:<58} {'-':>9}  {r.note}")
+            print(f"{r.label:<67} {'-':>9}  {r.note}")
             continue
         print(
-            f"{LABELS[r.system]:<58} {r.records:>9,} {r.seconds:>7.1f} {r.rate():>9,.0f} "
+            f"{r.label:<67} {r.records:>9,} {r.seconds:>7.1f} {r.rate():>9,.0f} "
             f"{r.per_1k(r.cpu_s):>8.3f} {r.rate(steady=True):>10,.0f} {r.per_1k(r.steady_cpu_s):>15.3f} "
             f"{r.per_1k(r.broker_cpu_s):>11.3f} {r.registry_cpu_s:>10.2f} {mib(r.peak_rss_kib):>9}"
         )
-    by = {r.system: r for r in rows if r.records}
-    for side in ("kconnect", "apache"):
-        a, j = by.get(f"{side}-avro"), by.get(f"{side}-json")
-        if a is None or j is None or a.out is None or j.out is None:
-            continue
-        same = "the same lines" if digest(a.out) == digest(j.out) else "OUTPUT DIFFERS"
-        print(
-            f"{side}: Avro {a.rate() / j.rate():.2f}x JSON's records/s, "
-            f"{a.per_1k(a.cpu_s) / j.per_1k(j.cpu_s):.2f}x its CPU per record "
-            f"(target: >= 1x, <= 1x); Avro and JSON outputs: {same}"
-        )
-    for side in ("avro", "json"):
-        k, a = by.get(f"kconnect-{side}"), by.get(f"apache-{side}")
-        if k is not None and a is not None:
+    by = {(r.direction, r.system): r for r in rows if r.records}
+    for direction in DIRECTIONS:
+        for side in ("kconnect", "apache"):
+            a, j = by.get((direction, f"{side}-avro")), by.get((direction, f"{side}-json"))
+            if a is None or j is None:
+                continue
+            same = ""
+            if a.out is not None and j.out is not None:
+                same = "; Avro and JSON outputs: " + (
+                    "the same lines" if digest(a.out) == digest(j.out) else "OUTPUT DIFFERS"
+                )
             print(
-                f"{side}: kconnect {k.rate() / a.rate():.2f}x Apache's records/s, "
-                f"{k.per_1k(k.cpu_s) / a.per_1k(a.cpu_s):.2f}x its CPU per record"
+                f"{direction}, {side}: Avro {a.rate() / j.rate():.2f}x JSON's records/s, "
+                f"{a.per_1k(a.cpu_s) / j.per_1k(j.cpu_s):.2f}x its CPU per record "
+                f"(target: >= 1x, <= 1x){same}"
             )
+        for fmt in ("avro", "json"):
+            k, a = by.get((direction, f"kconnect-{fmt}")), by.get((direction, f"apache-{fmt}"))
+            if k is not None and a is not None:
+                print(
+                    f"{direction}, {fmt}: kconnect {k.rate() / a.rate():.2f}x Apache's records/s, "
+                    f"{k.per_1k(k.cpu_s) / a.per_1k(a.cpu_s):.2f}x its CPU per record"
+                )
     for r in rows:
         if r.first_line:
-            print(f"{r.system} first line: {r.first_line[:160]}")
+            print(f"{r.direction} {r.system}: {r.first_line[:160]}")
     for r in rows:
         if r.note and r.records:
-            print(f"{LABELS[r.system]}: {r.note}")
+            print(f"{r.label}: {r.note}")
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
@@ -484,12 +585,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--only", default=",".join(SYSTEMS), help=f"of {', '.join(SYSTEMS)}, in order")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds one system may take")
+    parser.add_argument(
+        "--direction",
+        default="sink",
+        help="sink (topic -> converter -> file, the default), source (file -> converter -> topic) or both, "
+        "comma-separated",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, outputs)")
     args = parser.parse_args(argv)
     systems = [s for s in args.only.split(",") if s]
     unknown = sorted(set(systems) - set(SYSTEMS))
     if unknown:
         parser.error(f"unknown systems {unknown}; choose from {', '.join(SYSTEMS)}")
+    directions = [d for d in args.direction.split(",") if d]
+    if not directions or set(directions) - set(DIRECTIONS):
+        parser.error(f"--direction takes {' and/or '.join(DIRECTIONS)}, not {args.direction!r}")
     if any(s.startswith("apache") for s in systems):
         ok, why = reference_available(REFERENCE_4X)
         if not ok:
@@ -509,19 +619,27 @@ def main(argv: list[str] | None = None) -> int:
         with density.broker_running("kafka", work) as (bootstrap, broker_pid):
             registry = start_registry(work)
             ctx = {"bootstrap": bootstrap, "broker_pid": broker_pid, "registry": registry}
-            if any(s.endswith("-avro") for s in systems):
+            sink = "sink" in directions
+            if sink and any(s.endswith("-avro") for s in systems):
                 timed(
                     f"{AVRO_TOPIC}: {args.records:,} Avro records produced",
                     lambda: produce(bootstrap, AVRO_TOPIC, avro_values(registry.url, args.records)),
                 )  # type: ignore[union-attr]
-            if any(s.endswith("-json") for s in systems):
+            if sink and any(s.endswith("-json") for s in systems):
                 timed(
                     f"{JSON_TOPIC}: {args.records:,} JSON envelopes produced",
                     lambda: produce(bootstrap, JSON_TOPIC, (json_envelope(n) for n in range(args.records))),
                 )
+            if "source" in directions:
+                ctx["source"] = work / "source-input.txt"
+                timed(
+                    f"{args.records:,} source lines written",
+                    lambda: write_source_input(ctx["source"], args.records),
+                )
             print(f"load average {density.load_average()} before the first system", flush=True)
-            for system in systems:
-                rows += run_side(system.split("-")[0], [system], args, work, ctx)
+            for direction in directions:
+                for system in systems:
+                    rows.append(run_one(system, direction, args, work, ctx))
         report(rows)  # while the outputs are there to compare
     except KeyboardInterrupt:
         print("\ninterrupted; everything started was stopped", file=sys.stderr)

@@ -29,13 +29,15 @@ def converter_config(server_root: str, prefix: str = "value.converter.") -> dict
     """The converter's keys (under ``prefix``) for records in Confluent's wire format on the registry at
     ``server_root`` (``http://host:port``): a 4-byte id after the magic byte (``as-confluent``, Apicurio's
     ``Legacy4ByteIdHandler``) that is a content id (what the Confluent API returned as the schema's id),
-    and no Apicurio headers (Confluent's producers write none)."""
+    and no Apicurio headers (Confluent's producers write none). Writing, it registers the schema of what
+    it writes under ``<topic>-value`` (Apicurio's default TopicIdStrategy) as Confluent's converter does."""
     return {
         prefix.rstrip("."): CONVERTER_CLASS,
         f"{prefix}apicurio.registry.url": server_root + REGISTRY_API_PATH,
         f"{prefix}apicurio.registry.as-confluent": "true",
         f"{prefix}apicurio.registry.use-id": "contentId",
         f"{prefix}apicurio.registry.headers.enabled": "false",
+        f"{prefix}apicurio.registry.auto-register": "true",
     }
 
 
