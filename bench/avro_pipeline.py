@@ -33,9 +33,18 @@ worker and anything below it) over the same span; the broker's and the registry'
 not in it. Each output is then compared with the other converter's on the same system: the same records
 decoded by either converter should print the same lines.
 
+``--direction source`` (or ``sink,source``) runs the other way too: a ``FileStreamSource`` (one task,
+``batch.size=2000``) reads a file of ``--records`` lines (each record's fields as JSON text, about 150
+bytes) through the same four converters into a topic of its own, timed until the topic's high watermark
+holds every line; its first and last records are then read back and decoded with confluent-kafka (Avro by
+the schema id in Confluent's wire format: Apicurio's converter registers and writes it too). A
+FileStreamSource's values are strings, so this direction measures a converter on a string schema, not on
+the struct of the sink direction.
+
     flock /tmp/kconnect-heavy.lock .venv/bin/python bench/avro_pipeline.py                    # 1,000,000
     flock /tmp/kconnect-heavy.lock .venv/bin/python bench/avro_pipeline.py --records 100000   # a trial
     .venv/bin/python bench/avro_pipeline.py --only kconnect-avro,apache-avro --keep
+    flock /tmp/kconnect-heavy.lock .venv/bin/python bench/avro_pipeline.py --direction sink,source
 
 Figures depend on the machine's load: on a shared machine say so next to them.
 """
@@ -335,6 +344,8 @@ class Row:
     broker_cpu_s: float = 0.0
     registry_cpu_s: float = 0.0
     peak_rss_kib: int = 0
+    #: Peak RSS of JVMs below the worker (a Spark JVM under kconnect's worker; none under Apache's).
+    peak_jvm_below_kib: int = 0
     out: Path | None = None
     first_line: str = ""
     note: str = ""
@@ -393,6 +404,7 @@ def timed_connector(
     row.records, row.seconds, row.cpu_s = count, done - started, cpu1 - cpu0
     row.steady_seconds, row.steady_cpu_s = done - first_at, cpu1 - first_cpu
     row.peak_rss_kib = sampler.peak["total"]
+    row.peak_jvm_below_kib = sampler.peak["jvm"]
     if count != args.records:
         row.note = f"{count} records, not {args.records}"
     worker.rest("DELETE", f"/connectors/{name}")
@@ -526,7 +538,8 @@ def report(rows: list[Row]) -> None:
     print()
     print(
         f"{'system':<67} {'records':>9} {'s':>7} {'records/s':>9} {'CPU s/1k':>8} "
-        f"{'steady r/s':>10} {'steady CPU s/1k':>15} {'broker s/1k':>11} {'registry s':>10} {'peak RSS':>9}"
+        f"{'steady r/s':>10} {'steady CPU s/1k':>15} {'broker s/1k':>11} {'registry s':>10} {'peak RSS':>9} "
+        f"{'JVM below':>9}"
     )
     for r in rows:
         if not r.records:
@@ -535,7 +548,8 @@ def report(rows: list[Row]) -> None:
         print(
             f"{r.label:<67} {r.records:>9,} {r.seconds:>7.1f} {r.rate():>9,.0f} "
             f"{r.per_1k(r.cpu_s):>8.3f} {r.rate(steady=True):>10,.0f} {r.per_1k(r.steady_cpu_s):>15.3f} "
-            f"{r.per_1k(r.broker_cpu_s):>11.3f} {r.registry_cpu_s:>10.2f} {mib(r.peak_rss_kib):>9}"
+            f"{r.per_1k(r.broker_cpu_s):>11.3f} {r.registry_cpu_s:>10.2f} {mib(r.peak_rss_kib):>9} "
+            f"{mib(r.peak_jvm_below_kib):>9}"
         )
     by = {(r.direction, r.system): r for r in rows if r.records}
     for direction in DIRECTIONS:
