@@ -65,7 +65,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -349,7 +349,6 @@ class Row:
     out: Path | None = None
     first_line: str = ""
     note: str = ""
-    extra: dict[str, str] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
