@@ -40,7 +40,14 @@ def is_fetched(home: Path) -> bool:
 
 
 def copy_dependencies(
-    pom: Path, home: Path, into: str, *, what: str, stamp: str, error: type[Exception]
+    pom: Path,
+    home: Path,
+    into: str,
+    *,
+    what: str,
+    stamp: str,
+    error: type[Exception],
+    settings: Path | None = None,
 ) -> Path:
     """``home / into`` holding the dependencies ``pom`` names, copied there by Maven unless ``home``'s
     marker says an earlier copy finished; the marker (``stamp``, the pinned versions) is written last.
@@ -48,6 +55,8 @@ def copy_dependencies(
     ``what`` names the artifacts in the errors (``"Apache Kafka 4.3.1"``); ``error`` is the caller's own
     exception type, raised when ``mvn`` is not on PATH, fails (with the tail of its output) or runs past
     :data:`MVN_TIMEOUT_S`. ``into`` is cleared before a copy, so jars of an interrupted one never stay.
+    ``settings``: a Maven settings file (``-s``), for artifacts whose poms name repositories this project
+    does not reach (``tests/schema-registry/settings.xml`` sends every one to Maven Central).
     """
     dest = home / into
     if is_fetched(home):
@@ -57,7 +66,8 @@ def copy_dependencies(
         raise error(f"Maven (mvn) is needed to fetch {what} from Maven Central")
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
-    command = [mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies", f"-DoutputDirectory={dest}"]
+    command = [mvn, "-q", "-B", *(["-s", str(settings)] if settings else []), "-f", str(pom)]
+    command += ["dependency:copy-dependencies", f"-DoutputDirectory={dest}"]
     try:
         proc = subprocess.run(command, capture_output=True, text=True, timeout=MVN_TIMEOUT_S)
     except subprocess.TimeoutExpired as exc:
@@ -71,9 +81,17 @@ def copy_dependencies(
 
 
 def connect_plugin_path(
-    pom: Path, home: Path, plugin: str, *, what: str, stamp: str, error: type[Exception]
+    pom: Path,
+    home: Path,
+    plugin: str,
+    *,
+    what: str,
+    stamp: str,
+    error: type[Exception],
+    settings: Path | None = None,
 ) -> Path:
     """A Connect worker's ``plugin.path`` folder, ``home/plugins``, holding one plugin: ``pom``'s
     dependencies in a folder of their own, ``plugins/<plugin>`` (a plugin.path entry's sub-folders are
     its plugins, each with an isolated class loader), copied as :func:`copy_dependencies` does."""
-    return copy_dependencies(pom, home, f"plugins/{plugin}", what=what, stamp=stamp, error=error).parent
+    into = f"plugins/{plugin}"
+    return copy_dependencies(pom, home, into, what=what, stamp=stamp, error=error, settings=settings).parent
