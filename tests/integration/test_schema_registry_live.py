@@ -36,7 +36,6 @@ from typing import Any
 import httpx
 import pytest
 from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
@@ -54,6 +53,7 @@ from tests.support.cluster import WorkerProcess, wait_until, worker_properties
 from tests.support.lakehouse_jars import spark_properties
 from tests.support.postgres import DRIVER_JAR, PASSWORD, USER, PostgresServer, start_postgres
 from tests.support.schema_registry_server import RegistryServer, start_registry
+from tests.support.topics import create_topic
 
 pytestmark = pytest.mark.integration
 
@@ -142,9 +142,7 @@ class Bench:
 
     def topic(self, prefix: str) -> str:
         name = f"{prefix}-{uuid.uuid4().hex[:6]}"
-        admin = AdminClient({"bootstrap.servers": self.bootstrap})
-        for future in admin.create_topics([NewTopic(name, 1, 1)]).values():
-            future.result(15)
+        create_topic(self.bootstrap, name)
         return name
 
     def produce(self, topic: str, values: list[bytes]) -> None:
