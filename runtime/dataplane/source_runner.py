@@ -50,13 +50,21 @@ __all__ = ["SourceTaskRunner", "latest_source_offsets", "merge_source_offsets"]
 
 
 class _Submitted:
-    """The records of one poll on their way to Kafka, and how many of them are not acknowledged yet
-    (records skipped or dropped before producing are not counted: nothing will acknowledge them)."""
+    """One poll on its way to Kafka: the source offsets its records leave to write (the last per source
+    partition), how many records it had, and how many of them are not acknowledged yet (records skipped
+    or dropped before producing are not counted: nothing will acknowledge them).
 
-    __slots__ = ("pending", "records")
+    Why the offsets and not the records: a poll waits here until the offset flush after its last
+    acknowledgement (``offset.flush.interval.ms``, a minute by default), and holding the records (their
+    keys and values) that long kept a fast source's every record of the last minute in memory (a
+    FileStreamSource at ~48,000 records/s reached 940 MiB; bench/avro_pipeline.py). Java's
+    SubmittedRecords keeps each record's partition and offset only, too."""
 
-    def __init__(self, records: list[SourceRecord]) -> None:
-        self.records = records
+    __slots__ = ("offsets", "pending", "size")
+
+    def __init__(self, offsets: list[SourceOffset], size: int) -> None:
+        self.offsets = offsets
+        self.size = size
         self.pending = 0
 
 
@@ -195,7 +203,7 @@ class SourceTaskRunner(TransactionalSourceLoop):
         return delivered
 
     def _send(self, producer: Any, records: list[SourceRecord]) -> None:
-        batch = _Submitted(records)
+        batch = _Submitted(latest_source_offsets(self.task_id.connector, records), len(records))
         self._submitted.append(batch)
         # A closure per record only for tasks that want to hear of each acknowledgement.
         each = None if self._hears_acks else self._batch_callback(batch)
@@ -241,18 +249,20 @@ class SourceTaskRunner(TransactionalSourceLoop):
             producer.poll(0)
         if self._delivery_error is not None:
             raise ConnectorError(self._delivery_error)
-        records: list[SourceRecord] = []
+        offsets: list[SourceOffset] = []
+        records = 0
         while self._submitted and self._submitted[0].pending == 0:
-            records.extend(self._submitted.popleft().records)
+            batch = self._submitted.popleft()
+            offsets = merge_source_offsets(offsets, batch.offsets) if offsets else batch.offsets
+            records += batch.size
         if not records and not self._unstored:
             return
-        offsets = latest_source_offsets(self.task_id.connector, records)
         if self._unstored:
             offsets, self._unstored = merge_source_offsets(self._unstored, offsets), []
         if final or self._committer is None:
-            self._store(offsets, len(records), started)
+            self._store(offsets, records, started)
         else:
-            self._storing = self._committer.submit(self._store, offsets, len(records), started)
+            self._storing = self._committer.submit(self._store, offsets, records, started)
 
     def _store(self, offsets: list[SourceOffset], records: int, started: float) -> None:
         """Write one flush's offsets and tell the task (``commit``, which Java also calls from its

@@ -473,7 +473,7 @@ def test_source_runner_tells_the_task_each_acknowledged_record() -> None:
     ok = SourceRecord(source_partition={"id": 0}, source_offset={"seqno": 1}, topic="t", value=1)
     bad = SourceRecord(source_partition={"id": 0}, source_offset={"seqno": 2}, topic="t", value=2)
     message = _Message()
-    batch = _Submitted([ok, bad])
+    batch = _Submitted(latest_source_offsets("c", [ok, bad]), 2)
     batch.pending = 2
     runner._delivery_callback(batch, ok)(None, message)
     runner._delivery_callback(batch, bad)("broker down", message)
@@ -492,32 +492,65 @@ class _IdleProducer:
         return 0
 
 
+class _HeldProducer(_IdleProducer):
+    """A producer whose records stay on their way until the test acknowledges them, in any order."""
+
+    def __init__(self) -> None:
+        self.callbacks: list[Callable[[Any, Any], None]] = []
+
+    def produce(self, topic: str, value: Any = None, key: Any = None, **kwargs: Any) -> None:
+        self.callbacks.append(kwargs["on_delivery"])
+
+
 def test_source_offsets_commit_only_up_to_the_first_poll_with_an_unacknowledged_record() -> None:
     """Java's SubmittedRecords rule: acknowledgements may come out of poll order, but an offset is
     stored only when every record before it is in Kafka, and the poll loop never waits for that."""
     written: list[list[SourceOffset]] = []
     runner = _runner(_AckRecordingSource(), written.append)
-    polls = [
-        _Submitted([SourceRecord({"f": "a"}, {"position": n}, "t") for n in (1, 2)]),
-        _Submitted([SourceRecord({"f": "a"}, {"position": 3}, "t")]),
-        _Submitted([SourceRecord({"f": "a"}, {"position": 4}, "t")]),
-    ]
-    for poll in polls:
-        poll.pending = len(poll.records)
-        runner._submitted.append(poll)
-    callbacks = [runner._batch_callback(poll) for poll in polls]
-    callbacks[1](None, _Message())  # the second poll is in Kafka, the first is not yet
-    runner._flush(_IdleProducer())
+    producer = _HeldProducer()
+    for positions in ((1, 2), (3,), (4,)):
+        runner._send(
+            producer, [SourceRecord({"f": "a"}, {"position": n}, "t", value=f"{n}") for n in positions]
+        )
+    ack = [lambda n=n: producer.callbacks[n](None, _Message()) for n in range(4)]
+    ack[2]()  # the second poll is in Kafka, the first is not yet
+    runner._flush(producer)
     assert written == []
-    callbacks[0](None, _Message())
-    runner._flush(_IdleProducer())
+    ack[0]()
+    runner._flush(producer)
     assert written == []  # one of the first poll's two records is still on its way
-    callbacks[0](None, _Message())
-    runner._flush(_IdleProducer())
+    ack[1]()
+    runner._flush(producer)
     assert written == [[SourceOffset("c", {"f": "a"}, {"position": 3})]]
-    callbacks[2](None, _Message())
-    runner._flush(_IdleProducer(), final=True)
+    ack[3]()
+    runner._flush(producer, final=True)
     assert written[-1] == [SourceOffset("c", {"f": "a"}, {"position": 4})]
+    assert not runner._submitted
+
+
+def test_records_on_their_way_are_not_held_until_the_offset_flush() -> None:
+    """A poll waits for its offsets to be flushed (a minute by default) with its source offsets only: the
+    records themselves (keys, values) are free once produced, so a fast source's last minute of records
+    is not kept in memory."""
+    import gc
+    import weakref
+
+    class Source(_AckRecordingSource):  # a task that does not ask to hear of each acknowledged record
+        commit_record = SourceTask.commit_record
+
+    runner = _runner(Source(), lambda _offsets: None)
+    producer = _HeldProducer()
+    records = [SourceRecord({"f": "a"}, {"position": n}, "t", value="x" * 1000) for n in range(3)]
+    held = [weakref.ref(r) for r in records]
+    runner._send(producer, records)
+    for callback in producer.callbacks:
+        callback(None, _Message())
+    producer.callbacks.clear()  # as librdkafka drops a delivered record's callback
+    del records
+    gc.collect()
+    assert [ref() for ref in held] == [None, None, None]
+    assert len(runner._submitted) == 1 and runner._submitted[0].pending == 0  # not flushed yet
+    runner._flush(producer)
     assert not runner._submitted
 
 

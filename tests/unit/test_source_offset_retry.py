@@ -8,7 +8,7 @@ pending ones) and retries at the next commit interval.
 
 from __future__ import annotations
 
-from kconnect.runtime.dataplane.source_runner import _Submitted, merge_source_offsets
+from kconnect.runtime.dataplane.source_runner import _Submitted, latest_source_offsets, merge_source_offsets
 from kconnect.runtime.plugins.api import SourceRecord
 from kconnect.runtime.storage.kafka_log import KafkaLogError
 from kconnect.runtime.storage.offset_log import SourceOffset
@@ -39,8 +39,9 @@ def test_a_failed_offsets_write_is_retried_by_the_next_flush() -> None:
     runner = _runner(_AckRecordingSource(), write)
 
     def submit(*positions: tuple[str, int]) -> None:
-        poll = _Submitted([SourceRecord({"f": f}, {"position": n}, "t") for f, n in positions])
-        poll.pending = len(poll.records)
+        records = [SourceRecord({"f": f}, {"position": n}, "t") for f, n in positions]
+        poll = _Submitted(latest_source_offsets("c", records), len(records))
+        poll.pending = len(records)
         runner._submitted.append(poll)
         runner._batch_callback(poll)(None, _Message())
         for _ in positions[1:]:
