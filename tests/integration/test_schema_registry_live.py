@@ -15,7 +15,8 @@ registry's URL, as a user's ``connect-distributed.properties`` would; a real Pos
 - Avro records make an Iceberg table (Spark's Iceberg runtime) typed from their schema, and a later
   version of the schema (a field added with a default, an int widened to a long) evolves it;
 - a record framed with an id the registry does not know is dead-lettered with the registry's answer;
-- while the registry is down a sink's converter retries, and once it is back every record arrives.
+- while the registry is down a sink that needs a schema retries (its converter, then its batch), and
+  once the registry is back every record arrives.
 
 Not here: bad credentials (the registry's authentication is Keycloak's OpenID Connect, which no package
 registry here serves; the converters' credentials settings are unit-tested), and JSON Schema
