@@ -680,3 +680,56 @@ def test_spark_reads_with_the_schema_content(spark) -> None:  # type: ignore[no-
     assert [rows[0]["value"]["a"], rows[1]["value"]["a"]] == [1, 2]
     assert errors[2] is not None and "does not fit schema" in errors[2]
     assert errors[3] is None and rows[3]["value"] is None
+
+
+_INT_FIELD = '{"type":"struct","fields":[{"type":"int32","optional":false,"field":"a"}],"optional":false}'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f'{{"schema":{_INT_FIELD},"payload":{{"a":1}}}}',
+        f'{{"schema":{_INT_FIELD},"payload":{{"a":1}} }}',  # space before the closing brace
+        f'{{"schema":{_INT_FIELD},"payload":{{"a":1}},"extra":2}}',  # another key: Java's envelope error
+        f'{{"schema":{_INT_FIELD},"payload":{{"a":1}},"payload":{{"a":2}}}}',  # a duplicate payload
+        f'{{"schema":{_INT_FIELD},"payload":{{"a":1}}}}  ',  # trailing text after the envelope
+        f'{{"schema":{_INT_FIELD},"payload":{{"a":"one"}}}}',  # a payload the schema refuses
+        f'{{"schema":{_INT_FIELD},"payload":{{"a":1}}',  # truncated
+        '{"schema":null,"payload":{"a":1}}',
+        '{"schema":{"type":"string","optional":false,"doc":"x,\\"payload\\":y"},"payload":"v"}',
+        '{"schema":{"type":"string","optional":false,"doc":"x","payload":1},"payload":"v"}',  # odd key
+        '{"schema":{"type":"int64","optional":false},"payload":12345678901234567890}',
+        '{"schema":{"type":"double","optional":false},"payload":0.1}',
+        '{"schema":{"type":"nope"},"payload":1}',  # not a schema: Java's error
+        '{"schema":[],"payload":1}',
+        '{"schema":{"type":"int32","optional":true},"payload":null}',
+    ],
+)
+def test_envelopes_read_by_their_payload_read_as_whole_envelopes_do(text: str) -> None:
+    """A record whose schema text was seen before is read by its payload alone (``_envelope``); what it
+    reads, or the error it raises, is what reading the whole envelope gives (the reference converter
+    below never takes that path). Each text twice: the second read finds its prefix cached."""
+
+    def read(converter: JsonConverter) -> Any:
+        try:
+            got = converter.to_connect(text.encode())
+        except ConnectDataError as exc:
+            return ("error", str(exc))
+        return (got.schema, got.value)
+
+    fast, whole = json_converter(), json_converter()
+    whole._envelope = lambda _data: None  # type: ignore[method-assign]
+    expected = read(whole)
+    assert read(fast) == expected
+    assert read(fast) == expected
+
+
+def test_a_javas_envelope_is_read_by_its_payload_and_its_schema_parsed_once() -> None:
+    converter = json_converter()
+    first = f'{{"schema":{_INT_FIELD},"payload":{{"a":1}}}}'.encode()
+    second = f'{{"schema":{_INT_FIELD},"payload":{{"a":2}}}}'.encode()
+    one, two = converter._envelope(first), converter._envelope(second)
+    assert one is not None and two is not None
+    assert (one.value, two.value) == ({"a": 1}, {"a": 2})
+    assert one.schema is two.schema  # one ConnectSchema for the prefix both records start with
+    assert list(converter._prefix_schemas) == [first[: first.index(b',"payload":')]]
