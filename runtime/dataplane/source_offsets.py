@@ -1,7 +1,8 @@
 """Which source offsets a run of produced records leaves to write: the last offset per source partition.
 
 Pure functions, split from the poll loop (:mod:`kconnect.runtime.dataplane.source_runner`) that calls
-them on every offset flush and every transaction commit, so tables can test them without a task.
+them for every poll it sends (and merges them at each offset flush) and at every transaction commit, so
+tables can test them without a task.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ def latest_source_offsets(connector: str, records: Sequence[SourceRecord]) -> li
     """The offsets-topic records for a run of produced records: the last offset per source partition, in
     the order of those last records.
 
-    Paid once per offset flush for every record produced since the last one, so it walks backwards and
+    Paid for every record produced (once, for its poll or its transaction), so it walks backwards and
     builds (and validates) a ``SourceOffset`` only for each partition's last record; a partition map
     object seen before (tasks usually reuse one per partition) is not keyed again.
     """

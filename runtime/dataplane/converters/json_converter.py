@@ -69,8 +69,9 @@ _PAYLOAD_HEAD = ',"payload":'
 _SCHEMA_HEAD_BYTES = _SCHEMA_HEAD.encode()
 _PAYLOAD_HEAD_BYTES = _PAYLOAD_HEAD.encode()
 #: An envelope prefix (``{"schema":<text>,"payload":``) whose text is not one JSON schema: such records are
-#: read whole.
+#: read whole. ``_UNSEEN``: a prefix not read before.
 _NOT_A_SCHEMA = object()
+_UNSEEN = object()
 
 
 class Sample(NamedTuple):
@@ -197,8 +198,8 @@ class JsonConverter(Converter):
         if end < 0:
             return None
         prefix = bytes(data[:end])
-        schema = self._prefix_schemas.get(prefix, None)
-        if schema is None and prefix not in self._prefix_schemas:
+        schema = self._prefix_schemas.get(prefix, _UNSEEN)
+        if schema is _UNSEEN:
             schema = self._prefix_schema(prefix)
         if schema is _NOT_A_SCHEMA:
             return None
