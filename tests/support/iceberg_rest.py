@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import httpx
 
 from kconnect.runtime.cli.broker import free_port
 from tests.support.maven import copy_dependencies, kconnect_cache
+from tests.support.server_process import await_answer, stop_process
 
 REPO = Path(__file__).resolve().parents[2]
 POM = REPO / "tests" / "lakehouse" / "rest-catalog" / "pom.xml"
@@ -72,13 +72,7 @@ class IcebergRestServer:
         return f"http://127.0.0.1:{self.port}"
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        stop_process(self.proc)
 
 
 def start_iceberg_rest(workdir: Path, timeout: float = 180) -> IcebergRestServer:
@@ -107,19 +101,13 @@ def start_iceberg_rest(workdir: Path, timeout: float = 180) -> IcebergRestServer
             env=env,
         )
     server = IcebergRestServer(proc, port, log)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise IcebergRestError(
-                f"the REST catalog server exited: {log.read_text(errors='replace')[-3000:]}"
-            )
+
+    def answers() -> bool:
         try:
-            if httpx.get(server.uri + "/v1/config", timeout=5).status_code == 200:
-                return server
+            return httpx.get(server.uri + "/v1/config", timeout=5).status_code == 200
         except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    server.stop()
-    raise IcebergRestError(
-        f"the REST catalog server did not answer: {log.read_text(errors='replace')[-3000:]}"
-    )
+            return False
+
+    what = "the REST catalog server"
+    await_answer(proc, answers, log=log, timeout=timeout, pause=0.5, error=IcebergRestError, what=what)
+    return server

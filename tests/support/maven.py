@@ -61,23 +61,45 @@ def copy_dependencies(
     dest = home / into
     if is_fetched(home):
         return dest
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise error(f"Maven (mvn) is needed to fetch {what} from Maven Central")
+    mvn = find_mvn(f"fetch {what}", error)
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
-    command = [mvn, "-q", "-B", *(["-s", str(settings)] if settings else []), "-f", str(pom)]
-    command += ["dependency:copy-dependencies", f"-DoutputDirectory={dest}"]
+    goal = ["-f", str(pom), "dependency:copy-dependencies", f"-DoutputDirectory={dest}"]
+    run_mvn(mvn, goal, what=f"fetch {what}", where=str(pom), error=error, settings=settings)
+    (home / MARKER).write_text(stamp + "\n")
+    return dest
+
+
+def find_mvn(what: str, error: type[Exception]) -> str:
+    """The ``mvn`` on PATH; ``error`` naming Maven and ``what`` it was needed to do when there is none."""
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise error(f"Maven (mvn) is needed to {what} from Maven Central")
+    return mvn
+
+
+def run_mvn(
+    mvn: str,
+    args: list[str],
+    *,
+    what: str,
+    where: str,
+    error: type[Exception],
+    settings: Path | None = None,
+    cwd: Path | None = None,
+) -> None:
+    """``mvn -q -B [-s settings] <args>`` (``mvn`` from :func:`find_mvn`), raising ``error`` when it fails
+    (with the tail of its output) or runs past :data:`MVN_TIMEOUT_S`. ``what`` says what it was to do
+    (``"fetch Apache Kafka 4.3.1"``), ``where`` which project (a pom's path)."""
+    command = [mvn, "-q", "-B", *(["-s", str(settings)] if settings else []), *args]
     try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=MVN_TIMEOUT_S)
+        proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=MVN_TIMEOUT_S)
     except subprocess.TimeoutExpired as exc:
-        raise error(f"mvn did not fetch {what} within {MVN_TIMEOUT_S} s ({pom})") from exc
+        raise error(f"mvn did not {what} within {MVN_TIMEOUT_S} s ({where})") from exc
     if proc.returncode != 0:
         # With -q Maven prints its [ERROR] lines on stdout; stderr holds the JVM's own complaints.
         output = proc.stdout.strip() or proc.stderr.strip()
-        raise error(f"mvn could not fetch {what} ({pom}): {output[-2000:]}")
-    (home / MARKER).write_text(stamp + "\n")
-    return dest
+        raise error(f"mvn could not {what} ({where}): {output[-3000:]}")
 
 
 def connect_plugin_path(

@@ -17,20 +17,19 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 import zipfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
 from kconnect.runtime.cli.broker import free_port
-from tests.support.maven import MARKER, MVN_TIMEOUT_S, is_fetched, kconnect_cache
+from tests.support.maven import MARKER, find_mvn, is_fetched, kconnect_cache, run_mvn
+from tests.support.server_process import await_answer, stop_process
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = REPO / "tests" / "schema-registry"
+SETTINGS = PROJECT / "settings.xml"
 VERSION = "2.0.2.Final"
 APP = f"io.apicurio:apicurio-registry-app:{VERSION}:jar"
 #: Where a converter points ``schema.registry.url`` on a server at ``http://host:port``.
@@ -46,17 +45,16 @@ def registry_home() -> Path:
 
 
 def _mvn(args: list[str], cwd: Path, what: str) -> None:
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise RegistryServerError(f"Maven (mvn) is needed to build Apicurio Registry {VERSION} ({what})")
-    command = [mvn, "-q", "-B", "-s", str(PROJECT / "settings.xml"), *args]
-    try:
-        proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=MVN_TIMEOUT_S)
-    except subprocess.TimeoutExpired as exc:
-        raise RegistryServerError(f"mvn did not {what} within {MVN_TIMEOUT_S} s") from exc
-    if proc.returncode != 0:
-        output = proc.stdout.strip() or proc.stderr.strip()
-        raise RegistryServerError(f"mvn could not {what} (Apicurio Registry {VERSION}): {output[-3000:]}")
+    mvn = find_mvn(what, RegistryServerError)
+    run_mvn(
+        mvn,
+        args,
+        what=what,
+        where=str(PROJECT / "pom.xml"),
+        error=RegistryServerError,
+        settings=SETTINGS,
+        cwd=cwd,
+    )
 
 
 def registry_server() -> Path:
@@ -72,7 +70,7 @@ def registry_server() -> Path:
         _mvn(
             ["dependency:copy", f"-Dartifact={APP}", f"-DoutputDirectory={build / 'app'}"],
             build,
-            "fetch the app",
+            f"fetch Apicurio Registry {VERSION}",
         )
         (app_jar,) = (build / "app").glob("*.jar")
         with zipfile.ZipFile(app_jar) as jar:
@@ -81,7 +79,7 @@ def registry_server() -> Path:
         resources.mkdir(parents=True)
         extra = (PROJECT / "application.properties").read_text()
         (resources / "application.properties").write_text(f"{own}\n\n# kconnect's tests\n{extra}")
-        _mvn(["package"], build, "build the server")
+        _mvn(["package"], build, f"build Apicurio Registry {VERSION}")
         (built,) = (build / "target").glob("*-runner.jar")
         home.mkdir(parents=True)
         shutil.copytree(build / "target" / "lib", home / "lib")
@@ -101,17 +99,8 @@ class RegistryServer:
         """What a converter's ``schema.registry.url`` names (Confluent's API)."""
         return f"http://127.0.0.1:{self.port}{CCOMPAT_PATH}"
 
-    def running(self) -> bool:
-        return self.proc.poll() is None
-
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        stop_process(self.proc)
 
 
 def start_registry(
@@ -138,24 +127,13 @@ def start_registry(
             cwd=runner.parent,
         )
     server = RegistryServer(proc, port, log)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RegistryServerError(f"the registry exited: {log.read_text(errors='replace')[-3000:]}")
+
+    def answers() -> bool:
         try:
-            if httpx.get(server.url + "/subjects", timeout=5).status_code == 200:
-                return server
+            return httpx.get(server.url + "/subjects", timeout=5).status_code == 200
         except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    server.stop()
-    raise RegistryServerError(f"the registry did not answer: {log.read_text(errors='replace')[-3000:]}")
+            return False
 
-
-@contextmanager
-def running_registry(workdir: Path) -> Iterator[RegistryServer]:
-    server = start_registry(workdir)
-    try:
-        yield server
-    finally:
-        server.stop()
+    error = RegistryServerError
+    await_answer(proc, answers, log=log, timeout=timeout, pause=0.3, error=error, what="the registry")
+    return server

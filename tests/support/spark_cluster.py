@@ -28,6 +28,7 @@ from typing import Any
 import pyspark
 
 from kconnect.runtime.cli.broker import free_port
+from tests.support.server_process import stop_process
 
 
 def spark_home() -> Path:
@@ -159,13 +160,7 @@ class StandaloneCluster:
     def stop(self) -> None:
         # The workers first: they kill their executors when they stop, the master has nothing to kill.
         for proc in reversed(self.processes):
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(20)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(10)
+            stop_process(proc)
         self.processes.clear()
 
 
