@@ -30,11 +30,11 @@ kafka: setup
 	$(BIN)/python -c 'from tests.support.apache_kafka import kafka_libs; print("Apache Kafka jars:", kafka_libs())'
 	$(BIN)/python -c 'from tests.support.debezium import debezium_plugin; print("Debezium plugin:", debezium_plugin())'
 
-# The Iceberg and Delta Lake runtimes for Spark (tests/lakehouse/pom.xml) that the table sinks' tests load
-# through spark.jars, and Apache Iceberg's REST catalog server (tests/lakehouse/rest-catalog/pom.xml) for the
+# The Iceberg and Delta Lake runtimes for Spark (tests/lakehouse/pom.xml) and Spark's own Kafka source
+# (tests/spark-kafka/pom.xml) that the table sinks' tests load through spark.jars, and Apache Iceberg's REST catalog server (tests/lakehouse/rest-catalog/pom.xml) for the
 # REST catalog test: copied once from Maven Central into ~/.cache/kconnect; tests fetch them too if missing.
 lakehouse: setup
-	$(BIN)/python -c 'from tests.support.lakehouse_jars import helper_jar, lakehouse_jars; print("lakehouse jars:", *lakehouse_jars(), helper_jar())'
+	$(BIN)/python -c 'from tests.support.lakehouse_jars import helper_jar, lakehouse_jars, spark_kafka_jars; print("lakehouse jars:", *lakehouse_jars(), *spark_kafka_jars(), helper_jar())'
 	$(BIN)/python -c 'from tests.support.iceberg_rest import rest_jars; print("Iceberg REST catalog server:", len(rest_jars()), "jars")'
 
 # A real Confluent-compatible Schema Registry server for the converters' live tests: Apicurio Registry, built

@@ -62,7 +62,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kconnect.runtime.cli.broker import free_port
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
 from tests.support.iceberg_kafka_connect import CONNECTOR_CLASS, iceberg_plugin
-from tests.support.lakehouse_jars import lakehouse_jars, spark_properties
+from tests.support.lakehouse_jars import SPARK_KAFKA_VERSION, lakehouse_jars, spark_properties
 from tests.support.processes import command_name, descendants
 from tests.support.reference import REFERENCE_4X, ReferenceWorker, reference_available
 
@@ -137,10 +137,19 @@ class Worker:
     """One system's worker, started again after a SIGKILL with the same group and topics."""
 
     def __init__(
-        self, kind: str, bootstrap: str, work: Path, event_log: bool = False, profile: bool = False
+        self,
+        kind: str,
+        bootstrap: str,
+        work: Path,
+        event_log: bool = False,
+        profile: bool = False,
+        reader: str = "spark-kafka",
+        extra: dict[str, str] | None = None,
     ) -> None:
         self.kind, self.bootstrap, self.work = kind, bootstrap, work
         self.event_log = event_log
+        self.reader = reader
+        self.extra = dict(extra or {})
         self.profile = profile
         self.spy: subprocess.Popen[bytes] | None = None
         self.group = f"bench-lh-{kind}-{uuid.uuid4().hex[:6]}"
@@ -178,6 +187,10 @@ class Worker:
                     **spark_properties(),
                 }
             )
+            if self.reader == "python":  # without Spark's Kafka source, sink queries read with kconnect's
+                kafka = f"spark-kafka-{SPARK_KAFKA_VERSION}"
+                props["spark.jars"] = ",".join(j for j in props["spark.jars"].split(",") if kafka not in j)
+            props.update(self.extra)
             if self.event_log:  # where the JVM's seconds go: each stage's executor CPU and run time
                 events = self.work / "spark-events"
                 events.mkdir(exist_ok=True)
@@ -594,7 +607,8 @@ def run_one(kind: str, bootstrap: str, _broker_pid: int | None, work: Path, args
     control = f"lh-control-{kind}"
     topics = [f"lh-trickle-{i:02d}-{kind}" for i in range(args.topics)]
     create_topics(bootstrap, {control: 1, **dict.fromkeys(topics, 1)})
-    worker = Worker(kind, bootstrap, work, args.event_log, args.profile)
+    extra = dict(item.split("=", 1) for item in args.set)
+    worker = Worker(kind, bootstrap, work, args.event_log, args.profile, args.reader, extra)
     try:
         worker.start()
         if "big" in args.phases:
@@ -701,6 +715,20 @@ def main(argv: list[str] | None = None) -> int:
         "--warm-records", type=int, default=200_000, help="warm phase: records of the warm-up, then as many"
     )
     parser.add_argument("--only", default=",".join(SYSTEMS))
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a kconnect worker property for this run (repeatable), e.g. a spark.* setting to compare",
+    )
+    parser.add_argument(
+        "--reader",
+        choices=("spark-kafka", "python"),
+        default="spark-kafka",
+        help="what kconnect's sink query reads Kafka with: Spark's Kafka source (on the worker's spark.jars, "
+        "as docs/connectors/lakehouse.md advises) or kconnect's Python data source (without that jar)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     parser.add_argument(
         "--event-log",

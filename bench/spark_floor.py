@@ -11,7 +11,8 @@ SparkSession's start.
     .venv/bin/python bench/spark_floor.py                   # 500,000 records a topic, 3 topics
     .venv/bin/python bench/spark_floor.py --records 200000 --topics 2
 
-The jars of Spark's Kafka source come from Maven Central on first use (bench/spark-kafka/pom.xml).
+The jars of Spark's Kafka source come from Maven Central on first use (tests/spark-kafka/pom.xml;
+``make lakehouse`` fetches them too).
 Figures depend on the machine's load: on a shared machine say so next to them.
 """
 
@@ -34,10 +35,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from tests.support.lakehouse_jars import lakehouse_jars
-from tests.support.maven import copy_dependencies, kconnect_cache
+from tests.support.lakehouse_jars import lakehouse_jars, spark_kafka_jars
 
-POM = Path(__file__).resolve().parent / "spark-kafka" / "pom.xml"
 #: The payload of bench/lakehouse.py's records (lakehouse.SCHEMA) as Spark reads it.
 PAYLOAD = StructType(
     [
@@ -47,22 +46,6 @@ PAYLOAD = StructType(
         StructField("produced_ms", LongType()),
     ]
 )
-
-
-class SparkKafkaJarsError(RuntimeError):
-    """Spark's Kafka source could not be fetched."""
-
-
-def kafka_jars() -> list[str]:
-    libs = copy_dependencies(
-        POM,
-        kconnect_cache("spark-kafka-4.0.0"),
-        "libs",
-        what="Spark's Kafka source 4.0.0",
-        stamp="4.0.0",
-        error=SparkKafkaJarsError,
-    )
-    return sorted(str(p) for p in libs.glob("*.jar"))
 
 
 def spark_jvm() -> int:
@@ -87,7 +70,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=500_000, help="records a topic")
     parser.add_argument("--topics", type=int, default=3, help="topics, one job each (the first is cold)")
     args = parser.parse_args()
-    jars = [*map(str, lakehouse_jars()), *kafka_jars()]
+    jars = [*map(str, lakehouse_jars()), *map(str, spark_kafka_jars())]
     work = Path(tempfile.mkdtemp(prefix="kconnect-bench-spark-floor-"))
     print(
         f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; nproc {os.cpu_count()}; load "

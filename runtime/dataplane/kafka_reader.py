@@ -357,6 +357,11 @@ class KafkaStreamReader(DataSourceStreamReader):
             self._consumer = Consumer(conf)
         return self._consumer
 
+    def assigned(self) -> list[TopicPartitionKey]:
+        """The task's share of the partitions that exist now (what a Spark Kafka query is given to read:
+        ``spark_kafka``)."""
+        return self._partitions()
+
     def _partitions(self) -> list[TopicPartitionKey]:
         metadata = self._client().list_topics(timeout=self.timeout_s)
         usable = [name for name, t in metadata.topics.items() if t.error is None]

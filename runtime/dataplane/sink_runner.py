@@ -24,6 +24,7 @@ from typing import Any
 
 from py4j.protocol import Py4JJavaError
 
+from kconnect.runtime.dataplane import spark_kafka
 from kconnect.runtime.dataplane.scheduler_pools import SINKS_POOL
 from kconnect.runtime.dataplane.scratch import make_scratch_dir
 from kconnect.runtime.dataplane.sink_batch import (
@@ -173,6 +174,7 @@ class SinkTaskRunner(TaskRunner):
         bootstrap: str,
         converters: Mapping[str, str],
         consumer_settings: Mapping[str, str],
+        consumer_props: Mapping[str, str] | None = None,
         producer_settings: Mapping[str, str] | None = None,
         admin_settings: Mapping[str, str] | None = None,
         plugin_metrics: PluginMetricsRegistry | None = None,
@@ -199,6 +201,11 @@ class SinkTaskRunner(TaskRunner):
         self._dlq_producer: Any = None
         self._dlq_error: str | None = None
         self._consumer_settings = dict(consumer_settings)
+        #: The same consumer settings Java-named, for Spark's Kafka source (``spark_kafka``).
+        self._consumer_props = dict(consumer_props or {})
+        self._reader_choice: spark_kafka.Reader | None = None
+        #: The partitions a query Spark's Kafka source reads was given, watched for new ones.
+        self._kafka_watch: spark_kafka.PartitionWatch | None = None
         self.group_id = self._consumer_settings.pop("group.id", f"connect-{task_id.connector}")
         self.topics = [t.strip() for t in config.get("topics", "").split(",") if t.strip()]
         self.topics_regex = (config.get("topics.regex") or "").strip()
@@ -251,7 +258,10 @@ class SinkTaskRunner(TaskRunner):
         yet: the JVM, Spark's context), the query planned up to its start (:meth:`_plan_query`) and the
         committer made and connected. The query itself starts with the task: a started query reads."""
         self._spark()
-        self._planned = self._plan_query()
+        if not self._chosen_reader().spark_kafka:
+            # Spark's Kafka source is given its start offsets, which are the group's when the task starts
+            # (a learner prepares while the task's previous owner still commits): it plans at the start.
+            self._planned = self._plan_query()
         committer = self._new_committer()
         try:
             committer.list_topics(timeout=30)
@@ -675,8 +685,10 @@ class SinkTaskRunner(TaskRunner):
         from kconnect.runtime.dataplane.kafka_reader import task_data_source
 
         source = task_data_source(self.pool)
-        spark.dataSource.register(source)
-        frame = spark.readStream.format(source.name()).options(**options).load()
+        frame = self._spark_kafka_stream(spark, options)
+        if frame is None:
+            spark.dataSource.register(source)
+            frame = spark.readStream.format(source.name()).options(**options).load()
         if self._on_stream:
             frame = self._prepared(frame)
             self._stream_schemas = record_schemas(frame)
@@ -687,7 +699,28 @@ class SinkTaskRunner(TaskRunner):
             .trigger(processingTime=SINK_TRIGGER)
         )
 
+    def _chosen_reader(self) -> spark_kafka.Reader:
+        """Spark's Kafka source or the Python one (``spark_kafka.choose``), decided once per task."""
+        if self._reader_choice is None:
+            choice = spark_kafka.choose(spark_kafka.available(self._spark()), self._consumer_props)
+            self.log.info("sink task reader", spark_kafka=choice.spark_kafka, reason=choice.reason)
+            self._reader_choice = choice
+        return self._reader_choice
+
+    def _spark_kafka_stream(self, spark: Any, options: Mapping[str, str]) -> Any:
+        """The task's stream read by Spark's Kafka source (``spark_kafka.stream``), or None to read with the
+        Python source; the partitions it was given are watched (``_loop``) until the query stops."""
+        if not self._chosen_reader().spark_kafka:
+            return None
+        frame, self._kafka_watch = spark_kafka.stream(
+            spark, options, self._consumer_props, self._bootstrap, f"kconnect-{self.pool}"
+        )
+        return frame
+
     def _stop_query(self) -> None:
+        watch, self._kafka_watch = self._kafka_watch, None
+        if watch is not None:
+            watch.close()
         with self._lock:
             query, self._query = self._query, None
         if query is not None:
@@ -731,6 +764,7 @@ class SinkTaskRunner(TaskRunner):
                         pool=self.pool,
                         group=self.group_id,
                         prepared_on_stream=self._on_stream,
+                        reader="spark-kafka" if self._kafka_watch and self._kafka_watch.given else "python",
                     )
                     if query.isActive:
                         # RUNNING from here, not from the first batch: the topics may well be empty.
@@ -740,6 +774,8 @@ class SinkTaskRunner(TaskRunner):
                     raise ConnectorError(
                         f"the streaming query of sink task {self.task_id} ended: {error or 'stopped'}"
                     )
+                if self._kafka_watch is not None and self._kafka_watch.changed(self.log):
+                    self._restart.set()
                 if self._restart.is_set():  # a rewind: the next query starts from the committed offsets
                     self._stop_query()
                     continue

@@ -39,7 +39,7 @@ from kconnect.config.worker import (
     WorkerConfig,
 )
 from kconnect.runtime import logs
-from kconnect.runtime.client_config import Role
+from kconnect.runtime.client_config import Role, task_props
 from kconnect.runtime.dataplane.active_topics import ActiveTopics
 from kconnect.runtime.dataplane.converters import converter_config
 from kconnect.runtime.dataplane.exactly_once import ExactlyOnce, exactly_once
@@ -409,6 +409,7 @@ class SparkExecutor:
                 bootstrap=bootstrap,
                 converters=converters,
                 consumer_settings=self._client_settings("consumer", config),
+                consumer_props=task_props("consumer", self.config.passthrough, config),
                 producer_settings=self._client_settings("producer", config),
                 admin_settings=self._client_settings("admin", config),
                 plugin_metrics=self.plugin_metrics,

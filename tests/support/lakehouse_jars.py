@@ -18,6 +18,10 @@ from tests.support.maven import copy_dependencies, kconnect_cache
 
 REPO = Path(__file__).resolve().parents[2]
 POM = REPO / "tests" / "lakehouse" / "pom.xml"
+#: Spark's own Kafka source (4.0.0, the 4.0 line PySpark 4.0.x runs), which a sink task's query reads with
+#: when it is on the worker's spark.jars (``runtime/dataplane/spark_kafka.py``).
+SPARK_KAFKA_POM = REPO / "tests" / "spark-kafka" / "pom.xml"
+SPARK_KAFKA_VERSION = "4.0.0"
 #: The versions the pom pins (PySpark 4.0.x: Spark 4.0, Scala 2.13); the cache directory is named for them.
 ICEBERG_VERSION = "1.10.2"
 DELTA_VERSION = "4.0.1"
@@ -48,6 +52,20 @@ def lakehouse_jars() -> list[Path]:
         "libs",
         what=f"the Iceberg {ICEBERG_VERSION} and Delta {DELTA_VERSION} jars for Spark",
         stamp=f"{ICEBERG_VERSION} {DELTA_VERSION}",
+        error=LakehouseJarsError,
+    )
+    return sorted(libs.glob("*.jar"))
+
+
+def spark_kafka_jars() -> list[Path]:
+    """Spark's Kafka source and what it needs (the token provider, kafka-clients, commons-pool2), fetched
+    with Maven on first use into ``~/.cache/kconnect/spark-kafka-<version>/libs``."""
+    libs = copy_dependencies(
+        SPARK_KAFKA_POM,
+        kconnect_cache(f"spark-kafka-{SPARK_KAFKA_VERSION}"),
+        "libs",
+        what=f"Spark's Kafka source {SPARK_KAFKA_VERSION}",
+        stamp=SPARK_KAFKA_VERSION,
         error=LakehouseJarsError,
     )
     return sorted(libs.glob("*.jar"))
@@ -114,10 +132,12 @@ def helper_jar() -> Path | None:
 def spark_properties() -> dict[str, str]:
     """Worker properties whose SparkSession writes Iceberg and Delta tables: the jars (and the Iceberg
     sink's helper, when this machine can compile it), both SQL extensions and Delta's session catalog
-    (Delta needs it; Iceberg's catalogs are registered per connector)."""
+    (Delta needs it; Iceberg's catalogs are registered per connector). Spark's Kafka source is on the
+    jars too, as docs/connectors/lakehouse.md advises: the table sinks' queries read Kafka with it."""
     helper = helper_jar()
+    jars = [*lakehouse_jars(), *spark_kafka_jars(), *([helper] if helper else [])]
     return {
-        "spark.jars": ",".join(str(p) for p in [*lakehouse_jars(), *([helper] if helper else [])]),
+        "spark.jars": ",".join(str(p) for p in jars),
         "spark.sql.extensions": f"{ICEBERG_EXTENSIONS},{DELTA_EXTENSIONS}",
         "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
         # Delta's log replay shuffles into 50 partitions by default: far too many for a 2-core test machine.
