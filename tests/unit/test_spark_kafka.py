@@ -65,6 +65,10 @@ def test_options_carry_the_start_the_assignment_the_bound_and_the_consumer_setti
     assert options["groupIdPrefix"] == "kconnect-c-0"
     refused = {f"kafka.{k}" for k in spark_kafka.SPARK_OWNS}
     assert not refused & set(options)
+    # A short broker-side wait for Spark's pooled consumers, unless the task's settings name one.
+    assert options["kafka.fetch.max.wait.ms"] == str(spark_kafka.FETCH_MAX_WAIT_MS)
+    mine = spark_kafka.source_options({"fetch.max.wait.ms": "300"}, "b:9092", start, 1, "p")
+    assert mine["kafka.fetch.max.wait.ms"] == "300"
 
 
 offsets = st.dictionaries(
