@@ -13,7 +13,9 @@ Iceberg's Hadoop catalog on the warehouse directory, Delta by path):
    them an Iceberg sink writing two tables together is killed between writing a round's data files and
    appending them (the round left to run beside the next batch, held there by a test plugin,
    ``HELD_APPEND``): its tables then hold none of the round and, after the move, every record once;
-4. Debezium change events into upsert tables (id columns, MERGE INTO): creates, updates and deletes.
+4. Debezium change events into upsert tables (id columns, MERGE INTO): creates, updates and deletes,
+   from a topic created after its connectors: their queries start with nothing to read and restart on
+   Spark's Kafka source (on the workers' spark.jars, as for every query here) once the topic exists.
 
 A worker with Spark starts in tens of seconds here (minutes on a loaded machine), so one story keeps the
 module to two worker JVMs and one reader JVM.
@@ -300,16 +302,22 @@ def test_iceberg_and_delta_sinks_exactly_once_across_kill_and_move(
         log = replacement.log_text()
         assert "partition opened" in log and "resume" in log
 
-        # 4. Debezium change events into upsert tables.
+        # 4. Debezium change events into upsert tables, from a topic created after the connectors: their
+        # queries start with no partition to read and restart on Spark's Kafka source once it exists.
         cdc = f"cdc-{uuid.uuid4().hex[:6]}"
-        for future in admin.create_topics([NewTopic(cdc, 1, 1)]).values():
-            future.result(15)
         upsert = {"tables.upsert-mode-enabled": "true", "tables.default-id-columns": "id"}
         for name, config, prefix in (("ice-cdc", iceberg, "iceberg."), ("dl-cdc", delta, "delta.")):
             full = {**config, "topics": cdc, **{prefix + k: v for k, v in upsert.items()}}
             full.pop(f"{prefix}tables.default-partition-by", None)
             resp = replacement.request("POST", "/connectors", json={"name": name, "config": full})
             assert resp.status_code == 201, resp.text
+        wait_until(
+            lambda: replacement.log_text().count('"reader": "python"') >= 2,
+            120,
+            "the CDC sinks' first queries",
+        )
+        for future in admin.create_topics([NewTopic(cdc, 1, 1)]).values():
+            future.result(15)
         events = [
             change("c", None, {"id": 1, "name": "a"}),
             change("c", None, {"id": 2, "name": "b"}),
@@ -341,6 +349,9 @@ def test_iceberg_and_delta_sinks_exactly_once_across_kill_and_move(
         wait_until(
             lambda: cdc_rows() == (expected, expected), 240, "the change events applied to both tables"
         )
+        restarts = [line for line in replacement.log_text().splitlines() if "partitions changed" in line]
+        assert {json.loads(line)["task"] for line in restarts} == {"ice-cdc-0", "dl-cdc-0"}, restarts
+        assert all(json.loads(line)["added"] == [f"{cdc}-0"] for line in restarts), restarts
     finally:
         for w in (worker, replacement):
             if w is not None and w.alive():
