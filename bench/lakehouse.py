@@ -58,6 +58,7 @@ import process_cpu
 import results as bench_results
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from proc_tree import tree_rss
 
 from kconnect.runtime.cli.broker import free_port
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
@@ -591,10 +592,20 @@ def warm_phase(worker: Worker, row: Row, args: argparse.Namespace, warehouse: Pa
     worker.create(f"warm-{worker.kind}", config)
     wait_until(lambda: rows_in(warehouse, "bench.warm") >= n, 3600, f"{worker.kind}: {n} warm-up rows", 0.5)
     time.sleep(args.commit_ms / 1000)  # the warm-up's last commit settled
-    cpu0, t0_ms = worker.cpu(), time.time() * 1000
+    cpu0, t0_ms, split0 = worker.cpu(), time.time() * 1000, worker.cpu_split()
     produce_big(worker.bootstrap, topic, n, n)
     wait_until(lambda: rows_in(warehouse, "bench.warm") >= 2 * n, 3600, f"{worker.kind}: {2 * n} rows", 0.5)
     row.warm_cpu_s = worker.cpu() - cpu0
+    if worker.kind == "kconnect" and worker.kc is not None and worker.kc.proc is not None:
+        split = {k: v - split0[k] for k, v in worker.cpu_split().items()}
+        rss = tree_rss(worker.kc.proc.pid)
+        print(
+            "kconnect (warm) CPU s per 1,000 records: "
+            + ", ".join(f"{k} {v * 1000 / n:.3f}" for k, v in split.items())
+            + f"; RSS MiB: worker {rss['root'] // 1024}, Spark JVM {rss['jvm'] // 1024}, "
+            f"Python workers {rss['other'] // 1024}",
+            flush=True,
+        )
     snaps = snapshots(warehouse, "bench.warm")
     row.warm_records = snaps[-1].total_records - n
     row.warm_s = (snaps[-1].at_ms - t0_ms) / 1000
