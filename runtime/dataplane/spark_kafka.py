@@ -112,9 +112,14 @@ def source_options(
     per partition on average (``maxOffsetsPerTrigger`` is spread over the partitions by their backlog).
     Records whose offsets retention removed are skipped as ``auto.offset.reset=earliest`` would
     (``failOnDataLoss=false``): a sink that fell behind the retention reads on from the earliest.
-    ``fetch.max.wait.ms`` is :data:`FETCH_MAX_WAIT_MS` unless the settings name one.
+    ``fetch.max.wait.ms`` is :data:`FETCH_MAX_WAIT_MS` and ``isolation.level`` ``read_committed`` unless
+    the settings name them: the Python reader's consumers (librdkafka's) read committed records only, and
+    a sink must not start reading an exactly-once source's aborted records because its reader changed.
     """
-    options = {"kafka.fetch.max.wait.ms": str(FETCH_MAX_WAIT_MS)}
+    options = {
+        "kafka.fetch.max.wait.ms": str(FETCH_MAX_WAIT_MS),
+        "kafka.isolation.level": "read_committed",
+    }
     options.update({f"kafka.{k}": v for k, v in consumer_props.items() if k not in SPARK_OWNS})
     options.update(
         {

@@ -67,8 +67,15 @@ def test_options_carry_the_start_the_assignment_the_bound_and_the_consumer_setti
     assert not refused & set(options)
     # A short broker-side wait for Spark's pooled consumers, unless the task's settings name one.
     assert options["kafka.fetch.max.wait.ms"] == str(spark_kafka.FETCH_MAX_WAIT_MS)
-    mine = spark_kafka.source_options({"fetch.max.wait.ms": "300"}, "b:9092", start, 1, "p")
+    mine = spark_kafka.source_options(
+        {"fetch.max.wait.ms": "300", "isolation.level": "read_uncommitted"}, "b:9092", start, 1, "p"
+    )
     assert mine["kafka.fetch.max.wait.ms"] == "300"
+    # Committed records only unless the task says otherwise, as the Python reader's consumers.
+    assert mine["kafka.isolation.level"] == "read_uncommitted"
+    assert (
+        spark_kafka.source_options({}, "b:9092", start, 1, "p")["kafka.isolation.level"] == "read_committed"
+    )
 
 
 offsets = st.dictionaries(
