@@ -311,6 +311,28 @@ class TableSinkTask(FrameSinkTask):
         read = sum(last - first + 1 for first, last in batch.offsets.values())
         if not ranges:
             return read
+        try:
+            self._write(frame, batch, ranges, received, read_at)
+        except BaseException:
+            # Neither staged nor committed: these rows must come again. A batch can end here half-way
+            # (a failed or cancelled Spark job, the query stopped for a rewind or new partitions), and a
+            # floor left raised would have the next reading of the same offsets skip them.
+            self._floor = floor_before
+            raise
+        return read
+
+    def _write(
+        self,
+        frame: Any,
+        batch: FrameBatch,
+        ranges: dict[TopicPartition, tuple[int, int]],
+        received: float,
+        read_at: float,
+    ) -> None:
+        """The rows of ``ranges`` committed straight to their tables when the batch is due on its own, else
+        staged as Parquet for the next commit."""
+        from pyspark.sql import functions as F
+
         # Only partitions whose batch starts below what is staged or held need a filter (rows re-read).
         floors = {
             tp: ranges[tp][0] if tp in ranges else last + 1
@@ -343,19 +365,14 @@ class TableSinkTask(FrameSinkTask):
         ):
             direct = None
         if direct is not None:
-            try:
-                self._commit(direct, (rows, ranges, read_at))
-            except Exception:
-                self._floor = floor_before  # neither staged nor committed: these rows must come again
-                raise
-            return read
+            self._commit(direct, (rows, ranges, read_at))
+            return
         self._counter += 1
         target = self._dir() / "stage" / f"{int(time.time() * 1000)}-{self._counter}"
         rows.write.parquet(str(target))
         files = list(target.glob("part-*.parquet"))
         size = sum(f.stat().st_size for f in files)
         self._staged.append(Stage(str(target) if files else None, ranges, received, size, read_at))
-        return read
 
     def pre_commit(self, current_offsets: Mapping[TopicPartition, int]) -> Mapping[TopicPartition, int]:
         """Commit to the tables when due; answer the offsets every table holds. While a round is in flight
