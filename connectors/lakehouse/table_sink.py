@@ -272,7 +272,6 @@ class TableSinkTask(FrameSinkTask):
     # --- data
 
     def put_frame(self, batch: FrameBatch) -> int | None:
-        from pyspark.sql import functions as F
         from pyspark.sql.types import StructType
 
         frame = batch.frame
@@ -297,7 +296,6 @@ class TableSinkTask(FrameSinkTask):
         if self._value_type is not None and value_type != self._value_type and self._staged:
             self._commit("schema change", defer=False)  # one schema per commit's staged files
         self._value_type = value_type
-
         ranges: dict[TopicPartition, tuple[int, int]] = {}
         pending = {tp for stage in self._staged for tp in stage.ranges}
         floor_before = dict(self._floor)
@@ -309,28 +307,23 @@ class TableSinkTask(FrameSinkTask):
             elif tp not in pending:
                 self._committed[tp] = max(self._committed.get(tp, 0), last + 1)
         read = sum(last - first + 1 for first, last in batch.offsets.values())
-        if not ranges:
-            return read
         try:
-            self._write(frame, batch, ranges, received, read_at)
-        except BaseException:
-            # Neither staged nor committed: these rows must come again. A batch can end here half-way
-            # (a failed or cancelled Spark job, the query stopped for a rewind or new partitions), and a
-            # floor left raised would have the next reading of the same offsets skip them.
-            self._floor = floor_before
+            if ranges:
+                self._stage_or_commit(frame, batch, ranges, received, read_at)
+        except BaseException:  # a Spark job failed or cancelled, the query stopped: the rows come again
+            self._floor = floor_before  # and must not be skipped then as written
             raise
         return read
 
-    def _write(
+    def _stage_or_commit(
         self,
         frame: Any,
         batch: FrameBatch,
         ranges: dict[TopicPartition, tuple[int, int]],
         received: float,
-        read_at: float,
+        at: float,
     ) -> None:
-        """The rows of ``ranges`` committed straight to their tables when the batch is due on its own, else
-        staged as Parquet for the next commit."""
+        """The rows of ``ranges`` committed to their tables when the batch is due alone, else staged."""
         from pyspark.sql import functions as F
 
         # Only partitions whose batch starts below what is staged or held need a filter (rows re-read).
@@ -365,14 +358,14 @@ class TableSinkTask(FrameSinkTask):
         ):
             direct = None
         if direct is not None:
-            self._commit(direct, (rows, ranges, read_at))
+            self._commit(direct, (rows, ranges, at))
             return
         self._counter += 1
         target = self._dir() / "stage" / f"{int(time.time() * 1000)}-{self._counter}"
         rows.write.parquet(str(target))
         files = list(target.glob("part-*.parquet"))
         size = sum(f.stat().st_size for f in files)
-        self._staged.append(Stage(str(target) if files else None, ranges, received, size, read_at))
+        self._staged.append(Stage(str(target) if files else None, ranges, received, size, at))
 
     def pre_commit(self, current_offsets: Mapping[TopicPartition, int]) -> Mapping[TopicPartition, int]:
         """Commit to the tables when due; answer the offsets every table holds. While a round is in flight

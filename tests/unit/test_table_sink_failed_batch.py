@@ -66,13 +66,13 @@ def test_rows_of_a_batch_that_failed_half_way_are_written_when_read_again(
     def cancelled(*_args: Any) -> None:
         raise RuntimeError("Job 42 cancelled: the query was stopped")
 
-    monkeypatch.setattr(task, "_write", cancelled)
+    monkeypatch.setattr(task, "_stage_or_commit", cancelled)
     with pytest.raises(RuntimeError, match="cancelled"):
         task.put_frame(batch(spark, range(5)))
     assert task._floor == {} and task._committed == {}  # nothing of it counts as written
 
     written: list[dict[TopicPartition, tuple[int, int]]] = []
-    monkeypatch.setattr(task, "_write", lambda _frame, _batch, ranges, *_rest: written.append(dict(ranges)))
+    monkeypatch.setattr(task, "_stage_or_commit", lambda _f, _b, ranges, *_: written.append(dict(ranges)))
     assert task.put_frame(batch(spark, range(5))) == 5
     assert written == [{TP: (0, 4)}]  # every row again, none skipped
     assert task._floor == {TP: 5}
