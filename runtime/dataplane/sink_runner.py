@@ -684,9 +684,9 @@ class SinkTaskRunner(TaskRunner):
         self._checkpoint = str(make_scratch_dir("kconnect-checkpoint-", self.pool))
         from kconnect.runtime.dataplane.kafka_reader import task_data_source
 
-        source = task_data_source(self.pool)
         frame = self._spark_kafka_stream(spark, options)
         if frame is None:
+            source = task_data_source(self.pool)
             spark.dataSource.register(source)
             frame = spark.readStream.format(source.name()).options(**options).load()
         if self._on_stream:

@@ -3,8 +3,9 @@
 Why: a sink task's query reads Kafka through ``kafka_reader``, a Python data source, so every record is
 consumed by librdkafka in a Python worker, built into Arrow there and handed to the JVM. Spark's Kafka
 source (``spark-sql-kafka-0-10``, the jar a user adds to ``spark.jars`` as they add Iceberg's) reads in
-the executors' JVM and hands Spark its rows directly: a warm lakehouse sink spent about three times
-Spark's own cost per record, most of it in that hand-over (bench/README.md, issue 31).
+the executors' JVM and hands Spark its rows directly. Measured (bench/README.md, issue 31): about the same
+CPU per record (the Python workers' reading was under a tenth of a warm sink's), but no Python workers
+holding librdkafka's prefetch queues between micro-batches (1.5 GiB on a 4-partition big topic).
 
 What stays kconnect's: where the task starts and which partitions it reads. Both come from the Python
 reader's driver half (``kafka_reader.KafkaStreamReader``: the group's committed offsets, else
@@ -28,9 +29,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kconnect.runtime.dataplane.records import RAW_FIELDS
-
-TopicPartitionKey = tuple[str, int]
+from kconnect.runtime.dataplane.kafka_reader import (
+    DEFAULT_MAX_RECORDS,
+    KafkaStreamReader,
+    TopicPartitionKey,
+    decode_offsets,
+)
+from kconnect.runtime.dataplane.records import RAW_FIELDS, RAW_SCHEMA
 
 #: Spark's Kafka source's data source class; its presence on the session's classpath enables this reader.
 PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
@@ -141,8 +146,6 @@ def raw_columns() -> list[Any]:
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType
 
-    from kconnect.runtime.dataplane.records import RAW_SCHEMA
-
     header_type = RAW_SCHEMA["headers"].dataType
     assert isinstance(header_type, ArrayType)
     columns = {
@@ -206,8 +209,6 @@ def stream(
     share of the partitions), with the watch of its partitions. The stream is None when there is no
     partition to read yet (Spark's source needs one): the caller reads with the Python source until the
     watch sees one."""
-    from kconnect.runtime.dataplane.kafka_reader import DEFAULT_MAX_RECORDS, KafkaStreamReader, decode_offsets
-
     reader = KafkaStreamReader(options)
     try:
         start = decode_offsets(reader.initialOffset())
