@@ -63,7 +63,7 @@ from proc_tree import tree_rss
 from kconnect.runtime.cli.broker import free_port
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
 from tests.support.iceberg_kafka_connect import CONNECTOR_CLASS, iceberg_plugin
-from tests.support.lakehouse_jars import SPARK_KAFKA_VERSION, lakehouse_jars, spark_properties
+from tests.support.lakehouse_jars import lakehouse_jars, spark_properties
 from tests.support.processes import command_name, descendants
 from tests.support.reference import REFERENCE_4X, ReferenceWorker, reference_available
 
@@ -185,12 +185,10 @@ class Worker:
                     "spark.master": "local[2]",
                     "spark.ui.enabled": "false",
                     "spark.sql.shuffle.partitions": "1",
-                    **spark_properties(),
+                    # Without Spark's Kafka source, sink queries read with kconnect's Python reader.
+                    **spark_properties(spark_kafka=self.reader == "spark-kafka"),
                 }
             )
-            if self.reader == "python":  # without Spark's Kafka source, sink queries read with kconnect's
-                kafka = f"spark-kafka-{SPARK_KAFKA_VERSION}"
-                props["spark.jars"] = ",".join(j for j in props["spark.jars"].split(",") if kafka not in j)
             props.update(self.extra)
             if self.event_log:  # where the JVM's seconds go: each stage's executor CPU and run time
                 events = self.work / "spark-events"
@@ -233,6 +231,11 @@ class Worker:
             kind = "worker python" if pid == root else "spark jvm" if name == "java" else "python workers"
             out[kind] += (own + reaped) / process_cpu.TICK
         return out
+
+    def cpu_split_per_1k(self, since: dict[str, float], records: int) -> str:
+        """:meth:`cpu_split` since ``since``, per 1,000 of ``records``, as the line the phases print."""
+        per = 1000 / max(records, 1)
+        return ", ".join(f"{k} {(v - since[k]) * per:.3f}" for k, v in self.cpu_split().items())
 
     def jvm_threads(self) -> dict[str, float]:
         """CPU seconds so far of the Spark JVM's live threads, by kind (a thread's name with its number
@@ -442,14 +445,9 @@ def big_phase(worker: Worker, row: Row, args: argparse.Namespace, warehouse: Pat
         f"{worker.kind}: {row.big_records} rows in {row.big_s:.1f} s ({row.records_per_s:,.0f}/s)", flush=True
     )
     if worker.kind == "kconnect":  # where the worker tree's CPU went, per 1,000 records
-        split = {k: v - split0[k] for k, v in worker.cpu_split().items()}
-        per = 1000 / max(row.big_records, 1)
-        print(
-            "kconnect CPU s per 1,000 records: "
-            + ", ".join(f"{k} {v * per:.3f}" for k, v in split.items())
-            + f" (of {row.big_cpu_s * per:.3f})",
-            flush=True,
-        )
+        split = worker.cpu_split_per_1k(split0, row.big_records)
+        of = row.big_cpu_s * 1000 / max(row.big_records, 1)
+        print(f"kconnect CPU s per 1,000 records: {split} (of {of:.3f})", flush=True)
     if worker.profile and worker.kind == "kconnect":  # the JVM's share by thread kind
         threads = worker.jvm_threads()
         spent = sorted(((v - threads0.get(k, 0.0), k) for k, v in threads.items()), reverse=True)
@@ -597,12 +595,10 @@ def warm_phase(worker: Worker, row: Row, args: argparse.Namespace, warehouse: Pa
     wait_until(lambda: rows_in(warehouse, "bench.warm") >= 2 * n, 3600, f"{worker.kind}: {2 * n} rows", 0.5)
     row.warm_cpu_s = worker.cpu() - cpu0
     if worker.kind == "kconnect" and worker.kc is not None and worker.kc.proc is not None:
-        split = {k: v - split0[k] for k, v in worker.cpu_split().items()}
         rss = tree_rss(worker.kc.proc.pid)
         print(
-            "kconnect (warm) CPU s per 1,000 records: "
-            + ", ".join(f"{k} {v * 1000 / n:.3f}" for k, v in split.items())
-            + f"; RSS MiB: worker {rss['root'] // 1024}, Spark JVM {rss['jvm'] // 1024}, "
+            f"kconnect (warm) CPU s per 1,000 records: {worker.cpu_split_per_1k(split0, n)}"
+            f"; RSS MiB: worker {rss['root'] // 1024}, Spark JVM {rss['jvm'] // 1024}, "
             f"Python workers {rss['other'] // 1024}",
             flush=True,
         )

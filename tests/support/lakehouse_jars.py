@@ -129,13 +129,15 @@ def helper_jar() -> Path | None:
     return target
 
 
-def spark_properties() -> dict[str, str]:
+def spark_properties(spark_kafka: bool = True) -> dict[str, str]:
     """Worker properties whose SparkSession writes Iceberg and Delta tables: the jars (and the Iceberg
     sink's helper, when this machine can compile it), both SQL extensions and Delta's session catalog
     (Delta needs it; Iceberg's catalogs are registered per connector). Spark's Kafka source is on the
-    jars too, as docs/connectors/lakehouse.md advises: the table sinks' queries read Kafka with it."""
+    jars too unless ``spark_kafka`` is False, as docs/connectors/lakehouse.md advises: the table sinks'
+    queries read Kafka with it."""
     helper = helper_jar()
-    jars = [*lakehouse_jars(), *spark_kafka_jars(), *([helper] if helper else [])]
+    kafka = spark_kafka_jars() if spark_kafka else []
+    jars = [*lakehouse_jars(), *kafka, *([helper] if helper else [])]
     return {
         "spark.jars": ",".join(str(p) for p in jars),
         "spark.sql.extensions": f"{ICEBERG_EXTENSIONS},{DELTA_EXTENSIONS}",
