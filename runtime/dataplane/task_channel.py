@@ -459,8 +459,9 @@ class ChannelServer:
                 if admitted:
                     self._pending += 1
             if not admitted:
-                conn.close()
+                # Counted before the close, so whoever saw the close also sees it counted.
                 self._refuse("too many connections in their handshake", peer=str(peer[0]))
+                conn.close()
                 continue
             try:
                 threading.Thread(
