@@ -52,6 +52,7 @@ from kconnect.runtime.dataplane.schema_registry.wire import frame
 from tests.support.apache_kafka import Broker, one_record_batches
 from tests.support.cluster import WorkerProcess, wait_until, worker_properties
 from tests.support.lakehouse_jars import spark_properties
+from tests.support.lakehouse_reader import rows_unless_evolved_meanwhile
 from tests.support.postgres import DRIVER_JAR, PASSWORD, USER, PostgresServer, start_postgres
 from tests.support.schema_registry_server import RegistryServer, start_registry
 from tests.support.topics import create_topic
@@ -459,7 +460,7 @@ def test_avro_records_make_an_iceberg_table_typed_from_their_schema_and_evolve_i
     def rows() -> list[tuple[Any, ...]]:
         if not (warehouse / "iceberg" / Path(*table.split(".")) / "metadata").is_dir():
             return []
-        return [tuple(r) for r in spark.sql(f"SELECT * FROM chk.{table} ORDER BY id").collect()]
+        return rows_unless_evolved_meanwhile(spark, f"SELECT * FROM chk.{table} ORDER BY id") or []
 
     wait_until(lambda: len(rows()) >= 3, 150, "3 rows in the Iceberg table")
     types = {r[0]: r[1] for r in spark.sql(f"DESCRIBE TABLE chk.{table}").collect() if r[0] and r[1]}

@@ -65,3 +65,18 @@ def reader_session(
     }.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def rows_unless_evolved_meanwhile(spark: SparkSession, query: str) -> list[tuple[object, ...]] | None:
+    """The query's rows, or None when a table it reads changed its schema while it ran; a poll then asks
+    again. Why it happens: with the catalog uncached, Iceberg's Spark table refreshes itself when the scan
+    is built (``refreshEagerly``), after the query was analysed against the schema before: a column a sink
+    just widened (int to long) then reads as "Cannot project long to incompatible type"."""
+    from pyspark.errors import IllegalArgumentException
+
+    try:
+        return [tuple(r) for r in spark.sql(query).collect()]
+    except IllegalArgumentException as exc:
+        if "Cannot project" not in str(exc):
+            raise
+        return None
