@@ -36,7 +36,11 @@ from kconnect.runtime.dataplane.converters import (
 )
 from kconnect.runtime.dataplane.converters.json_converter import (
     BOUNDS_PER_COLUMN,
+    Sample,
     envelope_bounds,
+    guess_flag,
+    guess_holds,
+    guessed_sample,
     sample_envelopes,
     samples_from_bounds,
 )
@@ -56,7 +60,11 @@ __all__ = [
     "FAILURE_COLUMNS",
     "RECORD_COLUMNS",
     "SinkPlan",
+    "batch_samples",
     "envelope_aggregates",
+    "guess_columns",
+    "guess_confirmed",
+    "guessed_samples",
     "infers_schemas",
     "merged_bounds",
     "prepare",
@@ -173,12 +181,56 @@ def merged_bounds(rows: Iterable[Any], first: int) -> list[Any]:
     return out
 
 
+def batch_samples(plan: SinkPlan, frame: DataFrame, bounds: list[Any] | None = None) -> dict[str, Sample]:
+    """The batch's envelope samples, per column ``prepare`` samples: from ``bounds`` (the batch's
+    :func:`envelope_aggregates` values, :func:`merged_bounds`) when the caller's job read them, else
+    sampled in a job here (one for both columns)."""
+    sampling = _sampled(plan)
+    if bounds is None or len(bounds) != BOUNDS_PER_COLUMN * len(sampling):
+        return sample_envelopes(frame, sampling)
+    return samples_from_bounds(frame, sampling, bounds)
+
+
+def guessed_samples(plan: SinkPlan, last: Mapping[str, Sample] | None) -> dict[str, Sample] | None:
+    """Samples to prepare a batch with before anything of it is read: the last batch's
+    (``json_converter.guessed_sample``), to be confirmed by the batch's own job (:func:`guess_columns`,
+    :func:`guess_confirmed`). Empty when nothing is sampled (nothing to guess); None when a guess cannot
+    be made or checked so, or the plan has transforms (a caller's positions are of the rows as read, which
+    a transform may drop or re-address: that batch is read raw first), or another converter reads the
+    batch before converting it (a Schema Registry converter's schema ids: the raw batch is then held, and
+    read once from Kafka)."""
+    sampling = _sampled(plan)
+    readers = [c for c in (plan.key_converter, plan.value_converter) if c.reads_batch]
+    if plan.chain.transforms or len(readers) != len(sampling):
+        return None
+    out: dict[str, Sample] = {}
+    for column, converter in sampling.items():
+        guess = guessed_sample(converter, None if last is None else last.get(column))
+        if guess is None:
+            return None
+        out[column] = guess
+    return out
+
+
+def guess_columns(guess: Mapping[str, Sample]) -> dict[str, Any]:
+    """Columns to add to the raw batch before ``prepare`` (they are carried through it): per guessed
+    column, the flag whose greatest value over the batch confirms the guess or not."""
+    return {f"__kc_guess_{column}": guess_flag(column, sample) for column, sample in guess.items()}
+
+
+def guess_confirmed(guess: Mapping[str, Sample], greatest: Mapping[str, int | None]) -> bool:
+    """Whether every guessed column's batch is as guessed, from the greatest of each of its
+    :func:`guess_columns` (by that column's name) over the batch."""
+    return all(guess_holds(sample, greatest.get(f"__kc_guess_{c}")) for c, sample in guess.items())
+
+
 def prepare(
     plan: SinkPlan,
     frame: DataFrame,
     keep_dropped: bool = False,
     bounds: list[Any] | None = None,
     records: int | None = None,
+    samples: Mapping[str, Sample] | None = None,
 ) -> DataFrame:
     """The raw batch (``records.RAW_SCHEMA``) converted and transformed, each row's first error collected.
 
@@ -189,7 +241,8 @@ def prepare(
     keeps the rows a transformation drops, marked in ``transforms.DROPPED``. ``bounds``: the batch's
     :func:`envelope_aggregates` values (:func:`merged_bounds`), read by the caller's own job; without
     them the envelope schemas are sampled in a job here. ``records``: at most how many records the batch
-    holds, when known; below :data:`FAST_PATH_MIN_RECORDS` envelopes are read whole.
+    holds, when known; below :data:`FAST_PATH_MIN_RECORDS` envelopes are read whole. ``samples``: the
+    envelope samples to read with, when the caller has them (:func:`batch_samples`, :func:`guessed_samples`).
     """
     key_schema = value_schema = None
     if plan.chain.transforms:
@@ -197,12 +250,8 @@ def prepare(
         value_schema = _inferred(plan.value_converter, frame, "value")
     # Envelope schemas the converters would each sample in a job of their own: one job for both, or none
     # when the caller's job read them.
-    sampling = _sampled(plan)
-    samples = (
-        sample_envelopes(frame, sampling)
-        if bounds is None or len(bounds) != BOUNDS_PER_COLUMN * len(sampling)
-        else samples_from_bounds(frame, sampling, bounds)
-    )
+    if samples is None:
+        samples = batch_samples(plan, frame, bounds)
     if records is not None and records < FAST_PATH_MIN_RECORDS:
         samples = {column: sample._replace(prefix=None) for column, sample in samples.items()}
     return convert_and_transform(

@@ -25,12 +25,15 @@ from typing import Any
 from py4j.protocol import Py4JJavaError
 
 from kconnect.runtime.dataplane import spark_kafka
+from kconnect.runtime.dataplane.converters.json_converter import Sample
+from kconnect.runtime.dataplane.frame_batch import EXTRA_AT, batch_positions, prepared_as_guessed
 from kconnect.runtime.dataplane.scheduler_pools import SINKS_POOL
 from kconnect.runtime.dataplane.scratch import make_scratch_dir
 from kconnect.runtime.dataplane.sink_batch import (
     FAILURE_COLUMNS,
     RECORD_COLUMNS,
     SinkPlan,
+    batch_samples,
     envelope_aggregates,
     infers_schemas,
     merged_bounds,
@@ -231,6 +234,9 @@ class SinkTaskRunner(TaskRunner):
         # Serialises a frame sink's batches with the idle pre_commit calls made from the runner thread.
         self._sink_lock = threading.Lock()
         self._last_batch_end = 0.0
+        #: The last frame batch's envelope samples and records (``frame_batch.prepared_as_guessed``).
+        self._last_samples: dict[str, Sample] | None = None
+        self._last_records: int | None = None
         self._idle_busy = False
         try:
             self.monitor_converters(self._plan.key_converter, self._plan.value_converter)
@@ -481,38 +487,35 @@ class SinkTaskRunner(TaskRunner):
         return True
 
     def _frame_batch(self, sink: FrameSinkTask, frame: Any, batch_id: int) -> None:
-        """foreachBatch for a frame sink task: the prepared frame goes to ``put_frame`` without being
-        collected; only positions (one small aggregation) and failed rows (usually none) reach the driver.
-        """
-        from pyspark.sql import functions as F
-
+        """foreachBatch for a frame sink task: the prepared frame goes to ``put_frame`` uncollected; only
+        positions (one small aggregation) and failed rows (usually none) reach the driver."""
         from kconnect.runtime.dataplane.errors_policy import split
 
-        # The batch's end offsets were fixed as the query planned it, just before this call.
-        read_ms = int(time.time() * 1000)
+        read_ms = int(time.time() * 1000)  # the batch's end offsets were fixed just before this call
         if sink.COALESCE_READS:
             frame = frame.coalesce(max(1, frame.sparkSession.sparkContext.defaultParallelism))
-        raw = frame.persist()
-        prepared = None
+        raw: Any = None
+        prepared: Any = None
         try:
-            # The envelope schemas' texts come with the positions: one job over the batch, not two.
-            positions = (
-                raw.groupBy("topic", "partition")
-                .agg(
-                    F.min("offset"),
-                    F.max("offset"),
-                    F.min(F.when(F.col("timestamp") >= 0, F.col("timestamp"))),
-                    *envelope_aggregates(self._plan),
-                )
-                .collect()
-            )
+            # One pass when the batch is as the last (frame_batch); else held raw, read for its positions
+            # and envelope schemas in one job, then prepared.
+            prepared, positions = prepared_as_guessed(
+                self._plan, frame, self._last_samples, self._last_records
+            ) or (None, [])
+            if prepared is None:
+                raw = frame.persist()
+                positions = batch_positions(raw, envelope_aggregates(self._plan))
             if not positions:
                 return
             ranges = {TopicPartition(str(r[0]), int(r[1])): (int(r[2]), int(r[3])) for r in positions}
             stamps = [int(r[4]) for r in positions if r[4] is not None]
-            self.track_topics({tp.topic for tp in ranges})
             records = sum(last - first + 1 for first, last in ranges.values())
-            prepared = prepare(self._plan, raw, bounds=merged_bounds(positions, 5), records=records).persist()
+            if prepared is None:
+                samples = batch_samples(self._plan, raw, merged_bounds(positions, EXTRA_AT))
+                prepared = prepare(self._plan, raw, records=records, samples=samples).persist()
+                self._last_samples = samples
+            self._last_records = records
+            self.track_topics({tp.topic for tp in ranges})
             good, failed = split(prepared)
             self._handle_failed(failed)
             key_schema, value_schema = record_schemas(prepared)
@@ -531,9 +534,9 @@ class SinkTaskRunner(TaskRunner):
             if written is not None:
                 self.counters.records += written
         finally:
-            if prepared is not None:
-                prepared.unpersist()
-            raw.unpersist()
+            for held in (prepared, raw):
+                if held is not None:
+                    held.unpersist()
         self._consumed.update({tp: last + 1 for tp, (_, last) in ranges.items()})
         self._pre_commit()
         self._rewound()

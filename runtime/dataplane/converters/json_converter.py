@@ -51,6 +51,9 @@ __all__ = [
     "JsonConverter",
     "Sample",
     "envelope_bounds",
+    "guess_flag",
+    "guess_holds",
+    "guessed_sample",
     "sample_envelopes",
     "samples_from_bounds",
 ]
@@ -566,6 +569,53 @@ def samples_from_bounds(
     if mixed:
         found.update(_mixed_samples(df, {c: columns[c] for c in mixed}))
     return {column: found[column] for column in columns}
+
+
+#: ``guess_flag``'s values: the record has no envelope (null or empty), it starts as the guess says, it
+#: does not (or, for a guess of no envelope at all, it has one).
+_ABSENT, _AS_GUESSED, _NOT_AS_GUESSED = None, 1, 2
+
+
+def guessed_sample(converter: JsonConverter, last: Sample | None) -> Sample | None:
+    """What :func:`samples_from_bounds` would give a batch like the last one (``last``: that batch's
+    sample), where :func:`guess_flag` can check it in the batch's own job: no envelope in any record
+    (the last batch had none), or every present record starting with the converter's envelope prefix
+    (the last batch's, spelled as Java spells it). None when neither can be checked so (mixed schemas or
+    spellings, schema texts read instead of prefixes): the batch is then sampled first.
+
+    Why guess: sampling is a pass over the batch before it is converted, so a sink batch was read twice
+    and held raw between the two; a topic's records keep their schema batch after batch, and a guess that
+    the batch's one job confirms (:func:`guess_holds`) gives exactly the sample the pass would."""
+    if last is None or converter.envelope_texts:
+        return None
+    if last.schema is None and last.prefix is None:
+        return Sample(None, frozenset())
+    prefix = converter.envelope_prefix
+    if last.prefix is None or prefix is None or last.prefix != prefix:
+        return None
+    sample = _prefixed(prefix)
+    return sample if sample.prefix is not None else None
+
+
+def guess_flag(column: str, guess: Sample) -> Column:
+    """Per record, whether its ``column`` bears out ``guess`` (a :func:`guessed_sample`): null with no
+    envelope, 1 when it starts with the guessed prefix, 2 otherwise (any envelope, when the guess is that
+    there is none). Its greatest value over the batch is what :func:`guess_holds` reads."""
+    raw = F.col(column)
+    present = raw.isNotNull() & (F.length(raw) > 0)
+    if guess.prefix is None:
+        return F.when(present, F.lit(_NOT_AS_GUESSED))
+    starts = raw.cast("string").startswith(guess.prefix)
+    return F.when(present, F.when(starts, F.lit(_AS_GUESSED)).otherwise(F.lit(_NOT_AS_GUESSED)))
+
+
+def guess_holds(guess: Sample, greatest: int | None) -> bool:
+    """Whether the batch is as guessed, from the greatest :func:`guess_flag` over it: a guess of no
+    envelope holds when no record has one; a prefix's, when records have one and all start with it
+    (a batch of no envelope at all samples as none, which the prefix's schema would not be)."""
+    if guess.prefix is None:
+        return greatest is _ABSENT
+    return greatest == _AS_GUESSED
 
 
 def _mixed_samples(df: DataFrame, columns: Mapping[str, JsonConverter]) -> dict[str, Sample]:
