@@ -96,7 +96,6 @@ def test_no_guess_under_transforms_or_a_converter_that_reads_the_batch_otherwise
         "transforms.r.replacement": "$1-x",
     }
     json_plan = sink_plan({"key.converter": JSON, "value.converter": JSON}, {}, "c", 0)
-    json_plan.key_converter.envelope_prefix = None  # type: ignore[attr-defined]
     assert guessed_samples(
         json_plan, {"key": Sample(None, frozenset()), "value": Sample(None, frozenset())}
     ) == {
