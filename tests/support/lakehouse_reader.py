@@ -11,6 +11,7 @@ catalogs (the maintenance module's jdbc catalog) passes them as ``extra``.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -67,7 +68,7 @@ def reader_session(
     return builder.getOrCreate()
 
 
-def rows_unless_evolved_meanwhile(spark: SparkSession, query: str) -> list[tuple[object, ...]] | None:
+def rows_unless_evolved_meanwhile(spark: SparkSession, query: str) -> list[tuple[Any, ...]] | None:
     """The query's rows, or None when a table it reads changed its schema while it ran; a poll then asks
     again. Why it happens: with the catalog uncached, Iceberg's Spark table refreshes itself when the scan
     is built (``refreshEagerly``), after the query was analysed against the schema before: a column a sink
