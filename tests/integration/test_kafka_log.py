@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 
 import pytest
@@ -40,8 +41,18 @@ def test_read_to_end_passes_the_commit_marker_of_a_transaction(broker: Broker) -
     log = KafkaLog(topic, broker.bootstrap, on_record, client_id="test")
     log.start(15)
     try:
-        assert log.read_to_end(15), "read_to_end timed out at the commit marker"
-        assert [r.key for r in seen] == [b"k0", b"k1", b"k2"]
+        # commit_transaction returns once the coordinator logged the commit; the partition's marker, and
+        # with it the records' visibility to a read_committed reader (its end: the last stable offset),
+        # follows a moment later. Each read_to_end must finish, not time out at the marker.
+        deadline = time.monotonic() + 30
+        while True:
+            assert log.read_to_end(15), "read_to_end timed out at the commit marker"
+            with lock:
+                keys = [r.key for r in seen]
+            if keys or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert keys == [b"k0", b"k1", b"k2"]
         log.send(b"k3", b"v")  # a plain write after it is read too
         assert log.read_to_end(15)
         assert [r.key for r in seen][-1] == b"k3"
