@@ -156,7 +156,12 @@ class DeltaSinkTask(TableSinkTask):
         try:
             return spark.read.format("delta").load(path).schema
         except Exception as exc:
-            if "DELTA_MISSING_DELTA_TABLE" in str(exc) or "is not a Delta table" in str(exc):
+            # DELTA_TABLE_NOT_FOUND: a _delta_log with no commit in it, as a first write cancelled half-way
+            # (its query restarted) leaves; the table is then created as if the folder were not there.
+            if any(
+                m in str(exc)
+                for m in ("DELTA_MISSING_DELTA_TABLE", "DELTA_TABLE_NOT_FOUND", "is not a Delta table")
+            ):
                 return None
             raise
 
