@@ -212,16 +212,21 @@ def guessed_samples(plan: SinkPlan, last: Mapping[str, Sample] | None) -> dict[s
     return out
 
 
+def _guess_column(column: str) -> str:
+    """The name of ``column``'s :func:`guess_columns` flag."""
+    return f"__kc_guess_{column}"
+
+
 def guess_columns(guess: Mapping[str, Sample]) -> dict[str, Any]:
     """Columns to add to the raw batch before ``prepare`` (they are carried through it): per guessed
     column, the flag whose greatest value over the batch confirms the guess or not."""
-    return {f"__kc_guess_{column}": guess_flag(column, sample) for column, sample in guess.items()}
+    return {_guess_column(column): guess_flag(column, sample) for column, sample in guess.items()}
 
 
 def guess_confirmed(guess: Mapping[str, Sample], greatest: Mapping[str, int | None]) -> bool:
     """Whether every guessed column's batch is as guessed, from the greatest of each of its
     :func:`guess_columns` (by that column's name) over the batch."""
-    return all(guess_holds(sample, greatest.get(f"__kc_guess_{c}")) for c, sample in guess.items())
+    return all(guess_holds(sample, greatest.get(_guess_column(c))) for c, sample in guess.items())
 
 
 def prepare(
